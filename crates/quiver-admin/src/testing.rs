@@ -1,0 +1,239 @@
+//! The conformance suite every [`AdminStore`] backend must pass. Each backend's tests call
+//! [`conformance`] with a fresh, empty store.
+
+use std::sync::Arc;
+
+use quiver_core::index::{IndexType, SearchRegion, SimilarityFunction, VectorRegion};
+use quiver_core::plan::PlanType;
+use quiver_core::{IndexId, StoreError, Timestamp};
+
+use crate::account::{Account, Email};
+use crate::catalog::{IndexKind, IndexName, IndexRecord, IndexSettings, SearchSettings, VectorSettings};
+use crate::store::AdminStore;
+
+/// Runs every check against `store`, which must start empty.
+pub async fn conformance(store: Arc<dyn AdminStore>) {
+    accounts_round_trip_and_are_found_by_email_and_id(&*store).await;
+    a_taken_email_or_a_second_bootstrap_account_conflicts(&*store).await;
+    indexes_round_trip_and_are_scoped_to_their_owner(&*store).await;
+    index_updates_replace_the_whole_record(&*store).await;
+    taken_endpoints_and_tokens_conflict(&*store).await;
+}
+
+fn email(text: &str) -> Email {
+    Email::try_from(text.to_owned()).unwrap()
+}
+
+fn account(address: &str, is_bootstrap: bool) -> Account {
+    Account::generate(
+        email(address),
+        Timestamp::from_millis(1_700_000_000_000),
+        is_bootstrap,
+    )
+}
+
+fn vector_index(owner: &Account, endpoint: &str, created_at: i64) -> IndexRecord {
+    IndexRecord {
+        id: IndexId::random(),
+        account_id: owner.id,
+        name: IndexName::try_from(format!("index {endpoint}")).unwrap(),
+        endpoint: endpoint.to_owned(),
+        plan: PlanType::Free,
+        token: crate::account::new_token(),
+        read_only_token: crate::account::new_token(),
+        created_at: Timestamp::from_millis(created_at),
+        settings: IndexSettings::VectorV1(VectorSettings {
+            region: VectorRegion::EuWest1,
+            similarity_function: SimilarityFunction::DotProduct,
+            dimension_count: 3,
+            index_type: IndexType::Hybrid,
+            embedding_model: None,
+            sparse_embedding_model: None,
+        }),
+    }
+}
+
+async fn accounts_round_trip_and_are_found_by_email_and_id(store: &dyn AdminStore) {
+    let root = account("root@conformance.test", true);
+    store.insert_account(&root).await.unwrap();
+    assert_eq!(
+        store
+            .account_by_email("root@conformance.test")
+            .await
+            .unwrap()
+            .as_ref(),
+        Some(&root)
+    );
+    assert_eq!(store.account_by_id(root.id).await.unwrap().as_ref(), Some(&root));
+    assert_eq!(store.bootstrap_account().await.unwrap().as_ref(), Some(&root));
+    assert!(
+        store
+            .account_by_email("ROOT@conformance.test")
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    let mut changed = root.clone();
+    changed.api_key = "rotated".into();
+    assert!(store.update_account(&changed).await.unwrap());
+    assert_eq!(
+        store.account_by_id(root.id).await.unwrap().unwrap().api_key,
+        "rotated"
+    );
+    let stranger = account("stranger@conformance.test", false);
+    assert!(!store.update_account(&stranger).await.unwrap());
+}
+
+async fn a_taken_email_or_a_second_bootstrap_account_conflicts(store: &dyn AdminStore) {
+    let twin = account("root@conformance.test", false);
+    assert!(matches!(
+        store.insert_account(&twin).await,
+        Err(StoreError::Conflict(_))
+    ));
+    let second_root = account("other-root@conformance.test", true);
+    assert!(matches!(
+        store.insert_account(&second_root).await,
+        Err(StoreError::Conflict(_))
+    ));
+    let user = account("user@conformance.test", false);
+    store.insert_account(&user).await.unwrap();
+    let emails: Vec<String> = store
+        .accounts()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|a| a.email.to_string())
+        .collect();
+    assert_eq!(emails, ["root@conformance.test", "user@conformance.test"]);
+}
+
+async fn indexes_round_trip_and_are_scoped_to_their_owner(store: &dyn AdminStore) {
+    let root = store
+        .account_by_email("root@conformance.test")
+        .await
+        .unwrap()
+        .unwrap();
+    let user = store
+        .account_by_email("user@conformance.test")
+        .await
+        .unwrap()
+        .unwrap();
+    let older = vector_index(&root, "calm-otter-10001", 1_000);
+    let newer = vector_index(&root, "calm-otter-10002", 2_000);
+    let search = IndexRecord {
+        settings: IndexSettings::SearchV1(SearchSettings {
+            region: SearchRegion::UsCentral1,
+            input_enrichment_enabled: true,
+        }),
+        ..vector_index(&root, "calm-otter-10003", 3_000)
+    };
+    for record in [&newer, &older, &search] {
+        store.insert_index(record).await.unwrap();
+    }
+    let listed = store.indexes(root.id, IndexKind::Vector).await.unwrap();
+    assert_eq!(
+        listed,
+        [older.clone(), newer.clone()],
+        "vector indexes, oldest first"
+    );
+    assert_eq!(
+        store.indexes(root.id, IndexKind::Search).await.unwrap(),
+        std::slice::from_ref(&search)
+    );
+    assert!(
+        store
+            .indexes(user.id, IndexKind::Vector)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    assert_eq!(
+        store.index(root.id, older.id).await.unwrap().as_ref(),
+        Some(&older)
+    );
+    assert!(
+        store.index(user.id, older.id).await.unwrap().is_none(),
+        "another owner's index is invisible"
+    );
+    assert!(
+        !store.delete_index(user.id, older.id).await.unwrap(),
+        "another owner cannot delete it"
+    );
+    assert_eq!(
+        store.index_by_token(&older.token).await.unwrap().as_ref(),
+        Some(&older)
+    );
+    assert_eq!(
+        store
+            .index_by_token(&older.read_only_token)
+            .await
+            .unwrap()
+            .as_ref(),
+        Some(&older)
+    );
+    assert!(store.index_by_token("no such token").await.unwrap().is_none());
+
+    assert!(store.delete_index(root.id, newer.id).await.unwrap());
+    assert!(store.index(root.id, newer.id).await.unwrap().is_none());
+    assert!(!store.delete_index(root.id, newer.id).await.unwrap());
+}
+
+async fn index_updates_replace_the_whole_record(store: &dyn AdminStore) {
+    let root = store
+        .account_by_email("root@conformance.test")
+        .await
+        .unwrap()
+        .unwrap();
+    let user = store
+        .account_by_email("user@conformance.test")
+        .await
+        .unwrap()
+        .unwrap();
+    let mut record = store.indexes(root.id, IndexKind::Vector).await.unwrap().remove(0);
+    let old_token = record.token.clone();
+    record.name = IndexName::try_from("renamed".to_owned()).unwrap();
+    record.plan = PlanType::Fixed;
+    record.token = "fresh-token".into();
+    record.account_id = user.id;
+    assert!(store.update_index(&record).await.unwrap());
+    assert_eq!(
+        store.index(user.id, record.id).await.unwrap().as_ref(),
+        Some(&record)
+    );
+    assert!(
+        store.index(root.id, record.id).await.unwrap().is_none(),
+        "the index moved to its new owner"
+    );
+    assert!(
+        store.index_by_token(&old_token).await.unwrap().is_none(),
+        "an old token stops working"
+    );
+    let ghost = vector_index(&root, "calm-otter-10009", 9_000);
+    assert!(!store.update_index(&ghost).await.unwrap());
+}
+
+async fn taken_endpoints_and_tokens_conflict(store: &dyn AdminStore) {
+    let root = store
+        .account_by_email("root@conformance.test")
+        .await
+        .unwrap()
+        .unwrap();
+    let same_endpoint = vector_index(&root, "calm-otter-10003", 4_000);
+    match store.insert_index(&same_endpoint).await {
+        Err(StoreError::Conflict(_)) => {}
+        other => panic!("a taken endpoint must conflict, got {other:?}"),
+    }
+    let mut same_token = vector_index(&root, "calm-otter-10004", 4_000);
+    same_token.token = "fresh-token".into();
+    assert!(matches!(
+        store.insert_index(&same_token).await,
+        Err(StoreError::Conflict(_))
+    ));
+    assert_eq!(
+        store.indexes(root.id, IndexKind::Vector).await.unwrap().len(),
+        0,
+        "nothing half-written"
+    );
+}

@@ -1,0 +1,74 @@
+//! HTTP Basic authentication of the management API (`email:api_key`).
+
+use axum::extract::FromRequestParts;
+use axum::http::header;
+use axum::http::request::Parts;
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use quiver_admin::Account;
+
+use crate::error::ApiError;
+use crate::router::AppState;
+
+/// The account whose HTTP Basic credentials came with the request.
+#[derive(Debug, Clone)]
+pub struct ManagementAccount(pub Account);
+
+/// Reads `Authorization: Basic base64(user:password)`; `None` when absent or malformed.
+fn basic_credentials(parts: &Parts) -> Option<(String, String)> {
+    let value = parts.headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, encoded) = value.trim().split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("basic") {
+        return None;
+    }
+    let decoded = String::from_utf8(STANDARD.decode(encoded.trim()).ok()?).ok()?;
+    let (user, password) = decoded.split_once(':')?;
+    Some((user.to_owned(), password.to_owned()))
+}
+
+impl FromRequestParts<AppState> for ManagementAccount {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let Some((email, api_key)) = basic_credentials(parts) else {
+            return Err(ApiError::basic_challenge(
+                "Unauthorized: send HTTP Basic credentials: your account email and API key",
+            ));
+        };
+        let account = state.admin.authenticate(&email, &api_key).await?;
+        Ok(ManagementAccount(account))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::http::Request;
+
+    use super::*;
+
+    fn parts_with(authorization: &str) -> Parts {
+        Request::builder()
+            .header(header::AUTHORIZATION, authorization)
+            .body(())
+            .unwrap()
+            .into_parts()
+            .0
+    }
+
+    #[test]
+    fn basic_credentials_split_at_the_first_colon() {
+        let encoded = STANDARD.encode("me@example.com:key:with:colons");
+        let parsed = basic_credentials(&parts_with(&format!("basic {encoded}")));
+        assert_eq!(parsed, Some(("me@example.com".into(), "key:with:colons".into())));
+    }
+
+    #[test]
+    fn other_schemes_and_garbage_are_not_credentials() {
+        assert_eq!(basic_credentials(&parts_with("Bearer abc")), None);
+        assert_eq!(basic_credentials(&parts_with("Basic !!!")), None);
+        assert_eq!(
+            basic_credentials(&parts_with(&format!("Basic {}", STANDARD.encode("no-colon")))),
+            None
+        );
+    }
+}

@@ -1,0 +1,22 @@
+//! The `[http]` configuration section.
+
+use serde::{Deserialize, Serialize};
+
+/// Limits of the HTTP surface.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpConfig {
+    /// Largest management API request body; larger ones get 413.
+    pub management_body_limit_bytes: usize,
+    /// Largest vector API request body; larger ones get 413.
+    pub vector_body_limit_bytes: usize,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            management_body_limit_bytes: 1 << 20,
+            vector_body_limit_bytes: 64 << 20,
+        }
+    }
+}

@@ -1,0 +1,19 @@
+//! Quiver's HTTP surface. Handlers are thin: extract, call the domain, convert.
+//!
+//! - [`config`]: [`HttpConfig`], the `[http]` section (body limits).
+//! - [`error`]: [`ApiError`], the one place domain errors become statuses and envelopes.
+//! - [`extract`]: [`extract::JsonBody`] (JSON whatever the content type) and field parsing.
+//! - [`auth`]: the HTTP Basic extractor of the management API.
+//! - [`management`]: `/v2/vector/index...` and `/v2/search...`.
+//! - [`mod@router`]: the whole application router, with fallbacks for unknown routes and methods.
+
+pub mod auth;
+pub mod config;
+pub mod error;
+pub mod extract;
+pub mod management;
+pub mod router;
+
+pub use config::HttpConfig;
+pub use error::ApiError;
+pub use router::{AppState, router};

@@ -1,0 +1,191 @@
+//! Start-up, supervision and ordered shutdown of one Quiver process.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use quiver_admin::{Admin, Bootstrap, BootstrapCredentials};
+use quiver_core::{Clock, StoreError};
+use quiver_http::AppState;
+use quiver_store::{Database, SqliteAdminStore};
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::{info, warn};
+
+use crate::config::Config;
+
+/// Everything [`App::start`] needs.
+#[derive(Debug, Clone)]
+pub struct AppOptions {
+    /// The loaded configuration.
+    pub config: Config,
+    /// The clock for scheduling, leases and metering.
+    pub clock: Arc<dyn Clock>,
+    /// Credentials wanted for the bootstrap account (environment, then `--dev` values).
+    pub bootstrap: BootstrapCredentials,
+}
+
+/// Start-up failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The data directory could not be created.
+    #[error("cannot create data directory {path}: {source}")]
+    DataDir {
+        /// The directory.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The listener could not bind.
+    #[error("cannot listen on {address}: {source}")]
+    Bind {
+        /// The address.
+        address: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A store could not be opened.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The bootstrap account could not be set up.
+    #[error("cannot set up the bootstrap account: {0}")]
+    Bootstrap(#[from] quiver_admin::AdminError),
+}
+
+/// The catalogue opened on its own, for commands that do not serve (`credentials`, `accounts`).
+#[derive(Debug, Clone)]
+pub struct Catalog {
+    /// Accounts and indexes.
+    pub admin: Admin,
+    database: Database,
+}
+
+impl Catalog {
+    /// Opens `catalog.db` in the configured data directory, creating the directory if needed.
+    ///
+    /// # Errors
+    /// The directory or database cannot be created or opened.
+    pub fn open(config: &Config, clock: Arc<dyn Clock>) -> Result<Catalog, StartError> {
+        create_data_dir(&config.server.data_dir)?;
+        let store = SqliteAdminStore::open(&config.server.data_dir, &config.storage)?;
+        let database = store.database().clone();
+        Ok(Catalog {
+            admin: Admin::new(Arc::new(store), clock),
+            database,
+        })
+    }
+
+    /// Commits outstanding writes and stops the writer.
+    pub async fn close(&self) {
+        self.database.close().await;
+    }
+}
+
+fn create_data_dir(path: &Path) -> Result<(), StartError> {
+    let error = |source| StartError::DataDir {
+        path: path.display().to_string(),
+        source,
+    };
+    std::fs::create_dir_all(path).map_err(error)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        // Databases hold credentials: only the owner may read them.
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700)).map_err(error)?;
+    }
+    Ok(())
+}
+
+/// A running Quiver: HTTP listener, stores and background work under one supervisor.
+#[derive(Debug)]
+pub struct App {
+    local_addr: SocketAddr,
+    catalog: Catalog,
+    bootstrap: Bootstrap,
+    shutdown: CancellationToken,
+    tracker: TaskTracker,
+    http: JoinHandle<std::io::Result<()>>,
+    grace: Duration,
+}
+
+impl App {
+    /// Opens the stores, sets up the bootstrap account and starts serving.
+    ///
+    /// # Errors
+    /// See [`StartError`].
+    pub async fn start(options: AppOptions) -> Result<App, StartError> {
+        let config = options.config;
+        let catalog = Catalog::open(&config, Arc::clone(&options.clock))?;
+        let bootstrap = catalog.admin.bootstrap(&options.bootstrap).await?;
+
+        let address = config.server.bind;
+        let listener = TcpListener::bind(address)
+            .await
+            .map_err(|source| StartError::Bind { address, source })?;
+        let local_addr = listener
+            .local_addr()
+            .map_err(|source| StartError::Bind { address, source })?;
+
+        let shutdown = CancellationToken::new();
+        let tracker = TaskTracker::new();
+        let state = AppState {
+            admin: catalog.admin.clone(),
+            config: config.http.clone(),
+        };
+        let service = quiver_http::router(state).into_make_service_with_connect_info::<SocketAddr>();
+        let stop_accepting = shutdown.child_token();
+        let http = tracker.spawn(async move {
+            axum::serve(listener, service)
+                .with_graceful_shutdown(stop_accepting.cancelled_owned())
+                .await
+        });
+        info!(%local_addr, data_dir = %config.server.data_dir.display(), dev = config.server.dev, "quiver is serving");
+        Ok(App {
+            local_addr,
+            catalog,
+            bootstrap,
+            shutdown,
+            tracker,
+            http,
+            grace: Duration::from_millis(config.server.shutdown_grace_ms),
+        })
+    }
+
+    /// The address the listener is bound to (useful with port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The bootstrap account, and whether this start created it.
+    pub fn bootstrap(&self) -> &Bootstrap {
+        &self.bootstrap
+    }
+
+    /// Accounts and indexes.
+    pub fn admin(&self) -> &Admin {
+        &self.catalog.admin
+    }
+
+    /// Stops the process in order: stop accepting connections and let in-flight requests finish, stop
+    /// background loops, wait for in-flight work up to the grace period, then flush the stores.
+    pub async fn shutdown(self) {
+        info!("shutting down");
+        self.shutdown.cancel();
+        self.tracker.close();
+        match tokio::time::timeout(self.grace, self.tracker.wait()).await {
+            Ok(()) => {}
+            Err(_) => {
+                warn!(
+                    grace_ms = self.grace.as_millis(),
+                    "in-flight work did not finish within the grace period"
+                );
+                self.http.abort();
+            }
+        }
+        self.catalog.close().await;
+        info!("shut down cleanly");
+    }
+}

@@ -1,0 +1,239 @@
+//! The configuration tree. `config/default.toml` is embedded; a file and then `QUIVER__SECTION__KEY`
+//! variables override it. Each crate owns its section; unknown keys are errors, found at start-up.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use quiver_http::HttpConfig;
+use quiver_store::StorageConfig;
+use serde::{Deserialize, Serialize};
+use toml::{Table, Value};
+
+/// The embedded defaults: every key, commented.
+pub const DEFAULT_CONFIG: &str = include_str!("../../../config/default.toml");
+
+/// Prefix of environment variables that override configuration keys.
+pub const ENV_PREFIX: &str = "QUIVER__";
+
+/// The `[server]` section.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerConfig {
+    /// Address of the HTTP listener.
+    pub bind: SocketAddr,
+    /// Data directory.
+    pub data_dir: PathBuf,
+    /// Development mode.
+    pub dev: bool,
+    /// Grace period of shutdown, in milliseconds.
+    pub shutdown_grace_ms: u64,
+}
+
+/// The whole configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Listener, data directory, mode.
+    pub server: ServerConfig,
+    /// HTTP limits.
+    pub http: HttpConfig,
+    /// Embedded store.
+    pub storage: StorageConfig,
+}
+
+/// The configuration could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The configuration file could not be read.
+    #[error("cannot read configuration file {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A layer is not valid TOML.
+    #[error("{origin} is not valid TOML: {message}")]
+    Syntax {
+        /// Which layer.
+        origin: String,
+        /// The parser's message.
+        message: String,
+    },
+    /// An environment override names no key.
+    #[error("environment variable {0} must look like QUIVER__SECTION__KEY")]
+    EnvName(String),
+    /// The merged tree does not fit the schema (unknown key, wrong type).
+    #[error("invalid configuration: {0}")]
+    Invalid(String),
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config::load(None, std::iter::empty())
+            .unwrap_or_else(|e| unreachable!("the embedded defaults are valid: {e}"))
+    }
+}
+
+impl Config {
+    /// Loads defaults, then `file` if given, then each `QUIVER__SECTION__KEY` pair of `environment`
+    /// (other variables are ignored).
+    ///
+    /// # Errors
+    /// An unreadable or invalid file, a malformed variable name, or a tree that breaks the schema.
+    pub fn load(
+        file: Option<&Path>,
+        environment: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Config, ConfigError> {
+        let mut tree = parse_table(DEFAULT_CONFIG, "the embedded defaults")?;
+        if let Some(path) = file {
+            let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+                path: path.to_owned(),
+                source,
+            })?;
+            merge(&mut tree, parse_table(&text, &path.display().to_string())?);
+        }
+        for (name, value) in environment {
+            let Some(key) = name.strip_prefix(ENV_PREFIX) else {
+                continue;
+            };
+            let path: Vec<String> = key.split("__").map(str::to_ascii_lowercase).collect();
+            if path.iter().any(String::is_empty) {
+                return Err(ConfigError::EnvName(name));
+            }
+            set_path(&mut tree, &path, env_value(&value));
+        }
+        let config: Config = Value::Table(tree)
+            .try_into()
+            .map_err(|e: toml::de::Error| ConfigError::Invalid(e.message().to_owned()))?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        let positive = [
+            (
+                "http.management_body_limit_bytes",
+                self.http.management_body_limit_bytes,
+            ),
+            ("http.vector_body_limit_bytes", self.http.vector_body_limit_bytes),
+            (
+                "storage.group_commit_max_batch",
+                self.storage.group_commit_max_batch,
+            ),
+            ("storage.write_queue_capacity", self.storage.write_queue_capacity),
+            ("storage.read_connections", self.storage.read_connections),
+        ];
+        for (key, value) in positive {
+            if value == 0 {
+                return Err(ConfigError::Invalid(format!("{key} must be at least 1")));
+            }
+        }
+        Ok(())
+    }
+
+    /// The configuration as TOML, for `quiver check-config`. It holds no secrets.
+    pub fn to_toml(&self) -> String {
+        toml::to_string_pretty(self).unwrap_or_else(|e| format!("# cannot print the configuration: {e}\n"))
+    }
+}
+
+fn parse_table(text: &str, origin: &str) -> Result<Table, ConfigError> {
+    text.parse::<Table>().map_err(|e| ConfigError::Syntax {
+        origin: origin.to_owned(),
+        message: e.message().to_owned(),
+    })
+}
+
+/// An environment value is read as a TOML value when it is one (`true`, `8`, `"x"`), else as text.
+fn env_value(text: &str) -> Value {
+    format!("value = {text}")
+        .parse::<Table>()
+        .ok()
+        .and_then(|mut table| table.remove("value"))
+        .unwrap_or_else(|| Value::String(text.to_owned()))
+}
+
+fn merge(base: &mut Table, overrides: Table) {
+    for (key, value) in overrides {
+        match (base.get_mut(&key), value) {
+            (Some(Value::Table(inner)), Value::Table(more)) => merge(inner, more),
+            (_, value) => {
+                base.insert(key, value);
+            }
+        }
+    }
+}
+
+fn set_path(tree: &mut Table, path: &[String], value: Value) {
+    let Some((last, sections)) = path.split_last() else {
+        return;
+    };
+    let mut table = tree;
+    for section in sections {
+        let entry = table
+            .entry(section.clone())
+            .or_insert_with(|| Value::Table(Table::new()));
+        if !entry.is_table() {
+            *entry = Value::Table(Table::new());
+        }
+        let Value::Table(inner) = entry else { return };
+        table = inner;
+    }
+    table.insert(last.clone(), value);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn the_embedded_defaults_load() {
+        let config = Config::default();
+        assert_eq!(config.server.bind.to_string(), "127.0.0.1:8080");
+        assert_eq!(config.http.management_body_limit_bytes, 1 << 20);
+    }
+
+    #[test]
+    fn environment_overrides_win_over_the_file_and_the_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("quiver.toml");
+        std::fs::write(&file, "[server]\nbind = \"127.0.0.1:9000\"\ndev = true\n").unwrap();
+        let config = Config::load(
+            Some(&file),
+            env(&[
+                ("QUIVER__SERVER__BIND", "0.0.0.0:7000"),
+                ("QUIVER__STORAGE__READ_CONNECTIONS", "2"),
+                ("PATH", "/bin"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(config.server.bind.to_string(), "0.0.0.0:7000");
+        assert!(
+            config.server.dev,
+            "the file's value stays where nothing overrides it"
+        );
+        assert_eq!(config.storage.read_connections, 2);
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_values_are_refused_at_load() {
+        let unknown = Config::load(None, env(&[("QUIVER__SERVER__COLOUR", "blue")])).unwrap_err();
+        assert!(unknown.to_string().contains("colour"), "{unknown}");
+        let bad = Config::load(None, env(&[("QUIVER__SERVER__BIND", "not an address")])).unwrap_err();
+        assert!(matches!(bad, ConfigError::Invalid(_)));
+        let zero = Config::load(None, env(&[("QUIVER__STORAGE__READ_CONNECTIONS", "0")])).unwrap_err();
+        assert!(zero.to_string().contains("storage.read_connections"));
+        assert!(matches!(
+            Config::load(None, env(&[("QUIVER____X", "1")])),
+            Err(ConfigError::EnvName(_))
+        ));
+    }
+}

@@ -1,0 +1,15 @@
+//! Quiver's wiring: what the binary and the test kit start.
+//!
+//! - [`config`]: the typed configuration tree ([`Config`]): embedded defaults, a file, then
+//!   `QUIVER__SECTION__KEY` overrides.
+//! - [`credentials`]: the fixed development credentials of `--dev`.
+//! - [`app`]: [`App`]: opens the stores, bootstraps the first account, serves HTTP, supervises
+//!   background work and shuts down in order.
+#![warn(missing_docs)]
+
+pub mod app;
+pub mod config;
+pub mod credentials;
+
+pub use app::{App, AppOptions, Catalog, StartError};
+pub use config::{Config, ConfigError};

@@ -1,0 +1,16 @@
+//! The embedded storage backend: SQLite in WAL mode.
+//!
+//! - [`database`]: [`Database`], one file with one group-committing writer thread and a read pool.
+//! - [`migrations`]: schema versions per database file, applied at open.
+//! - [`admin`]: [`SqliteAdminStore`], the management domain's store (`catalog.db`).
+//! - [`config`]: [`StorageConfig`], the `[storage]` section.
+#![warn(missing_docs)]
+
+pub mod admin;
+pub mod config;
+pub mod database;
+pub mod migrations;
+
+pub use admin::SqliteAdminStore;
+pub use config::StorageConfig;
+pub use database::Database;

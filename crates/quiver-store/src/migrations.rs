@@ -1,0 +1,52 @@
+//! Schema versions, embedded in the binary and applied in order when a database opens.
+
+use rusqlite::Connection;
+
+/// One schema step: applied once, in order, inside a transaction.
+#[derive(Debug, Clone, Copy)]
+pub struct Migration {
+    /// Position in the sequence, starting at 1.
+    pub version: i64,
+    /// What the step does, for logs.
+    pub name: &'static str,
+    /// The SQL it runs.
+    pub sql: &'static str,
+}
+
+/// The schema of `catalog.db` (accounts and the index catalogue).
+pub const CATALOG: &[Migration] = &[Migration {
+    version: 1,
+    name: "accounts and indexes",
+    sql: include_str!("../migrations/catalog/0001_accounts_and_indexes.sql"),
+}];
+
+/// Applies every migration newer than the database's version. A database from a newer Quiver (with
+/// versions this build does not know) is refused rather than guessed at.
+pub(crate) fn apply(connection: &mut Connection, migrations: &[Migration]) -> Result<(), rusqlite::Error> {
+    connection.execute_batch(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (
+             version INTEGER PRIMARY KEY NOT NULL, name TEXT NOT NULL)",
+    )?;
+    let current: i64 = connection.query_row(
+        "SELECT COALESCE(MAX(version), 0) FROM schema_migrations",
+        [],
+        |row| row.get(0),
+    )?;
+    let newest = migrations.last().map_or(0, |m| m.version);
+    if current > newest {
+        return Err(rusqlite::Error::InvalidParameterName(format!(
+            "database schema version {current} is newer than this build knows ({newest}); upgrade Quiver"
+        )));
+    }
+    for migration in migrations.iter().filter(|m| m.version > current) {
+        let transaction = connection.transaction()?;
+        transaction.execute_batch(migration.sql)?;
+        transaction.execute(
+            "INSERT INTO schema_migrations (version, name) VALUES (?1, ?2)",
+            (migration.version, migration.name),
+        )?;
+        transaction.commit()?;
+        tracing::info!(migration.version, migration.name, "applied schema migration");
+    }
+    Ok(())
+}

@@ -1,0 +1,12 @@
+//! Tools for tests that drive Quiver over real HTTP.
+//!
+//! - [`server`]: [`TestServer`], the real server on port 0 with a temporary data directory and a
+//!   [`quiver_core::ManualClock`]; it can be restarted on the same data.
+//! - [`receiver`]: [`Receiver`], a local HTTP endpoint that records every request and answers with
+//!   chosen statuses, bodies or delays.
+
+pub mod receiver;
+pub mod server;
+
+pub use receiver::{Receiver, RecordedRequest, Reply};
+pub use server::TestServer;

@@ -1,0 +1,135 @@
+//! The real server, on port 0, over a temporary data directory, driven by a manual clock.
+
+use std::sync::Arc;
+
+use quiver_admin::{Account, BootstrapCredentials, Email};
+use quiver_core::ManualClock;
+use quiver_server::{App, AppOptions, Config};
+use reqwest::{Method, RequestBuilder};
+use tempfile::TempDir;
+
+/// A running Quiver for one test. Dropping it without [`TestServer::stop`] abandons the process's
+/// tasks with the test's runtime; the data directory is removed either way.
+#[derive(Debug)]
+pub struct TestServer {
+    app: Option<App>,
+    data_dir: TempDir,
+    clock: ManualClock,
+    client: reqwest::Client,
+    config: Config,
+}
+
+impl TestServer {
+    /// A server with the default configuration and generated credentials.
+    ///
+    /// # Panics
+    /// When the server cannot start: the test cannot proceed.
+    pub async fn embedded() -> TestServer {
+        Self::with_config(|_| {}).await
+    }
+
+    /// A server whose configuration `adjust` may change (the bind address and data directory are set
+    /// by the test kit).
+    ///
+    /// # Panics
+    /// When the server cannot start.
+    pub async fn with_config(adjust: impl FnOnce(&mut Config)) -> TestServer {
+        let data_dir = tempfile::tempdir().expect("a temporary data directory");
+        let mut config = Config::default();
+        adjust(&mut config);
+        config.server.bind = "127.0.0.1:0".parse().expect("a valid address");
+        config.server.data_dir = data_dir.path().to_owned();
+        let clock = ManualClock::starting_now();
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .build()
+            .expect("an HTTP client");
+        let mut server = TestServer {
+            app: None,
+            data_dir,
+            clock,
+            client,
+            config,
+        };
+        server.start().await;
+        server
+    }
+
+    async fn start(&mut self) {
+        let options = AppOptions {
+            config: self.config.clone(),
+            clock: Arc::new(self.clock.clone()),
+            bootstrap: BootstrapCredentials::default(),
+        };
+        self.app = Some(App::start(options).await.expect("the test server starts"));
+    }
+
+    fn app(&self) -> &App {
+        self.app.as_ref().expect("the server is running")
+    }
+
+    /// `http://127.0.0.1:PORT` followed by `path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.app().local_addr())
+    }
+
+    /// The clock every scheduled action of the server reads.
+    pub fn clock(&self) -> &ManualClock {
+        &self.clock
+    }
+
+    /// The bootstrap account, with its credentials.
+    pub fn account(&self) -> &Account {
+        &self.app().bootstrap().account
+    }
+
+    /// The server's data directory.
+    pub fn data_dir(&self) -> &std::path::Path {
+        self.data_dir.path()
+    }
+
+    /// A plain HTTP client that sends traffic to loopback only.
+    pub fn client(&self) -> &reqwest::Client {
+        &self.client
+    }
+
+    /// A request to `path` authenticated as the bootstrap account (HTTP Basic).
+    pub fn management(&self, method: Method, path: &str) -> RequestBuilder {
+        self.management_as(self.account(), method, path)
+    }
+
+    /// A request to `path` authenticated as `account` (HTTP Basic).
+    pub fn management_as(&self, account: &Account, method: Method, path: &str) -> RequestBuilder {
+        self.client
+            .request(method, self.url(path))
+            .basic_auth(account.email.as_str(), Some(&account.api_key))
+    }
+
+    /// Adds an account, as `quiver accounts create` does.
+    ///
+    /// # Panics
+    /// When the email is invalid or taken.
+    pub async fn create_account(&self, email: &str) -> Account {
+        let email = Email::try_from(email.to_owned()).expect("a valid email");
+        self.app()
+            .admin()
+            .create_account(email)
+            .await
+            .expect("the account is created")
+    }
+
+    /// Shuts the server down in order and starts it again on the same data directory (on a new port).
+    pub async fn restart(&mut self) {
+        if let Some(app) = self.app.take() {
+            app.shutdown().await;
+        }
+        self.start().await;
+    }
+
+    /// Shuts the server down in order.
+    pub async fn stop(mut self) {
+        if let Some(app) = self.app.take() {
+            app.shutdown().await;
+        }
+    }
+}

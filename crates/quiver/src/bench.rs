@@ -1,0 +1,159 @@
+//! `quiver bench ...`: benchmarks that print their figures for BENCHMARKS.md.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use clap::Subcommand;
+use quiver_server::Config;
+use quiver_store::Database;
+use quiver_store::StorageConfig;
+use quiver_store::migrations::Migration;
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum BenchCommand {
+    /// Acknowledged, durable (fsync'd) writes per second through one database's group-committing
+    /// writer, from many concurrent callers; compared in the same run with one commit per write.
+    StoreWriter {
+        /// Concurrent callers, each awaiting its write before sending the next.
+        #[arg(long, default_value_t = 256)]
+        callers: usize,
+        /// Total writes for the group-commit run.
+        #[arg(long, default_value_t = 200_000)]
+        writes: usize,
+        /// Total writes for the one-commit-per-write run (slow: keep it small).
+        #[arg(long, default_value_t = 2_000)]
+        baseline_writes: usize,
+        /// Directory for the benchmark database (default: a temporary directory on the data disk).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+}
+
+const BENCH_SCHEMA: &[Migration] = &[Migration {
+    version: 1,
+    name: "bench rows",
+    sql: "CREATE TABLE rows (id INTEGER PRIMARY KEY, caller INTEGER NOT NULL, sequence INTEGER NOT NULL,
+          payload TEXT NOT NULL)",
+}];
+
+/// A run's outcome.
+struct Run {
+    writes: usize,
+    elapsed: Duration,
+}
+
+impl Run {
+    fn per_second(&self) -> f64 {
+        self.writes as f64 / self.elapsed.as_secs_f64()
+    }
+}
+
+async fn run_writes(database: &Database, callers: usize, writes: usize) -> Result<Run> {
+    let per_caller = writes.div_ceil(callers.max(1));
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..callers)
+        .map(|caller| {
+            let database = database.clone();
+            tokio::spawn(async move {
+                for sequence in 0..per_caller {
+                    database
+                        .write(move |c| {
+                            c.prepare_cached(
+                                "INSERT INTO rows (caller, sequence, payload) VALUES (?1, ?2, ?3)",
+                            )
+                            .and_then(|mut s| {
+                                s.execute((
+                                    caller as i64,
+                                    sequence as i64,
+                                    "a small row of about sixty-four bytes, as queue events are",
+                                ))
+                            })
+                            .map(drop)
+                            .map_err(|e| quiver_core::StoreError::Backend(e.to_string()))
+                        })
+                        .await?;
+                }
+                Ok::<_, quiver_core::StoreError>(())
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await??;
+    }
+    Ok(Run {
+        writes: per_caller * callers,
+        elapsed: started.elapsed(),
+    })
+}
+
+async fn store_writer(
+    config: &Config,
+    callers: usize,
+    writes: usize,
+    baseline_writes: usize,
+    dir: Option<PathBuf>,
+) -> Result<()> {
+    let parent = dir.unwrap_or_else(std::env::temp_dir);
+    std::fs::create_dir_all(&parent)?;
+    let scratch = tempfile::tempdir_in(&parent)?;
+
+    let grouped_config = config.storage.clone();
+    let grouped = Database::open(&scratch.path().join("grouped.db"), BENCH_SCHEMA, &grouped_config)?;
+    let group_run = run_writes(&grouped, callers, writes).await?;
+    let count: i64 = grouped
+        .read(|c| {
+            c.query_row("SELECT COUNT(*) FROM rows", [], |r| r.get(0))
+                .map_err(|e| quiver_core::StoreError::Backend(e.to_string()))
+        })
+        .await?;
+    grouped.close().await;
+    anyhow::ensure!(
+        count as usize == group_run.writes,
+        "expected {} rows, found {count}",
+        group_run.writes
+    );
+
+    let single_config = StorageConfig {
+        group_commit_max_batch: 1,
+        ..config.storage.clone()
+    };
+    let single = Database::open(&scratch.path().join("single.db"), BENCH_SCHEMA, &single_config)?;
+    let single_run = run_writes(&single, callers, baseline_writes).await?;
+    single.close().await;
+
+    println!(
+        "store writer: {callers} concurrent callers, durable commits (WAL, synchronous=FULL), in {}",
+        parent.display()
+    );
+    println!("| mode | writes | seconds | acknowledged writes/s |");
+    println!("|---|---|---|---|");
+    for (mode, run) in [
+        ("group commit (max batch {})", &group_run),
+        ("one commit per write", &single_run),
+    ] {
+        let mode = mode.replace("{}", &config.storage.group_commit_max_batch.to_string());
+        println!(
+            "| {mode} | {} | {:.2} | {:.0} |",
+            run.writes,
+            run.elapsed.as_secs_f64(),
+            run.per_second()
+        );
+    }
+    println!(
+        "ratio group commit / one commit per write: {:.1}x",
+        group_run.per_second() / single_run.per_second()
+    );
+    Ok(())
+}
+
+pub(crate) async fn run(command: BenchCommand, config: &Config) -> Result<()> {
+    match command {
+        BenchCommand::StoreWriter {
+            callers,
+            writes,
+            baseline_writes,
+            dir,
+        } => store_writer(config, callers, writes, baseline_writes, dir).await,
+    }
+}

@@ -1,0 +1,290 @@
+//! The `quiver` command: serve, print credentials, add accounts, check configuration, benchmark.
+
+mod bench;
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, anyhow};
+use clap::{Parser, Subcommand};
+use quiver_admin::{Account, BootstrapCredentials, Email};
+use quiver_core::SystemClock;
+use quiver_server::credentials::dev_credentials;
+use quiver_server::{App, AppOptions, Catalog, Config};
+
+/// Quiver: vector indexes, a durable message queue and their management API, in one process on one port.
+///
+/// Configuration comes from the embedded defaults, then `--config FILE`, then environment variables
+/// named QUIVER__SECTION__KEY (e.g. QUIVER__SERVER__BIND=0.0.0.0:8080), then these flags.
+/// The first start creates an account; its credentials come from QUIVER_ADMIN_EMAIL,
+/// QUIVER_ADMIN_API_KEY, QUIVER_QUEUE_TOKEN, QUIVER_CURRENT_SIGNING_KEY and QUIVER_NEXT_SIGNING_KEY,
+/// or are generated and printed once.
+#[derive(Debug, Parser)]
+#[command(name = "quiver", version, about, long_about)]
+struct Cli {
+    /// A TOML configuration file layered over the defaults.
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Data directory (databases, snapshots, models); overrides `server.data_dir`.
+    #[arg(long, global = true, value_name = "DIR")]
+    data_dir: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve every API on one port until SIGINT or SIGTERM, then shut down gracefully.
+    Serve {
+        /// Address to listen on; overrides `server.bind` (default 127.0.0.1:8080).
+        #[arg(long, value_name = "HOST:PORT")]
+        bind: Option<String>,
+        /// Development mode: fixed, documented credentials (environment values still win) and
+        /// deliveries to loopback and private addresses allowed.
+        #[arg(long)]
+        dev: bool,
+    },
+    /// Print the bootstrap account's credentials (or another account's, with --email).
+    Credentials {
+        /// The account to print.
+        #[arg(long)]
+        email: Option<String>,
+    },
+    /// Manage accounts.
+    Accounts {
+        #[command(subcommand)]
+        command: AccountsCommand,
+    },
+    /// Print the effective configuration, secrets redacted, and exit non-zero if it is invalid.
+    CheckConfig,
+    /// Run a benchmark and print its figures.
+    Bench {
+        #[command(subcommand)]
+        command: bench::BenchCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum AccountsCommand {
+    /// Add an account and print its API key and queue token.
+    Create {
+        /// The account's email (its management login).
+        email: String,
+    },
+}
+
+/// Environment variables that set the bootstrap account's credentials.
+const BOOTSTRAP_VARIABLES: [&str; 5] = [
+    "QUIVER_ADMIN_EMAIL",
+    "QUIVER_ADMIN_API_KEY",
+    "QUIVER_QUEUE_TOKEN",
+    "QUIVER_CURRENT_SIGNING_KEY",
+    "QUIVER_NEXT_SIGNING_KEY",
+];
+
+/// The process environment, read once.
+struct Environment {
+    variables: Vec<(String, String)>,
+}
+
+impl Environment {
+    fn read() -> Environment {
+        Environment {
+            variables: std::env::vars().collect(),
+        }
+    }
+
+    fn get(&self, name: &str) -> Option<String> {
+        self.variables
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.clone())
+            .filter(|v| !v.is_empty())
+    }
+
+    fn bootstrap(&self) -> Result<BootstrapCredentials> {
+        let email = self
+            .get("QUIVER_ADMIN_EMAIL")
+            .map(Email::try_from)
+            .transpose()
+            .context("QUIVER_ADMIN_EMAIL")?;
+        Ok(BootstrapCredentials {
+            email,
+            api_key: self.get("QUIVER_ADMIN_API_KEY"),
+            queue_token: self.get("QUIVER_QUEUE_TOKEN"),
+            current_signing_key: self.get("QUIVER_CURRENT_SIGNING_KEY"),
+            next_signing_key: self.get("QUIVER_NEXT_SIGNING_KEY"),
+        })
+    }
+}
+
+fn load_config(cli: &Cli, environment: &Environment) -> Result<Config> {
+    let mut config = Config::load(cli.config.as_deref(), environment.variables.iter().cloned())?;
+    if let Some(dir) = &cli.data_dir {
+        config.server.data_dir.clone_from(dir);
+    }
+    if let Command::Serve { bind, dev } = &cli.command {
+        if let Some(bind) = bind {
+            config.server.bind = bind.parse().map_err(|e| anyhow!("--bind {bind}: {e}"))?;
+        }
+        config.server.dev |= *dev;
+    }
+    Ok(config)
+}
+
+fn print_credentials(out: &mut impl Write, account: &Account) -> std::io::Result<()> {
+    writeln!(out, "management API (HTTP Basic)")?;
+    writeln!(out, "  email:                 {}", account.email)?;
+    writeln!(out, "  api key:               {}", account.api_key)?;
+    writeln!(out, "message queue")?;
+    writeln!(out, "  token:                 {}", account.queue_token)?;
+    writeln!(out, "  read-only token:       {}", account.queue_read_only_token)?;
+    writeln!(out, "  current signing key:   {}", account.current_signing_key)?;
+    writeln!(out, "  next signing key:      {}", account.next_signing_key)
+}
+
+fn init_logging(environment: &Environment) {
+    let filter = environment.get("RUST_LOG").unwrap_or_else(|| "info".to_owned());
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+async fn serve(config: Config, environment: &Environment) -> Result<()> {
+    let mut bootstrap = environment.bootstrap()?;
+    if config.server.dev {
+        bootstrap = bootstrap.or(dev_credentials());
+    }
+    let dev = config.server.dev;
+    let app = App::start(AppOptions {
+        config,
+        clock: SystemClock::shared(),
+        bootstrap,
+    })
+    .await?;
+    let mut out = std::io::stdout().lock();
+    if app.bootstrap().created || dev {
+        let when = if dev {
+            "development credentials"
+        } else {
+            "credentials, shown once (`quiver credentials` prints them again)"
+        };
+        writeln!(out, "Quiver {when}:")?;
+        print_credentials(&mut out, &app.bootstrap().account)?;
+    }
+    writeln!(out, "listening on http://{}", app.local_addr())?;
+    out.flush()?;
+    drop(out);
+    wait_for_signal().await?;
+    app.shutdown().await;
+    Ok(())
+}
+
+async fn wait_for_signal() -> Result<()> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut terminate = signal(SignalKind::terminate())?;
+        let mut interrupt = signal(SignalKind::interrupt())?;
+        tokio::select! {
+            _ = terminate.recv() => tracing::info!("received SIGTERM"),
+            _ = interrupt.recv() => tracing::info!("received SIGINT"),
+        }
+    }
+    #[cfg(not(unix))]
+    tokio::signal::ctrl_c().await?;
+    Ok(())
+}
+
+async fn credentials(config: &Config, email: Option<String>) -> Result<()> {
+    let catalog = Catalog::open(config, SystemClock::shared())?;
+    let account = match email {
+        Some(email) => Some(catalog.admin.account(&email).await?),
+        None => catalog.admin.bootstrap_account().await?,
+    };
+    catalog.close().await;
+    let account = account.ok_or_else(|| {
+        anyhow!(
+            "no account yet in {}: start `quiver serve` once",
+            config.server.data_dir.display()
+        )
+    })?;
+    print_credentials(&mut std::io::stdout().lock(), &account)?;
+    Ok(())
+}
+
+async fn create_account(config: &Config, email: String) -> Result<()> {
+    let email = Email::try_from(email)?;
+    let catalog = Catalog::open(config, SystemClock::shared())?;
+    let created = catalog.admin.create_account(email).await;
+    catalog.close().await;
+    print_credentials(&mut std::io::stdout().lock(), &created?)?;
+    Ok(())
+}
+
+fn check_config(config: &Config, environment: &Environment) {
+    print!("{}", config.to_toml());
+    println!("\n# bootstrap credentials from the environment");
+    for name in BOOTSTRAP_VARIABLES {
+        let shown = match environment.get(name) {
+            Some(value) if name == "QUIVER_ADMIN_EMAIL" => format!("\"{value}\""),
+            Some(_) => "<redacted>".to_owned(),
+            None => "<not set>".to_owned(),
+        };
+        println!("# {name} = {shown}");
+    }
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let cli = Cli::parse();
+    let environment = Environment::read();
+    init_logging(&environment);
+    let config = load_config(&cli, &environment)?;
+    match cli.command {
+        Command::Serve { .. } => serve(config, &environment).await,
+        Command::Credentials { email } => credentials(&config, email).await,
+        Command::Accounts {
+            command: AccountsCommand::Create { email },
+        } => create_account(&config, email).await,
+        Command::CheckConfig => {
+            check_config(&config, &environment);
+            Ok(())
+        }
+        Command::Bench { command } => bench::run(command, &config).await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn empty_bootstrap_variables_count_as_unset() {
+        let environment = Environment {
+            variables: vec![
+                ("QUIVER_ADMIN_API_KEY".into(), String::new()),
+                ("QUIVER_QUEUE_TOKEN".into(), "t".into()),
+            ],
+        };
+        let bootstrap = environment.bootstrap().unwrap();
+        assert_eq!(bootstrap.api_key, None);
+        assert_eq!(bootstrap.queue_token.as_deref(), Some("t"));
+    }
+
+    #[test]
+    fn an_invalid_admin_email_is_refused() {
+        let environment = Environment {
+            variables: vec![("QUIVER_ADMIN_EMAIL".into(), "nobody".into())],
+        };
+        assert!(environment.bootstrap().is_err());
+    }
+}

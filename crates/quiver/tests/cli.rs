@@ -1,0 +1,243 @@
+//! The `quiver` binary end to end: serve, answer, SIGTERM, exit 0; credentials; accounts; check-config.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+const BOOTSTRAP_VARIABLES: [&str; 5] = [
+    "QUIVER_ADMIN_EMAIL",
+    "QUIVER_ADMIN_API_KEY",
+    "QUIVER_QUEUE_TOKEN",
+    "QUIVER_CURRENT_SIGNING_KEY",
+    "QUIVER_NEXT_SIGNING_KEY",
+];
+
+fn quiver(data_dir: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_quiver"));
+    command.arg("--data-dir").arg(data_dir).env("RUST_LOG", "warn");
+    for name in BOOTSTRAP_VARIABLES {
+        command.env_remove(name);
+    }
+    command
+}
+
+/// A running `quiver serve` and what it printed before it started listening.
+struct Served {
+    child: Child,
+    printed: Vec<String>,
+    base: String,
+}
+
+fn serve(command: Command) -> Served {
+    serve_with(command, &[])
+}
+
+fn serve_with(mut command: Command, flags: &[&str]) -> Served {
+    let mut child = command
+        .args(["serve", "--bind", "127.0.0.1:0"])
+        .args(flags)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("quiver starts");
+    let Some(stdout) = child.stdout.take() else {
+        let _ = child.kill();
+        let status = child.wait();
+        panic!("no piped stdout (exit: {status:?})");
+    };
+    let (lines, received) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut printed = Vec::new();
+    loop {
+        let Ok(line) = received.recv_timeout(Duration::from_secs(60)) else {
+            let _ = child.kill();
+            let status = child.wait();
+            panic!("quiver did not print its address (exit: {status:?}); it printed {printed:?}");
+        };
+        if let Some(base) = line.strip_prefix("listening on ") {
+            return Served {
+                child,
+                printed,
+                base: base.to_owned(),
+            };
+        }
+        printed.push(line);
+    }
+}
+
+fn printed_value(lines: &[String], label: &str) -> String {
+    lines
+        .iter()
+        .find_map(|line| line.trim().strip_prefix(label).map(|rest| rest.trim().to_owned()))
+        .unwrap_or_else(|| panic!("no {label} in {lines:?}"))
+}
+
+fn terminate(mut served: Served) {
+    let status = Command::new("kill")
+        .args(["-TERM", &served.child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success());
+    let exit = served.child.wait().expect("quiver exits");
+    assert!(exit.success(), "quiver exited with {exit:?} after SIGTERM");
+}
+
+async fn list_indexes(base: &str, email: &str, key: &str) -> reqwest::StatusCode {
+    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    client
+        .get(format!("{base}/v2/vector/index"))
+        .basic_auth(email, Some(key))
+        .send()
+        .await
+        .unwrap()
+        .status()
+}
+
+#[tokio::test]
+async fn quiver_serve_answers_prints_credentials_once_and_exits_zero_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let served = serve(quiver(dir.path()));
+    let email = printed_value(&served.printed, "email:");
+    let api_key = printed_value(&served.printed, "api key:");
+    assert!(api_key.len() >= 40, "a generated API key is long: {api_key}");
+    assert_eq!(
+        list_indexes(&served.base, &email, &api_key).await,
+        reqwest::StatusCode::OK
+    );
+    assert_eq!(
+        list_indexes(&served.base, &email, "wrong").await,
+        reqwest::StatusCode::UNAUTHORIZED
+    );
+    terminate(served);
+
+    let again = serve(quiver(dir.path()));
+    assert!(
+        again.printed.is_empty(),
+        "credentials are printed only at first start: {:?}",
+        again.printed
+    );
+    assert_eq!(
+        list_indexes(&again.base, &email, &api_key).await,
+        reqwest::StatusCode::OK
+    );
+    terminate(again);
+
+    let output = quiver(dir.path()).arg("credentials").output().unwrap();
+    assert!(output.status.success());
+    let printed: Vec<String> = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(printed_value(&printed, "email:"), email);
+    assert_eq!(printed_value(&printed, "api key:"), api_key);
+}
+
+#[tokio::test]
+async fn environment_credentials_win_and_dev_mode_uses_the_documented_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut command = quiver(dir.path());
+    command
+        .env("QUIVER_ADMIN_EMAIL", "ops@example.com")
+        .env("QUIVER_ADMIN_API_KEY", "from-the-environment");
+    let served = serve(command);
+    assert_eq!(
+        list_indexes(&served.base, "ops@example.com", "from-the-environment").await,
+        reqwest::StatusCode::OK
+    );
+    terminate(served);
+
+    let served = serve_with(quiver(dir.path()), &["--dev"]);
+    assert_eq!(
+        printed_value(&served.printed, "token:"),
+        "eyJVc2VySUQiOiJkZWZhdWx0VXNlciIsIlBhc3N3b3JkIjoiZGVmYXVsdFBhc3N3b3JkIn0="
+    );
+    assert_eq!(
+        printed_value(&served.printed, "current signing key:"),
+        "sig_7kYjw48mhY7kAjqNGcy6cr29RJ6r"
+    );
+    assert_eq!(
+        list_indexes(&served.base, "dev@quiver.local", "quiver-dev-api-key").await,
+        reqwest::StatusCode::OK
+    );
+    terminate(served);
+
+    let mut by_config = quiver(dir.path());
+    by_config
+        .env("QUIVER__SERVER__DEV", "true")
+        .env("QUIVER_ADMIN_API_KEY", "env-beats-dev");
+    let served = serve(by_config);
+    assert_eq!(
+        list_indexes(&served.base, "dev@quiver.local", "env-beats-dev").await,
+        reqwest::StatusCode::OK
+    );
+    terminate(served);
+}
+
+#[test]
+fn accounts_create_prints_new_credentials_and_refuses_a_taken_email() {
+    let dir = tempfile::tempdir().unwrap();
+    let created = quiver(dir.path())
+        .args(["accounts", "create", "new@example.com"])
+        .output()
+        .unwrap();
+    assert!(created.status.success(), "{created:?}");
+    let printed = String::from_utf8(created.stdout).unwrap();
+    assert!(
+        printed.contains("new@example.com") && printed.contains("api key:") && printed.contains("token:")
+    );
+    let again = quiver(dir.path())
+        .args(["accounts", "create", "new@example.com"])
+        .output()
+        .unwrap();
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already exists"));
+    let invalid = quiver(dir.path())
+        .args(["accounts", "create", "not-an-email"])
+        .output()
+        .unwrap();
+    assert!(!invalid.status.success());
+}
+
+#[test]
+fn check_config_prints_overrides_and_redacts_secrets() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = quiver(dir.path())
+        .arg("check-config")
+        .env("QUIVER__STORAGE__READ_CONNECTIONS", "3")
+        .env("QUIVER_ADMIN_API_KEY", "super-secret-key")
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let printed = String::from_utf8(output.stdout).unwrap();
+    assert!(printed.contains("read_connections = 3"), "{printed}");
+    assert!(printed.contains("QUIVER_ADMIN_API_KEY = <redacted>"));
+    assert!(!printed.contains("super-secret-key"));
+
+    let invalid = quiver(dir.path())
+        .arg("check-config")
+        .env("QUIVER__SERVER__NOPE", "1")
+        .output()
+        .unwrap();
+    assert!(!invalid.status.success());
+    assert!(String::from_utf8_lossy(&invalid.stderr).contains("nope"));
+}
+
+#[test]
+fn help_explains_every_command() {
+    let output = Command::new(env!("CARGO_BIN_EXE_quiver"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    let help = String::from_utf8(output.stdout).unwrap();
+    for command in ["serve", "credentials", "accounts", "check-config", "bench"] {
+        assert!(help.contains(command), "--help lacks {command}");
+    }
+}
