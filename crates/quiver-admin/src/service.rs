@@ -125,6 +125,43 @@ impl Admin {
         }
     }
 
+    /// The account a queue bearer token belongs to, and whether the token is the read-only one.
+    ///
+    /// # Errors
+    /// [`AdminError::Unauthorized`] for an unknown token.
+    pub async fn authenticate_queue(&self, token: &str) -> Result<(Account, bool), AdminError> {
+        match self.store.account_by_queue_token(token).await? {
+            Some(account) if constant_time_eq(&account.queue_token, token) => Ok((account, false)),
+            Some(account) if constant_time_eq(&account.queue_read_only_token, token) => Ok((account, true)),
+            Some(_) | None => Err(AdminError::Unauthorized),
+        }
+    }
+
+    /// Makes the next signing key current and generates a new next one; returns the account as stored.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn rotate_signing_keys(&self, account: &Account) -> Result<Account, AdminError> {
+        let mut rotated = self
+            .store
+            .account_by_id(account.id)
+            .await?
+            .ok_or_else(|| AdminError::AccountNotFound(account.email.to_string()))?;
+        rotated.current_signing_key =
+            std::mem::replace(&mut rotated.next_signing_key, crate::account::new_signing_key());
+        self.store.update_account(&rotated).await?;
+        info!(account.email = %rotated.email, "signing keys rotated");
+        Ok(rotated)
+    }
+
+    /// The account with this id.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn account_by_id(&self, id: quiver_core::AccountId) -> Result<Option<Account>, AdminError> {
+        Ok(self.store.account_by_id(id).await?)
+    }
+
     /// Creates a vector index owned by `owner`.
     ///
     /// # Errors

@@ -23,6 +23,9 @@ pub trait AdminStore: Send + Sync + 'static {
     /// The account with this id.
     async fn account_by_id(&self, id: AccountId) -> StoreResult<Option<Account>>;
 
+    /// The account whose queue token or read-only queue token is `token`.
+    async fn account_by_queue_token(&self, token: &str) -> StoreResult<Option<Account>>;
+
     /// The account made at first start, if any.
     async fn bootstrap_account(&self) -> StoreResult<Option<Account>>;
 

@@ -40,6 +40,71 @@ impl FromRequestParts<AppState> for ManagementAccount {
     }
 }
 
+/// The account whose queue token came with the request (Bearer header, or `svc_token` /
+/// `qstash_token` in the query), and whether that token is the read-only one.
+#[derive(Debug, Clone)]
+pub struct QueueAccount {
+    /// The account.
+    pub account: Account,
+    /// Whether the token may only read.
+    pub read_only: bool,
+}
+
+impl QueueAccount {
+    /// Refuses read-only tokens (403).
+    ///
+    /// # Errors
+    /// 403 for a read-only token.
+    pub fn require_write(&self) -> Result<(), ApiError> {
+        if self.read_only {
+            Err(ApiError::new(
+                axum::http::StatusCode::FORBIDDEN,
+                "this token is read-only; use the queue token to change anything",
+            ))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// The bearer token of a request: the `Authorization` header, else a token query parameter.
+pub fn bearer_token(parts: &Parts, query_names: &[&str]) -> Option<String> {
+    if let Some(value) = parts
+        .headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        && let Some((scheme, token)) = value.trim().split_once(' ')
+        && scheme.eq_ignore_ascii_case("bearer")
+    {
+        return Some(token.trim().to_owned());
+    }
+    let query = parts.uri.query()?;
+    url::form_urlencoded::parse(query.as_bytes())
+        .find(|(name, _)| query_names.contains(&name.as_ref()))
+        .map(|(_, value)| value.into_owned())
+}
+
+impl FromRequestParts<AppState> for QueueAccount {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let Some(token) = bearer_token(parts, &["svc_token", "qstash_token"]) else {
+            return Err(ApiError::new(
+                axum::http::StatusCode::UNAUTHORIZED,
+                "Unauthorized: send the queue token as `Authorization: Bearer <token>` or `?svc_token=<token>`",
+            ));
+        };
+        match state.admin.authenticate_queue(&token).await {
+            Ok((account, read_only)) => Ok(QueueAccount { account, read_only }),
+            Err(quiver_admin::AdminError::Unauthorized) => Err(ApiError::new(
+                axum::http::StatusCode::UNAUTHORIZED,
+                "Unauthorized: invalid queue token",
+            )),
+            Err(other) => Err(other.into()),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use axum::http::Request;

@@ -6,6 +6,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use quiver_admin::AdminError;
 use quiver_core::StoreError;
+use quiver_queue::QueueError;
 use serde_json::json;
 
 /// Which envelope an error is written in.
@@ -126,6 +127,25 @@ impl From<AdminError> for ApiError {
                 ApiError::bad_request(error.to_string())
             }
             AdminError::Store(inner) => inner.into(),
+        }
+    }
+}
+
+impl From<QueueError> for ApiError {
+    fn from(error: QueueError) -> ApiError {
+        match error {
+            QueueError::InvalidHeader { .. }
+            | QueueError::InvalidDestination(_)
+            | QueueError::DestinationForbidden(_)
+            | QueueError::InvalidRequest(_) => ApiError::bad_request(error.to_string()),
+            QueueError::UrlGroupNotFound(_)
+            | QueueError::MessageNotFound(_)
+            | QueueError::DeadLetterNotFound(_) => ApiError::not_found(error.to_string()),
+            QueueError::PayloadTooLarge { .. } => {
+                ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, error.to_string())
+            }
+            QueueError::ReadOnly => ApiError::new(StatusCode::FORBIDDEN, error.to_string()),
+            QueueError::Store(inner) => inner.into(),
         }
     }
 }

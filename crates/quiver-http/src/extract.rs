@@ -37,6 +37,31 @@ impl<S: Send + Sync> FromRequest<S> for JsonBody {
     }
 }
 
+/// A raw body, whose size rejection (413) uses our envelope.
+#[derive(Debug, Clone)]
+pub struct RawBody(pub Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for RawBody {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
+        Bytes::from_request(request, state)
+            .await
+            .map(RawBody)
+            .map_err(|rejection| {
+                let status = rejection.status();
+                if status == StatusCode::PAYLOAD_TOO_LARGE {
+                    ApiError::new(status, "message body is larger than the maximum message size")
+                } else {
+                    ApiError::new(
+                        status,
+                        format!("could not read the request body: {}", rejection.body_text()),
+                    )
+                }
+            })
+    }
+}
+
 /// The fields of a JSON object, read one by one with errors that name the field.
 #[derive(Debug)]
 pub struct Fields<'a> {

@@ -5,6 +5,7 @@
 //! - [`extract`]: [`extract::JsonBody`] (JSON whatever the content type) and field parsing.
 //! - [`auth`]: the HTTP Basic extractor of the management API.
 //! - [`management`]: `/v2/vector/index...` and `/v2/search...`.
+//! - [`queue`], [`queue_wire`]: the message queue API (`/v2/publish`, `/v2/topics`, ...) and its shapes.
 //! - [`mod@router`]: the whole application router, with fallbacks for unknown routes and methods.
 
 pub mod auth;
@@ -12,6 +13,8 @@ pub mod config;
 pub mod error;
 pub mod extract;
 pub mod management;
+pub mod queue;
+pub mod queue_wire;
 pub mod router;
 
 pub use config::HttpConfig;

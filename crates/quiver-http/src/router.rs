@@ -18,6 +18,8 @@ use crate::management;
 pub struct AppState {
     /// Accounts and the index catalogue.
     pub admin: Admin,
+    /// The message queue.
+    pub queue: quiver_queue::Queue,
     /// HTTP limits.
     pub config: HttpConfig,
 }
@@ -54,7 +56,9 @@ async fn log_request(State(_): State<AppState>, request: Request, next: Next) ->
 
 /// The whole application.
 pub fn router(state: AppState) -> Router {
+    let max_message_bytes = state.queue.config().max_message_bytes;
     management::routes(state.config.management_body_limit_bytes)
+        .merge(crate::queue::routes(max_message_bytes))
         .fallback(unknown_route)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn_with_state(state.clone(), log_request))

@@ -8,7 +8,9 @@ use std::time::Duration;
 use quiver_admin::{Admin, Bootstrap, BootstrapCredentials};
 use quiver_core::{Clock, StoreError};
 use quiver_http::AppState;
-use quiver_store::{Database, SqliteAdminStore};
+use quiver_queue::ssrf::DestinationPolicy;
+use quiver_queue::{DeliveryWorker, KeySource, Queue, SigningKeys};
+use quiver_store::{Database, SqliteAdminStore, SqliteQueueStore};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -50,6 +52,9 @@ pub enum StartError {
     /// A store could not be opened.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The delivery worker could not start.
+    #[error(transparent)]
+    Worker(#[from] quiver_queue::delivery::WorkerError),
     /// The bootstrap account could not be set up.
     #[error("cannot set up the bootstrap account: {0}")]
     Bootstrap(#[from] quiver_admin::AdminError),
@@ -99,11 +104,26 @@ fn create_data_dir(path: &Path) -> Result<(), StartError> {
     Ok(())
 }
 
+/// Signing keys live with the account, in the catalogue.
+struct AccountKeys(Admin);
+
+#[async_trait::async_trait]
+impl KeySource for AccountKeys {
+    async fn signing_keys(&self, account: quiver_core::AccountId) -> Option<SigningKeys> {
+        let account = self.0.account_by_id(account).await.ok().flatten()?;
+        Some(SigningKeys {
+            current: account.current_signing_key,
+            next: account.next_signing_key,
+        })
+    }
+}
+
 /// A running Quiver: HTTP listener, stores and background work under one supervisor.
 #[derive(Debug)]
 pub struct App {
     local_addr: SocketAddr,
     catalog: Catalog,
+    queue_database: Database,
     bootstrap: Bootstrap,
     shutdown: CancellationToken,
     tracker: TaskTracker,
@@ -129,10 +149,30 @@ impl App {
             .local_addr()
             .map_err(|source| StartError::Bind { address, source })?;
 
+        let queue_store = SqliteQueueStore::open(&config.server.data_dir, &config.storage)?;
+        let queue_database = queue_store.database().clone();
+        let policy = DestinationPolicy {
+            allow_internal: config.queue.allow_private_destinations || config.server.dev,
+            allowed_hosts: config.queue.allowed_hosts.clone(),
+        };
+        let queue = Queue::new(
+            Arc::new(queue_store),
+            Arc::clone(&options.clock),
+            config.queue.clone(),
+            policy,
+        );
+
         let shutdown = CancellationToken::new();
         let tracker = TaskTracker::new();
+        let worker = Arc::new(DeliveryWorker::new(
+            queue.clone(),
+            Arc::new(AccountKeys(catalog.admin.clone())),
+        )?);
+        tracker.spawn(worker.run(shutdown.child_token(), tracker.clone()));
+
         let state = AppState {
             admin: catalog.admin.clone(),
+            queue,
             config: config.http.clone(),
         };
         let service = quiver_http::router(state).into_make_service_with_connect_info::<SocketAddr>();
@@ -146,6 +186,7 @@ impl App {
         Ok(App {
             local_addr,
             catalog,
+            queue_database,
             bootstrap,
             shutdown,
             tracker,
@@ -185,6 +226,7 @@ impl App {
                 self.http.abort();
             }
         }
+        self.queue_database.close().await;
         self.catalog.close().await;
         info!("shut down cleanly");
     }

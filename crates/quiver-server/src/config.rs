@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use quiver_http::HttpConfig;
+use quiver_queue::QueueConfig;
 use quiver_store::StorageConfig;
 use serde::{Deserialize, Serialize};
 use toml::{Table, Value};
@@ -39,6 +40,8 @@ pub struct Config {
     pub http: HttpConfig,
     /// Embedded store.
     pub storage: StorageConfig,
+    /// Message queue.
+    pub queue: QueueConfig,
 }
 
 /// The configuration could not be loaded.
@@ -123,6 +126,9 @@ impl Config {
             ),
             ("storage.write_queue_capacity", self.storage.write_queue_capacity),
             ("storage.read_connections", self.storage.read_connections),
+            ("queue.max_message_bytes", self.queue.max_message_bytes),
+            ("queue.delivery_concurrency", self.queue.delivery_concurrency),
+            ("queue.claim_batch", self.queue.claim_batch),
         ];
         for (key, value) in positive {
             if value == 0 {

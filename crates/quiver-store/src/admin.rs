@@ -193,6 +193,20 @@ impl AdminStore for SqliteAdminStore {
             .await
     }
 
+    async fn account_by_queue_token(&self, token: &str) -> StoreResult<Option<Account>> {
+        let token = token.to_owned();
+        self.database
+            .read(move |c| {
+                Ok(query_accounts(
+                    c,
+                    "WHERE queue_token = ?1 OR queue_read_only_token = ?1",
+                    Some(token),
+                )?
+                .pop())
+            })
+            .await
+    }
+
     async fn bootstrap_account(&self) -> StoreResult<Option<Account>> {
         self.database
             .read(|c| Ok(query_accounts(c, "WHERE is_bootstrap = 1", None)?.pop()))

@@ -3,6 +3,7 @@
 //! - [`database`]: [`Database`], one file with one group-committing writer thread and a read pool.
 //! - [`migrations`]: schema versions per database file, applied at open.
 //! - [`admin`]: [`SqliteAdminStore`], the management domain's store (`catalog.db`).
+//! - [`queue`]: [`SqliteQueueStore`], the queue domain's store (`queue.db`).
 //! - [`config`]: [`StorageConfig`], the `[storage]` section.
 #![warn(missing_docs)]
 
@@ -10,7 +11,9 @@ pub mod admin;
 pub mod config;
 pub mod database;
 pub mod migrations;
+pub mod queue;
 
 pub use admin::SqliteAdminStore;
 pub use config::StorageConfig;
 pub use database::Database;
+pub use queue::SqliteQueueStore;

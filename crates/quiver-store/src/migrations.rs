@@ -20,6 +20,13 @@ pub const CATALOG: &[Migration] = &[Migration {
     sql: include_str!("../migrations/catalog/0001_accounts_and_indexes.sql"),
 }];
 
+/// The schema of `queue.db` (messages, dead letters, events, URL groups).
+pub const QUEUE: &[Migration] = &[Migration {
+    version: 1,
+    name: "messages, dead letters, events, url groups",
+    sql: include_str!("../migrations/queue/0001_messages.sql"),
+}];
+
 /// Applies every migration newer than the database's version. A database from a newer Quiver (with
 /// versions this build does not know) is refused rather than guessed at.
 pub(crate) fn apply(connection: &mut Connection, migrations: &[Migration]) -> Result<(), rusqlite::Error> {

@@ -36,6 +36,8 @@ impl TestServer {
     pub async fn with_config(adjust: impl FnOnce(&mut Config)) -> TestServer {
         let data_dir = tempfile::tempdir().expect("a temporary data directory");
         let mut config = Config::default();
+        // Test receivers listen on loopback; SSRF tests turn this back off in `adjust`.
+        config.queue.allow_private_destinations = true;
         adjust(&mut config);
         config.server.bind = "127.0.0.1:0".parse().expect("a valid address");
         config.server.data_dir = data_dir.path().to_owned();
@@ -103,6 +105,13 @@ impl TestServer {
         self.client
             .request(method, self.url(path))
             .basic_auth(account.email.as_str(), Some(&account.api_key))
+    }
+
+    /// A request to `path` with the bootstrap account's queue token (Bearer).
+    pub fn queue(&self, method: Method, path: &str) -> RequestBuilder {
+        self.client
+            .request(method, self.url(path))
+            .bearer_auth(&self.account().queue_token)
     }
 
     /// Adds an account, as `quiver accounts create` does.

@@ -1,0 +1,161 @@
+//! The queue's wire shapes (wire-format §3.4-§3.11): messages, dead letters, events, URL groups.
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use quiver_queue::message::{DeadLetter, Event, Message, MessageSpec};
+use quiver_queue::store::UrlGroup;
+use quiver_queue::{PublishOutcome, Published};
+use serde_json::{Map, Value, json};
+
+/// `{name: [values]}` from header pairs.
+pub fn header_arrays(headers: &[(String, String)]) -> Value {
+    let mut map: Map<String, Value> = Map::new();
+    for (name, value) in headers {
+        if let Value::Array(values) = map
+            .entry(name.clone())
+            .or_insert_with(|| Value::Array(Vec::new()))
+        {
+            values.push(Value::String(value.clone()));
+        }
+    }
+    Value::Object(map)
+}
+
+fn put(fields: &mut Map<String, Value>, key: &str, value: Option<Value>) {
+    if let Some(value) = value {
+        fields.insert(key.to_owned(), value);
+    }
+}
+
+/// Puts `body` as text when it is UTF-8, else as `<base64_key>`.
+fn put_body(fields: &mut Map<String, Value>, text_key: &str, base64_key: &str, body: &[u8]) {
+    match std::str::from_utf8(body) {
+        Ok(text) => fields.insert(text_key.to_owned(), Value::String(text.to_owned())),
+        Err(_) => fields.insert(base64_key.to_owned(), Value::String(STANDARD.encode(body))),
+    };
+}
+
+fn spec_fields(fields: &mut Map<String, Value>, spec: &MessageSpec) {
+    let text = |value: &Option<String>| value.clone().map(Value::String);
+    fields.insert("url".into(), Value::String(spec.url.clone()));
+    fields.insert("method".into(), Value::String(spec.method.clone()));
+    fields.insert("header".into(), header_arrays(&spec.headers));
+    fields.insert("maxRetries".into(), json!(spec.max_retries));
+    put(fields, "topicName", text(&spec.topic_name));
+    put(fields, "endpointName", text(&spec.endpoint_name));
+    put(fields, "queueName", text(&spec.queue_name));
+    put(fields, "scheduleId", text(&spec.schedule_id));
+    put(fields, "callerIP", text(&spec.caller_ip));
+    put(fields, "callerIp", text(&spec.caller_ip));
+    put(fields, "retryDelayExpression", text(&spec.retry_delay));
+    put(fields, "timeout", Some(json!(spec.timeout_ms)));
+    if let Some(callback) = &spec.callback {
+        fields.insert("callback".into(), Value::String(callback.url.clone()));
+        fields.insert("callbackHeader".into(), header_arrays(&callback.headers));
+    }
+    if let Some(callback) = &spec.failure_callback {
+        fields.insert("failureCallback".into(), Value::String(callback.url.clone()));
+        fields.insert("failureCallbackHeader".into(), header_arrays(&callback.headers));
+    }
+    if let Some(flow) = &spec.flow_control {
+        fields.insert("flowControlKey".into(), Value::String(flow.key.clone()));
+        put(fields, "parallelism", flow.parallelism.map(|v| json!(v)));
+        put(fields, "rate", flow.rate.map(|v| json!(v)));
+        put(fields, "period", flow.period.map(|v| json!(v)));
+    }
+    if let Some(first) = spec.labels.first() {
+        fields.insert("label".into(), Value::String(first.clone()));
+        fields.insert("labels".into(), json!(spec.labels));
+    }
+}
+
+/// A pending message (`GET /v2/messages/{id}`).
+pub fn message_json(message: &Message) -> Value {
+    let mut fields = Map::new();
+    fields.insert("messageId".into(), Value::String(message.id.0.clone()));
+    spec_fields(&mut fields, &message.spec);
+    put_body(&mut fields, "body", "bodyBase64", &message.body);
+    fields.insert("notBefore".into(), json!(message.not_before.as_millis()));
+    fields.insert("createdAt".into(), json!(message.created_at.as_millis()));
+    fields.insert("retried".into(), json!(message.retried));
+    Value::Object(fields)
+}
+
+/// A dead letter: the message plus the last response.
+pub fn dead_letter_json(dead: &DeadLetter) -> Value {
+    let mut value = message_json(&dead.message);
+    if let Value::Object(fields) = &mut value {
+        fields.insert("dlqId".into(), Value::String(dead.dlq_id.clone()));
+        fields.insert("responseStatus".into(), json!(dead.response_status.unwrap_or(0)));
+        fields.insert("responseHeader".into(), header_arrays(&dead.response_headers));
+        fields.insert("responseHeaders".into(), header_arrays(&dead.response_headers));
+        put_body(fields, "responseBody", "responseBodyBase64", &dead.response_body);
+        fields.insert("failedAt".into(), json!(dead.failed_at.as_millis()));
+    }
+    value
+}
+
+/// A log event.
+pub fn event_json(event: &Event) -> Value {
+    let mut fields = Map::new();
+    fields.insert("time".into(), json!(event.time.as_millis()));
+    fields.insert("messageId".into(), Value::String(event.message_id.0.clone()));
+    fields.insert("state".into(), Value::String(event.state.as_str().to_owned()));
+    spec_fields(&mut fields, &event.spec);
+    if let Some(expression) = &event.spec.retry_delay {
+        fields.insert("retryDelayExpr".into(), Value::String(expression.clone()));
+    }
+    let detail = &event.detail;
+    put(&mut fields, "error", detail.error.clone().map(Value::String));
+    put(
+        &mut fields,
+        "nextDeliveryTime",
+        detail.next_delivery_time.map(|t| json!(t)),
+    );
+    put(
+        &mut fields,
+        "responseStatus",
+        detail.response_status.map(|s| json!(s)),
+    );
+    put(
+        &mut fields,
+        "responseBody",
+        detail.response_body.clone().map(Value::String),
+    );
+    Value::Object(fields)
+}
+
+/// A URL group.
+pub fn url_group_json(group: &UrlGroup) -> Value {
+    let endpoints: Vec<Value> = group
+        .endpoints
+        .iter()
+        .map(|endpoint| {
+            let mut fields = Map::new();
+            if let Some(name) = &endpoint.name {
+                fields.insert("name".into(), Value::String(name.clone()));
+            }
+            fields.insert("url".into(), Value::String(endpoint.url.clone()));
+            Value::Object(fields)
+        })
+        .collect();
+    json!({
+        "name": group.name,
+        "createdAt": group.created_at.as_millis(),
+        "updatedAt": group.updated_at.as_millis(),
+        "endpoints": endpoints,
+    })
+}
+
+/// One published message.
+pub fn published_json(published: &Published) -> Value {
+    json!({"messageId": published.message_id.0, "url": published.url, "deduplicated": published.deduplicated})
+}
+
+/// A publish's answer: an object for a URL, a bare array for a URL group.
+pub fn publish_outcome_json(outcome: &PublishOutcome) -> Value {
+    match outcome {
+        PublishOutcome::Url(published) => published_json(published),
+        PublishOutcome::Group(all) => Value::Array(all.iter().map(published_json).collect()),
+    }
+}

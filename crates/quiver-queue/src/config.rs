@@ -1,0 +1,58 @@
+//! The `[queue]` configuration section.
+
+use serde::{Deserialize, Serialize};
+
+/// Settings of the message queue.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueueConfig {
+    /// Largest message body; larger publishes are 413, larger callback bodies are truncated.
+    pub max_message_bytes: usize,
+    /// Retries when a publish does not say.
+    pub default_retries: u32,
+    /// Most retries a publish may ask for (larger values are capped).
+    pub max_retries: u32,
+    /// Delivery timeout when a publish does not say, in milliseconds.
+    pub default_timeout_ms: u64,
+    /// Longest delivery timeout a publish may ask for, in milliseconds.
+    pub max_timeout_ms: u64,
+    /// Longest delay a publish may ask for, in milliseconds.
+    pub max_delay_ms: u64,
+    /// Deliveries in flight at once across the process.
+    pub delivery_concurrency: usize,
+    /// Messages claimed per database round trip.
+    pub claim_batch: usize,
+    /// How long a claimed message stays leased beyond its timeout before another claim may take it.
+    pub lease_margin_ms: u64,
+    /// Deliver to loopback, private, link-local and metadata addresses (on with `--dev`).
+    pub allow_private_destinations: bool,
+    /// Hosts (names or addresses) allowed even when they resolve to private addresses.
+    pub allowed_hosts: Vec<String>,
+    /// How long a deduplication id counts, in milliseconds.
+    pub deduplication_window_ms: u64,
+    /// `iss` claim of delivery signatures (the official receivers require "Upstash").
+    pub signature_issuer: String,
+    /// `User-Agent` of deliveries.
+    pub user_agent: String,
+}
+
+impl Default for QueueConfig {
+    fn default() -> Self {
+        QueueConfig {
+            max_message_bytes: 10 << 20,
+            default_retries: 3,
+            max_retries: 20,
+            default_timeout_ms: 60_000,
+            max_timeout_ms: 7_200_000,
+            max_delay_ms: 365 * 86_400_000,
+            delivery_concurrency: 128,
+            claim_batch: 256,
+            lease_margin_ms: 30_000,
+            allow_private_destinations: false,
+            allowed_hosts: Vec::new(),
+            deduplication_window_ms: 600_000,
+            signature_issuer: "Upstash".into(),
+            user_agent: "Upstash-QStash".into(),
+        }
+    }
+}

@@ -1,0 +1,421 @@
+//! The delivery worker: claims due messages with a lease, calls each destination, and applies the pure
+//! retry decision (with its events, callbacks and dead letter) in one transaction.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use quiver_core::StoreError;
+use quiver_core::clock::wall_clock_now;
+use quiver_core::secret::random_below;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::{debug, warn};
+
+use crate::callback::{ResponseRecord, callback_body, callback_message};
+use crate::keys::KeySource;
+use crate::message::{DeadLetter, EventDetail, Message, MessageKind, MessageState, NewEvent, NewMessage};
+use crate::retry::{AttemptReport, DeliveryOutcome, decide, parse_requested_delay};
+use crate::retry_delay::RetryDelay;
+use crate::service::Queue;
+use crate::signing::sign;
+use crate::ssrf::GuardedResolver;
+use crate::store::{AttemptRecord, AttemptResolution};
+
+/// Response headers whose value asks for a retry delay.
+const DELAY_HEADERS: [&str; 4] = [
+    "retry-after",
+    "x-ratelimit-reset",
+    "x-ratelimit-reset-requests",
+    "x-ratelimit-reset-tokens",
+];
+
+/// Delivers due messages until cancelled.
+pub struct DeliveryWorker {
+    queue: Queue,
+    keys: Arc<dyn KeySource>,
+    client: reqwest::Client,
+    permits: Arc<Semaphore>,
+    dlq_sequence: Arc<AtomicU64>,
+}
+
+impl std::fmt::Debug for DeliveryWorker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeliveryWorker").finish_non_exhaustive()
+    }
+}
+
+/// The worker could not start.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot build the delivery HTTP client: {0}")]
+pub struct WorkerError(String);
+
+impl DeliveryWorker {
+    /// A worker for `queue`, signing with keys from `keys`.
+    ///
+    /// # Errors
+    /// When the HTTP client cannot be built.
+    pub fn new(queue: Queue, keys: Arc<dyn KeySource>) -> Result<DeliveryWorker, WorkerError> {
+        let config = queue.config();
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .user_agent(config.user_agent.clone())
+            .redirect(reqwest::redirect::Policy::none())
+            .dns_resolver(Arc::new(GuardedResolver::new(Arc::clone(queue.policy()))))
+            .pool_max_idle_per_host(64)
+            .build()
+            .map_err(|e| WorkerError(e.to_string()))?;
+        Ok(DeliveryWorker {
+            permits: Arc::new(Semaphore::new(config.delivery_concurrency.max(1))),
+            queue,
+            keys,
+            client,
+            dlq_sequence: Arc::new(AtomicU64::new(u64::from(random_below(1_000_000)))),
+        })
+    }
+
+    /// Claims and delivers due messages until `shutdown`; deliveries run on `tracker`.
+    ///
+    /// # Cancel safety
+    /// Stopping between claims is safe: a claimed message whose delivery did not finish is leased, and
+    /// the next start makes it due again.
+    pub async fn run(self: Arc<Self>, shutdown: CancellationToken, tracker: TaskTracker) {
+        let store = Arc::clone(self.queue.store());
+        let clock = Arc::clone(self.queue.clock());
+        let config = self.queue.config().clone();
+        if let Err(error) = store.release_leases(clock.now()).await {
+            warn!(%error, "could not release leases left by an earlier run");
+        }
+        let lease = Duration::from_millis(config.max_timeout_ms.saturating_add(config.lease_margin_ms));
+        loop {
+            let wakeup = self.queue.wakeup().notified();
+            tokio::pin!(wakeup);
+            wakeup.as_mut().enable();
+            let available = self.permits.available_permits().min(config.claim_batch.max(1));
+            if available == 0 {
+                tokio::select! {
+                    biased;
+                    () = shutdown.cancelled() => break,
+                    permit = Arc::clone(&self.permits).acquire_owned() => drop(permit),
+                }
+                continue;
+            }
+            let now = clock.now();
+            let claimed = match store.claim_due(now, available, now.saturating_add(lease)).await {
+                Ok(claimed) => claimed,
+                Err(StoreError::Closed) => break,
+                Err(error) => {
+                    warn!(%error, "claiming due messages failed; trying again shortly");
+                    tokio::select! {
+                        () = shutdown.cancelled() => break,
+                        () = tokio::time::sleep(Duration::from_millis(200)) => continue,
+                    }
+                }
+            };
+            let batch_was_full = claimed.len() == available;
+            for message in claimed {
+                let Ok(permit) = Arc::clone(&self.permits).acquire_owned().await else {
+                    break;
+                };
+                let worker = Arc::clone(&self);
+                tracker.spawn(async move {
+                    worker.deliver(message).await;
+                    drop(permit);
+                });
+            }
+            if batch_was_full {
+                continue;
+            }
+            let next_due = store.next_due().await.ok().flatten();
+            let sleep = match next_due {
+                Some(due) => clock.sleep_until(due),
+                None => Box::pin(std::future::pending()),
+            };
+            tokio::select! {
+                biased;
+                () = shutdown.cancelled() => break,
+                () = &mut wakeup => {}
+                () = sleep => {}
+            }
+        }
+        debug!("delivery worker stopped");
+    }
+
+    fn delivery_headers(&self, message: &Message, signature: Option<String>) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        let mut put = |name: &str, value: &str| {
+            if let (Ok(name), Ok(value)) = (
+                HeaderName::from_bytes(name.as_bytes()),
+                HeaderValue::from_str(value),
+            ) {
+                headers.append(name, value);
+            }
+        };
+        for (name, value) in &message.spec.headers {
+            put(name, value);
+        }
+        let spec = &message.spec;
+        let retried = message.retried.to_string();
+        let mut ours: Vec<(&str, &str)> = vec![("Message-Id", &message.id.0), ("Retried", &retried)];
+        if let Some(signature) = &signature {
+            ours.push(("Signature", signature));
+        }
+        if let Some(topic) = &spec.topic_name {
+            ours.push(("Topic-Name", topic));
+        }
+        if let Some(endpoint) = &spec.endpoint_name {
+            ours.push(("Endpoint-Name", endpoint));
+        }
+        if let Some(schedule) = &spec.schedule_id {
+            ours.push(("Schedule-Id", schedule));
+        }
+        if let Some(caller) = &spec.caller_ip {
+            ours.push(("Caller-Ip", caller));
+        }
+        for (name, value) in ours {
+            put(&format!("Upstash-{name}"), value);
+            put(&format!("Svc-{name}"), value);
+        }
+        headers
+    }
+
+    async fn attempt(&self, message: &Message) -> (AttemptReport, ResponseRecord, Option<String>) {
+        let spec = &message.spec;
+        let failure = |error: String| {
+            (
+                AttemptReport {
+                    status: None,
+                    requested_delay: None,
+                    non_retryable: false,
+                },
+                ResponseRecord::default(),
+                Some(error),
+            )
+        };
+        if let Err(error) = self.queue.policy().check_url(&spec.url) {
+            return failure(error);
+        }
+        let signature = self.keys.signing_keys(message.account_id).await.map(|keys| {
+            sign(
+                &keys.current,
+                &self.queue.config().signature_issuer,
+                &spec.url,
+                &message.body,
+                wall_clock_now(),
+            )
+        });
+        let method = reqwest::Method::from_bytes(spec.method.as_bytes()).unwrap_or(reqwest::Method::POST);
+        let request = self
+            .client
+            .request(method, &spec.url)
+            .headers(self.delivery_headers(message, signature))
+            .timeout(Duration::from_millis(spec.timeout_ms))
+            .body(message.body.clone());
+        let response = match request.send().await {
+            Ok(response) => response,
+            Err(error) => return failure(describe(&error)),
+        };
+        let status = response.status().as_u16();
+        let headers: Vec<(String, String)> = response
+            .headers()
+            .iter()
+            .filter_map(|(name, value)| {
+                value
+                    .to_str()
+                    .ok()
+                    .map(|v| (canonical_header(name.as_str()), v.to_owned()))
+            })
+            .collect();
+        let requested_delay = DELAY_HEADERS.iter().find_map(|name| {
+            response
+                .headers()
+                .get(*name)
+                .and_then(|v| v.to_str().ok())
+                .and_then(parse_requested_delay)
+        });
+        let non_retryable = status == 489
+            && ["upstash-nonretryable-error", "svc-nonretryable-error"]
+                .iter()
+                .any(|name| {
+                    response
+                        .headers()
+                        .get(*name)
+                        .and_then(|v| v.to_str().ok())
+                        .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+                });
+        let limit = self.queue.config().max_message_bytes;
+        let body = match read_limited(response, limit).await {
+            Ok(body) => body,
+            Err(error) => return failure(describe(&error)),
+        };
+        let report = AttemptReport {
+            status: Some(status),
+            requested_delay,
+            non_retryable,
+        };
+        (
+            report,
+            ResponseRecord {
+                status: Some(status),
+                headers,
+                body,
+            },
+            None,
+        )
+    }
+
+    async fn deliver(&self, message: Message) {
+        let (report, response, error) = self.attempt(&message).await;
+        let now = self.queue.clock().now();
+        let spec = &message.spec;
+        let retry_delay = spec
+            .retry_delay
+            .as_deref()
+            .and_then(|source| RetryDelay::parse(source).ok());
+        let outcome = decide(
+            &report,
+            message.retried,
+            spec.max_retries,
+            retry_delay.as_ref(),
+            now,
+        );
+        let response_text =
+            (!response.body.is_empty()).then(|| String::from_utf8_lossy(&response.body).into_owned());
+        let failed_detail = EventDetail {
+            error: Some(
+                error
+                    .clone()
+                    .unwrap_or_else(|| format!("destination answered {}", report.status.unwrap_or(0))),
+            ),
+            next_delivery_time: None,
+            response_status: report.status,
+            response_body: response_text.clone(),
+        };
+        let event = |state, detail| NewEvent {
+            time: now,
+            state,
+            detail,
+        };
+        let mut events = Vec::new();
+        let mut follow_ups: Vec<NewMessage> = Vec::new();
+        let reports_to_callbacks = spec.kind == MessageKind::Publish;
+        if reports_to_callbacks && let Some(callback) = &spec.callback {
+            let body = callback_body(&message, &response, message.retried, None);
+            follow_ups.push(callback_message(
+                &message,
+                callback,
+                MessageKind::Callback,
+                body,
+                now,
+                self.queue.config().default_timeout_ms,
+            ));
+        }
+        let resolution = match outcome {
+            DeliveryOutcome::Delivered => {
+                events.push(event(
+                    MessageState::Delivered,
+                    EventDetail {
+                        response_status: report.status,
+                        response_body: response_text,
+                        ..EventDetail::default()
+                    },
+                ));
+                debug!(message.id = %message.id, "delivered");
+                AttemptResolution::Finished { dead_letter: None }
+            }
+            DeliveryOutcome::RetryAt(at) => {
+                events.push(event(MessageState::Error, failed_detail));
+                events.push(event(
+                    MessageState::Retry,
+                    EventDetail {
+                        next_delivery_time: Some(at.as_millis()),
+                        ..EventDetail::default()
+                    },
+                ));
+                AttemptResolution::Retry {
+                    retried: message.retried + 1,
+                    at,
+                }
+            }
+            DeliveryOutcome::DeadLettered => {
+                events.push(event(MessageState::Error, failed_detail));
+                events.push(event(MessageState::Failed, EventDetail::default()));
+                let dlq_id = format!(
+                    "{}-{}",
+                    now.as_millis(),
+                    self.dlq_sequence.fetch_add(1, Ordering::Relaxed)
+                );
+                if reports_to_callbacks && let Some(callback) = &spec.failure_callback {
+                    let body = callback_body(&message, &response, message.retried, Some(&dlq_id));
+                    follow_ups.push(callback_message(
+                        &message,
+                        callback,
+                        MessageKind::FailureCallback,
+                        body,
+                        now,
+                        self.queue.config().default_timeout_ms,
+                    ));
+                }
+                warn!(message.id = %message.id, dlq.id = %dlq_id, url = %spec.url, "retries exhausted; moved to the dead letter queue");
+                AttemptResolution::Finished {
+                    dead_letter: Some(Box::new(DeadLetter {
+                        dlq_id,
+                        message: message.clone(),
+                        response_status: report.status,
+                        response_headers: response.headers.clone(),
+                        response_body: response.body.clone(),
+                        failed_at: now,
+                    })),
+                }
+            }
+        };
+        let has_follow_ups = !follow_ups.is_empty();
+        let record = AttemptRecord {
+            account_id: message.account_id,
+            message_id: message.id.clone(),
+            resolution,
+            events,
+            follow_ups,
+        };
+        if let Err(error) = self.queue.store().record_attempt(record).await {
+            warn!(message.id = %message.id, %error, "could not record a delivery attempt; the lease will expire and it is retried");
+        }
+        if has_follow_ups || matches!(outcome, DeliveryOutcome::RetryAt(_)) {
+            self.queue.wakeup().notify_one();
+        }
+    }
+}
+
+fn canonical_header(name: &str) -> String {
+    crate::headers::canonical(name)
+}
+
+fn describe(error: &reqwest::Error) -> String {
+    use std::error::Error as _;
+    let mut text = if error.is_timeout() {
+        "the destination did not answer in time".to_owned()
+    } else {
+        error.to_string()
+    };
+    let mut source = error.source();
+    while let Some(inner) = source {
+        text.push_str(": ");
+        text.push_str(&inner.to_string());
+        source = inner.source();
+    }
+    text
+}
+
+async fn read_limited(mut response: reqwest::Response, limit: usize) -> Result<Vec<u8>, reqwest::Error> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        let room = limit.saturating_sub(body.len());
+        body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if body.len() >= limit {
+            break;
+        }
+    }
+    Ok(body)
+}

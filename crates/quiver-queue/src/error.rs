@@ -1,0 +1,48 @@
+//! Errors of the queue domain.
+
+use quiver_core::StoreError;
+
+/// A queue operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum QueueError {
+    /// A configuration header (or its query form) is malformed.
+    #[error("{header}: {message}")]
+    InvalidHeader {
+        /// The header, as `Svc-Name`.
+        header: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The destination is neither an http(s) URL nor a valid URL group name.
+    #[error("invalid destination: {0}")]
+    InvalidDestination(String),
+    /// The destination or a callback points at an address that is not allowed.
+    #[error("destination not allowed: {0}")]
+    DestinationForbidden(String),
+    /// A request body is malformed.
+    #[error("{0}")]
+    InvalidRequest(String),
+    /// No URL group by that name.
+    #[error("url group `{0}` was not found")]
+    UrlGroupNotFound(String),
+    /// No pending message with that id.
+    #[error("message `{0}` was not found")]
+    MessageNotFound(String),
+    /// No dead letter with that id.
+    #[error("dlq message `{0}` was not found")]
+    DeadLetterNotFound(String),
+    /// The message body exceeds the configured maximum.
+    #[error("message is {size} bytes; the maximum is {limit}")]
+    PayloadTooLarge {
+        /// The body's size.
+        size: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// A read-only token tried to change something.
+    #[error("this token is read-only")]
+    ReadOnly,
+    /// Storage failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}

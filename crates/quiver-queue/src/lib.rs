@@ -1,0 +1,38 @@
+//! The message queue: durable publish, HTTP delivery with retries, callbacks, a dead letter queue, URL
+//! groups and signed deliveries.
+//!
+//! - [`service`]: [`Queue`], the operations the queue API exposes.
+//! - [`delivery`]: [`DeliveryWorker`], which claims due messages and applies each attempt's outcome.
+//! - [`retry`]: the pure decision after an attempt, and the default backoff.
+//! - [`publish`]: `Svc-*` configuration headers parsed into [`publish::PublishOptions`].
+//! - [`message`]: messages, states, dead letters, events.
+//! - [`callback`]: the callback body and message.
+//! - [`signing`]: HS256 delivery signatures.
+//! - [`ssrf`]: the guard against internal destinations.
+//! - [`store`]: [`QueueStore`], the storage trait every backend implements.
+//! - [`duration`], [`retry_delay`], [`headers`]: small parsers.
+//! - [`config`]: [`QueueConfig`], the `[queue]` section.
+#![warn(missing_docs)]
+
+pub mod callback;
+pub mod config;
+pub mod delivery;
+pub mod duration;
+pub mod error;
+pub mod headers;
+pub mod keys;
+pub mod message;
+pub mod publish;
+pub mod retry;
+pub mod retry_delay;
+pub mod service;
+pub mod signing;
+pub mod ssrf;
+pub mod store;
+
+pub use config::QueueConfig;
+pub use delivery::DeliveryWorker;
+pub use error::QueueError;
+pub use keys::{KeySource, SigningKeys};
+pub use service::{PublishOutcome, PublishRequest, Published, Queue};
+pub use store::QueueStore;

@@ -1,0 +1,281 @@
+//! Messages, their states, dead letters and log events.
+
+use std::fmt;
+
+use quiver_core::secret::random_token;
+use quiver_core::{AccountId, Timestamp};
+use serde::{Deserialize, Serialize};
+
+/// Identifies a message: `msg_` and 26 random characters.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct MessageId(pub String);
+
+impl MessageId {
+    /// A new random id.
+    pub fn random() -> MessageId {
+        MessageId(format!("msg_{}", random_token(20)))
+    }
+}
+
+impl fmt::Display for MessageId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Where a message came from; callbacks do not spawn callbacks of their own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MessageKind {
+    /// Published by a client (or fanned out from a URL group, or a DLQ retry).
+    Publish,
+    /// Reports an attempt's response to the publisher's callback URL.
+    Callback,
+    /// Reports exhausted retries to the publisher's failure callback URL.
+    FailureCallback,
+}
+
+/// How to deliver a callback or failure callback.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallbackConfig {
+    /// Where to send it.
+    pub url: String,
+    /// HTTP method (default POST).
+    pub method: String,
+    /// Delivery timeout, if set.
+    pub timeout_ms: Option<u64>,
+    /// Retries, if set (default: the original message's).
+    pub retries: Option<u32>,
+    /// Retry delay expression, if set.
+    pub retry_delay: Option<String>,
+    /// Delay before the first attempt, if set.
+    pub delay_ms: Option<u64>,
+    /// Headers sent with it (`*-Callback-Forward-<H>`).
+    pub headers: Vec<(String, String)>,
+}
+
+/// Flow control settings carried by a message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FlowControl {
+    /// Messages sharing the key share the limits.
+    pub key: String,
+    /// Most deliveries in flight at once.
+    pub parallelism: Option<u32>,
+    /// Most deliveries started per period.
+    pub rate: Option<u32>,
+    /// The rate's period, in seconds.
+    pub period: Option<u64>,
+}
+
+/// The immutable description of a message: what to deliver, where and how.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MessageSpec {
+    /// Publish, callback or failure callback.
+    pub kind: MessageKind,
+    /// Destination URL.
+    pub url: String,
+    /// HTTP method.
+    pub method: String,
+    /// Headers delivered with the body (forwarded headers and `Content-Type`), canonical case.
+    pub headers: Vec<(String, String)>,
+    /// Retries allowed after the first attempt.
+    pub max_retries: u32,
+    /// Retry delay expression, replacing the default backoff.
+    pub retry_delay: Option<String>,
+    /// Delivery timeout.
+    pub timeout_ms: u64,
+    /// Callback after each attempt.
+    pub callback: Option<CallbackConfig>,
+    /// Callback once retries are exhausted.
+    pub failure_callback: Option<CallbackConfig>,
+    /// URL group the message was published to.
+    pub topic_name: Option<String>,
+    /// Name of the group endpoint.
+    pub endpoint_name: Option<String>,
+    /// Schedule that created the message.
+    pub schedule_id: Option<String>,
+    /// Queue the message was enqueued into.
+    pub queue_name: Option<String>,
+    /// Address the message was published from.
+    pub caller_ip: Option<String>,
+    /// Labels.
+    pub labels: Vec<String>,
+    /// Flow control.
+    pub flow_control: Option<FlowControl>,
+    /// For callbacks: the message whose attempt they report.
+    pub source_message_id: Option<String>,
+}
+
+/// A message's place in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum MessageState {
+    /// Accepted, waiting for its first attempt.
+    #[serde(rename = "CREATED")]
+    Created,
+    /// An attempt is under way.
+    #[serde(rename = "ACTIVE")]
+    Active,
+    /// Waiting for a retry.
+    #[serde(rename = "RETRY")]
+    Retry,
+    /// An attempt failed.
+    #[serde(rename = "ERROR")]
+    Error,
+    /// Delivered (a 2xx).
+    #[serde(rename = "DELIVERED")]
+    Delivered,
+    /// Retries exhausted; moved to the dead letter queue.
+    #[serde(rename = "FAILED")]
+    Failed,
+    /// Cancellation was asked for.
+    #[serde(rename = "CANCEL_REQUESTED")]
+    CancelRequested,
+    /// Cancelled.
+    #[serde(rename = "CANCELED", alias = "CANCELLED")]
+    Canceled,
+}
+
+impl MessageState {
+    /// The SDKs' spelling.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            MessageState::Created => "CREATED",
+            MessageState::Active => "ACTIVE",
+            MessageState::Retry => "RETRY",
+            MessageState::Error => "ERROR",
+            MessageState::Delivered => "DELIVERED",
+            MessageState::Failed => "FAILED",
+            MessageState::CancelRequested => "CANCEL_REQUESTED",
+            MessageState::Canceled => "CANCELED",
+        }
+    }
+
+    /// Parses a state, accepting the docs' `CANCELLED` too.
+    pub fn parse(text: &str) -> Option<MessageState> {
+        Some(match text.to_ascii_uppercase().as_str() {
+            "CREATED" => MessageState::Created,
+            "ACTIVE" => MessageState::Active,
+            "RETRY" => MessageState::Retry,
+            "ERROR" => MessageState::Error,
+            "DELIVERED" => MessageState::Delivered,
+            "FAILED" => MessageState::Failed,
+            "CANCEL_REQUESTED" => MessageState::CancelRequested,
+            "CANCELED" | "CANCELLED" => MessageState::Canceled,
+            _ => return None,
+        })
+    }
+}
+
+/// A message waiting for delivery.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Message {
+    /// Identifier.
+    pub id: MessageId,
+    /// Owner.
+    pub account_id: AccountId,
+    /// What to deliver and how.
+    pub spec: MessageSpec,
+    /// The body, byte for byte.
+    pub body: Vec<u8>,
+    /// Retries made so far.
+    pub retried: u32,
+    /// When the next attempt may start.
+    pub not_before: Timestamp,
+    /// When it was accepted.
+    pub created_at: Timestamp,
+}
+
+/// A message to store, with its deduplication key if any.
+#[derive(Debug, Clone)]
+pub struct NewMessage {
+    /// The message.
+    pub message: Message,
+    /// Deduplication key and when it stops counting.
+    pub dedup: Option<(String, Timestamp)>,
+}
+
+/// The result of storing one message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Enqueued {
+    /// The stored message's id, or the earlier duplicate's.
+    pub message_id: MessageId,
+    /// Whether an earlier message with the same key was found instead.
+    pub deduplicated: bool,
+}
+
+/// A message whose retries ran out, kept for inspection and retry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeadLetter {
+    /// Identifier (`<ms>-<n>`).
+    pub dlq_id: String,
+    /// The message as it was at its last attempt.
+    pub message: Message,
+    /// The last response's status, if a response came.
+    pub response_status: Option<u16>,
+    /// The last response's headers.
+    pub response_headers: Vec<(String, String)>,
+    /// The last response's body.
+    pub response_body: Vec<u8>,
+    /// When it was moved here.
+    pub failed_at: Timestamp,
+}
+
+/// One line of a message's history.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EventDetail {
+    /// Why an attempt failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// When the next attempt is due (RETRY).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_delivery_time: Option<i64>,
+    /// The response's status.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response_status: Option<u16>,
+    /// The response's body (text).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response_body: Option<String>,
+}
+
+/// A recorded state change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    /// Position in the log (increasing).
+    pub sequence: i64,
+    /// When it happened.
+    pub time: Timestamp,
+    /// Which message.
+    pub message_id: MessageId,
+    /// The new state.
+    pub state: MessageState,
+    /// The message (as it was then).
+    pub spec: MessageSpec,
+    /// State-specific details.
+    pub detail: EventDetail,
+}
+
+/// An event to record.
+#[derive(Debug, Clone)]
+pub struct NewEvent {
+    /// When.
+    pub time: Timestamp,
+    /// The new state.
+    pub state: MessageState,
+    /// Details.
+    pub detail: EventDetail,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cancelled_state_is_spelled_as_the_sdks_expect_and_both_spellings_parse() {
+        assert_eq!(MessageState::Canceled.as_str(), "CANCELED");
+        assert_eq!(MessageState::parse("cancelled"), Some(MessageState::Canceled));
+        assert_eq!(MessageState::parse("CANCELED"), Some(MessageState::Canceled));
+        assert_eq!(MessageState::parse("LOST"), None);
+    }
+}

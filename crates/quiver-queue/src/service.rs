@@ -1,0 +1,734 @@
+//! The queue's operations: publish (to a URL or a URL group), batches, messages, the dead letter queue,
+//! the event log and URL groups.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use quiver_core::{AccountId, Clock, Timestamp};
+use sha2::{Digest, Sha256};
+use tokio::sync::{Mutex, Notify};
+
+use crate::config::QueueConfig;
+use crate::error::QueueError;
+use crate::message::{DeadLetter, Event, Message, MessageId, MessageKind, MessageSpec, NewMessage};
+use crate::publish::{PublishOptions, parse_publish_options};
+use crate::ssrf::DestinationPolicy;
+use crate::store::{Endpoint, Filter, Page, QueueStore, UrlGroup};
+
+/// A publish, as received.
+#[derive(Debug, Clone, Default)]
+pub struct PublishRequest {
+    /// A URL (with the query parameters that belong to it) or a URL group name.
+    pub destination: String,
+    /// Request headers (name, value), repeated names joined with `", "`.
+    pub headers: Vec<(String, String)>,
+    /// Configuration query parameters (`svc-*` / `upstash-*`).
+    pub query: Vec<(String, String)>,
+    /// The body, byte for byte.
+    pub body: Vec<u8>,
+    /// The publisher's address.
+    pub caller_ip: Option<String>,
+}
+
+/// One stored (or deduplicated) message of a publish.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Published {
+    /// The message id.
+    pub message_id: MessageId,
+    /// Its destination URL.
+    pub url: String,
+    /// Whether an earlier duplicate answered instead.
+    pub deduplicated: bool,
+}
+
+/// What a publish produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PublishOutcome {
+    /// A publish to a URL.
+    Url(Published),
+    /// A publish to a URL group: one message per endpoint.
+    Group(Vec<Published>),
+}
+
+/// The message queue of every account.
+#[derive(Clone)]
+pub struct Queue {
+    store: Arc<dyn QueueStore>,
+    clock: Arc<dyn Clock>,
+    config: Arc<QueueConfig>,
+    policy: Arc<DestinationPolicy>,
+    wakeup: Arc<Notify>,
+    group_changes: Arc<Mutex<()>>,
+}
+
+impl std::fmt::Debug for Queue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Queue")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+/// URL group and queue names: `[A-Za-z0-9._-]`, 1 to 128 characters.
+pub fn is_valid_name(name: &str) -> bool {
+    (1..=128).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}
+
+/// Repairs `https:/host` (a double slash merged by a proxy) into `https://host`.
+fn normalise_url(destination: &str) -> String {
+    for scheme in ["http:", "https:"] {
+        if let Some(rest) = destination.strip_prefix(scheme)
+            && !rest.starts_with("//")
+        {
+            return format!("{scheme}//{}", rest.trim_start_matches('/'));
+        }
+    }
+    destination.to_owned()
+}
+
+fn is_url(destination: &str) -> bool {
+    let lower = destination.to_ascii_lowercase();
+    lower.starts_with("http:") || lower.starts_with("https:")
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Headers of `defaults` not overridden (by name, any case) in `own`, followed by `own`.
+fn merge_headers(defaults: &[(String, String)], own: &[(String, String)]) -> Vec<(String, String)> {
+    let mut merged: Vec<(String, String)> = defaults
+        .iter()
+        .filter(|(name, _)| !own.iter().any(|(other, _)| other.eq_ignore_ascii_case(name)))
+        .cloned()
+        .collect();
+    merged.extend(own.iter().cloned());
+    merged
+}
+
+impl Queue {
+    /// The queue over `store`.
+    pub fn new(
+        store: Arc<dyn QueueStore>,
+        clock: Arc<dyn Clock>,
+        config: QueueConfig,
+        policy: DestinationPolicy,
+    ) -> Queue {
+        Queue {
+            store,
+            clock,
+            config: Arc::new(config),
+            policy: Arc::new(policy),
+            wakeup: Arc::new(Notify::new()),
+            group_changes: Arc::new(Mutex::new(())),
+        }
+    }
+
+    pub(crate) fn store(&self) -> &Arc<dyn QueueStore> {
+        &self.store
+    }
+
+    pub(crate) fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    /// The queue's configuration.
+    pub fn config(&self) -> &QueueConfig {
+        &self.config
+    }
+
+    /// Which destinations deliveries may reach.
+    pub fn policy(&self) -> &Arc<DestinationPolicy> {
+        &self.policy
+    }
+
+    /// Notified whenever new work may be due now.
+    pub fn wakeup(&self) -> &Arc<Notify> {
+        &self.wakeup
+    }
+
+    /// Publishes to a URL or a URL group.
+    ///
+    /// # Errors
+    /// Malformed configuration or destination (400), an internal destination (400), an unknown group
+    /// (404), an oversized body (413), store failures.
+    pub async fn publish(
+        &self,
+        account: AccountId,
+        request: PublishRequest,
+    ) -> Result<PublishOutcome, QueueError> {
+        let messages = self.prepare(account, &request).await?;
+        let is_group = messages.1;
+        let published = self.store_messages(messages.0).await?;
+        if is_group {
+            Ok(PublishOutcome::Group(published))
+        } else {
+            published
+                .into_iter()
+                .next()
+                .map(PublishOutcome::Url)
+                .ok_or_else(|| QueueError::InvalidRequest("nothing was published".into()))
+        }
+    }
+
+    /// Publishes each request on its own: one failing does not stop the others.
+    pub async fn batch(
+        &self,
+        account: AccountId,
+        requests: Vec<PublishRequest>,
+    ) -> Vec<Result<PublishOutcome, QueueError>> {
+        let mut prepared = Vec::with_capacity(requests.len());
+        for request in &requests {
+            prepared.push(self.prepare(account, request).await);
+        }
+        // Store every valid message in one group commit, then hand each request its share.
+        let all: Vec<NewMessage> = prepared
+            .iter()
+            .filter_map(|p| p.as_ref().ok())
+            .flat_map(|(messages, _)| messages.iter().cloned())
+            .collect();
+        let mut stored = match self.store_messages(all).await {
+            Ok(stored) => stored.into_iter(),
+            Err(error) => {
+                let message = error.to_string();
+                return prepared
+                    .into_iter()
+                    .map(|_| Err(QueueError::InvalidRequest(message.clone())))
+                    .collect();
+            }
+        };
+        prepared
+            .into_iter()
+            .map(|result| {
+                let (messages, is_group) = result?;
+                let mine: Vec<Published> = stored.by_ref().take(messages.len()).collect();
+                Ok(if is_group {
+                    PublishOutcome::Group(mine)
+                } else {
+                    PublishOutcome::Url(
+                        mine.into_iter()
+                            .next()
+                            .ok_or_else(|| QueueError::InvalidRequest("nothing was published".into()))?,
+                    )
+                })
+            })
+            .collect()
+    }
+
+    async fn store_messages(&self, messages: Vec<NewMessage>) -> Result<Vec<Published>, QueueError> {
+        if messages.is_empty() {
+            return Ok(Vec::new());
+        }
+        let urls: Vec<String> = messages.iter().map(|m| m.message.spec.url.clone()).collect();
+        let enqueued = self.store.enqueue(messages, self.clock.now()).await?;
+        self.wakeup.notify_one();
+        Ok(enqueued
+            .into_iter()
+            .zip(urls)
+            .map(|(enqueued, url)| Published {
+                message_id: enqueued.message_id,
+                url,
+                deduplicated: enqueued.deduplicated,
+            })
+            .collect())
+    }
+
+    /// Turns a request into the messages it creates, and whether it went to a group.
+    async fn prepare(
+        &self,
+        account: AccountId,
+        request: &PublishRequest,
+    ) -> Result<(Vec<NewMessage>, bool), QueueError> {
+        if request.body.len() > self.config.max_message_bytes {
+            return Err(QueueError::PayloadTooLarge {
+                size: request.body.len(),
+                limit: self.config.max_message_bytes,
+            });
+        }
+        let destination = request.destination.trim();
+        if destination.is_empty() {
+            return Err(QueueError::InvalidDestination(
+                "the destination is missing: /v2/publish/<url or url group>".into(),
+            ));
+        }
+        let now = self.clock.now();
+        if is_url(destination) {
+            let url = normalise_url(destination);
+            let parsed =
+                url::Url::parse(&url).map_err(|e| QueueError::InvalidDestination(format!("`{url}`: {e}")))?;
+            if parsed.host_str().is_none_or(str::is_empty) {
+                return Err(QueueError::InvalidDestination(format!("`{url}` has no host")));
+            }
+            self.policy
+                .check_url(&url)
+                .map_err(QueueError::DestinationForbidden)?;
+            let options = parse_publish_options(&request.headers, &request.query)?;
+            self.check_callbacks(&options)?;
+            let message = self.build(account, url, None, None, &options, request, now)?;
+            return Ok((vec![message], false));
+        }
+        if !is_valid_name(destination) {
+            return Err(QueueError::InvalidDestination(format!(
+                "`{destination}` is neither an http(s) URL nor a URL group name ([A-Za-z0-9._-])"
+            )));
+        }
+        let group = self
+            .store
+            .url_group(account, destination)
+            .await?
+            .ok_or_else(|| QueueError::UrlGroupNotFound(destination.to_owned()))?;
+        let headers = merge_headers(&group.default_headers, &request.headers);
+        let options = parse_publish_options(&headers, &request.query)?;
+        self.check_callbacks(&options)?;
+        let mut messages = Vec::with_capacity(group.endpoints.len());
+        for endpoint in &group.endpoints {
+            messages.push(self.build(
+                account,
+                endpoint.url.clone(),
+                Some(group.name.clone()),
+                endpoint.name.clone(),
+                &options,
+                request,
+                now,
+            )?);
+        }
+        Ok((messages, true))
+    }
+
+    fn check_callbacks(&self, options: &PublishOptions) -> Result<(), QueueError> {
+        for callback in [&options.callback, &options.failure_callback]
+            .into_iter()
+            .flatten()
+        {
+            self.policy
+                .check_url(&callback.url)
+                .map_err(QueueError::DestinationForbidden)?;
+        }
+        Ok(())
+    }
+
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one private constructor; the arguments are the message's parts"
+    )]
+    fn build(
+        &self,
+        account: AccountId,
+        url: String,
+        topic_name: Option<String>,
+        endpoint_name: Option<String>,
+        options: &PublishOptions,
+        request: &PublishRequest,
+        now: Timestamp,
+    ) -> Result<NewMessage, QueueError> {
+        let config = &self.config;
+        let delay = options.delay.unwrap_or(Duration::ZERO);
+        if millis(delay) > config.max_delay_ms {
+            return Err(QueueError::InvalidHeader {
+                header: "Svc-Delay".into(),
+                message: format!("the longest delay is {} seconds", config.max_delay_ms / 1000),
+            });
+        }
+        let not_before = options.not_before.unwrap_or_else(|| now.saturating_add(delay));
+        let timeout_ms = options
+            .timeout
+            .map_or(config.default_timeout_ms, millis)
+            .clamp(1, config.max_timeout_ms);
+        let spec = MessageSpec {
+            kind: MessageKind::Publish,
+            url: url.clone(),
+            method: options.method.clone().unwrap_or_else(|| "POST".into()),
+            headers: options.forward_headers.clone(),
+            max_retries: options
+                .retries
+                .unwrap_or(config.default_retries)
+                .min(config.max_retries),
+            retry_delay: options.retry_delay.clone(),
+            timeout_ms,
+            callback: options.callback.clone(),
+            failure_callback: options.failure_callback.clone(),
+            topic_name,
+            endpoint_name,
+            schedule_id: None,
+            queue_name: options.queue_name.clone(),
+            caller_ip: request.caller_ip.clone(),
+            labels: options.labels.clone(),
+            flow_control: options.flow_control.clone(),
+            source_message_id: None,
+        };
+        let dedup_key = match (&options.deduplication_id, options.content_based_deduplication) {
+            (Some(id), _) => Some(format!("id:{id}|{url}")),
+            (None, true) => {
+                let mut hasher = Sha256::new();
+                hasher.update(url.as_bytes());
+                hasher.update([0]);
+                hasher.update(&request.body);
+                for (name, value) in &spec.headers {
+                    hasher.update([0]);
+                    hasher.update(name.as_bytes());
+                    hasher.update(b":");
+                    hasher.update(value.as_bytes());
+                }
+                let digest: String = hasher.finalize().iter().map(|b| format!("{b:02x}")).collect();
+                Some(format!("content:{digest}"))
+            }
+            (None, false) => None,
+        };
+        let window = Duration::from_millis(config.deduplication_window_ms);
+        Ok(NewMessage {
+            message: Message {
+                id: MessageId::random(),
+                account_id: account,
+                spec,
+                body: request.body.clone(),
+                retried: 0,
+                not_before,
+                created_at: now,
+            },
+            dedup: dedup_key.map(|key| (key, now.saturating_add(window))),
+        })
+    }
+
+    /// A pending message.
+    ///
+    /// # Errors
+    /// [`QueueError::MessageNotFound`]; store failures.
+    pub async fn message(&self, account: AccountId, id: &str) -> Result<Message, QueueError> {
+        self.store
+            .message(account, &MessageId(id.to_owned()))
+            .await?
+            .ok_or_else(|| QueueError::MessageNotFound(id.to_owned()))
+    }
+
+    /// Cancels one pending message.
+    ///
+    /// # Errors
+    /// [`QueueError::MessageNotFound`] when it is not pending; store failures.
+    pub async fn cancel(&self, account: AccountId, id: &str) -> Result<(), QueueError> {
+        let cancelled = self
+            .store
+            .cancel(account, Some(vec![MessageId(id.to_owned())]), self.clock.now())
+            .await?;
+        if cancelled == 0 {
+            return Err(QueueError::MessageNotFound(id.to_owned()));
+        }
+        Ok(())
+    }
+
+    /// Cancels the given messages, or all pending messages when `ids` is `None`; returns the count.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn cancel_many(&self, account: AccountId, ids: Option<Vec<String>>) -> Result<u64, QueueError> {
+        let ids = ids.map(|ids| ids.into_iter().map(MessageId).collect());
+        Ok(self.store.cancel(account, ids, self.clock.now()).await?)
+    }
+
+    /// A page of dead letters.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn dead_letters(
+        &self,
+        account: AccountId,
+        filter: &Filter,
+        cursor: Option<&str>,
+        count: usize,
+    ) -> Result<Page<DeadLetter>, QueueError> {
+        Ok(self
+            .store
+            .dead_letters(account, filter, cursor, count.clamp(1, 100))
+            .await?)
+    }
+
+    /// One dead letter.
+    ///
+    /// # Errors
+    /// [`QueueError::DeadLetterNotFound`]; store failures.
+    pub async fn dead_letter(&self, account: AccountId, dlq_id: &str) -> Result<DeadLetter, QueueError> {
+        let filter = Filter {
+            dlq_ids: vec![dlq_id.to_owned()],
+            ..Filter::default()
+        };
+        let page = self.store.dead_letters(account, &filter, None, 1).await?;
+        page.items
+            .into_iter()
+            .next()
+            .ok_or_else(|| QueueError::DeadLetterNotFound(dlq_id.to_owned()))
+    }
+
+    /// Deletes dead letters; returns how many existed.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn delete_dead_letters(
+        &self,
+        account: AccountId,
+        dlq_ids: &[String],
+    ) -> Result<u64, QueueError> {
+        Ok(self.store.delete_dead_letters(account, dlq_ids).await?)
+    }
+
+    /// Publishes a dead letter again (same destination, body and headers; configuration headers of the
+    /// retry request override the original's) and removes it from the DLQ.
+    ///
+    /// # Errors
+    /// [`QueueError::DeadLetterNotFound`]; malformed configuration; store failures.
+    pub async fn retry_dead_letter(
+        &self,
+        account: AccountId,
+        dlq_id: &str,
+        headers: &[(String, String)],
+    ) -> Result<MessageId, QueueError> {
+        let dead = self.dead_letter(account, dlq_id).await?;
+        let now = self.clock.now();
+        let overrides = parse_publish_options(headers, &[])?;
+        let mut spec = dead.message.spec.clone();
+        if let Some(retries) = overrides.retries {
+            spec.max_retries = retries.min(self.config.max_retries);
+        }
+        if let Some(method) = overrides.method {
+            spec.method = method;
+        }
+        if let Some(callback) = overrides.callback {
+            spec.callback = Some(callback);
+        }
+        if let Some(callback) = overrides.failure_callback {
+            spec.failure_callback = Some(callback);
+        }
+        if overrides.retry_delay.is_some() {
+            spec.retry_delay = overrides.retry_delay;
+        }
+        let not_before = overrides
+            .not_before
+            .unwrap_or_else(|| now.saturating_add(overrides.delay.unwrap_or(Duration::ZERO)));
+        let replacement = NewMessage {
+            message: Message {
+                id: MessageId::random(),
+                account_id: account,
+                spec,
+                body: dead.message.body,
+                retried: 0,
+                not_before,
+                created_at: now,
+            },
+            dedup: None,
+        };
+        let id = self
+            .store
+            .retry_dead_letter(account, dlq_id, replacement, now)
+            .await?
+            .ok_or_else(|| QueueError::DeadLetterNotFound(dlq_id.to_owned()))?;
+        self.wakeup.notify_one();
+        Ok(id)
+    }
+
+    /// A page of the event log.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn events(
+        &self,
+        account: AccountId,
+        filter: &Filter,
+        cursor: Option<&str>,
+        count: usize,
+    ) -> Result<Page<Event>, QueueError> {
+        Ok(self
+            .store
+            .events(account, filter, cursor, count.clamp(1, 1000))
+            .await?)
+    }
+
+    /// A URL group.
+    ///
+    /// # Errors
+    /// [`QueueError::UrlGroupNotFound`]; store failures.
+    pub async fn url_group(&self, account: AccountId, name: &str) -> Result<UrlGroup, QueueError> {
+        self.store
+            .url_group(account, name)
+            .await?
+            .ok_or_else(|| QueueError::UrlGroupNotFound(name.to_owned()))
+    }
+
+    /// Every URL group.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn url_groups(&self, account: AccountId) -> Result<Vec<UrlGroup>, QueueError> {
+        Ok(self.store.url_groups(account).await?)
+    }
+
+    fn check_group_name(name: &str) -> Result<(), QueueError> {
+        if is_valid_name(name) {
+            Ok(())
+        } else {
+            Err(QueueError::InvalidRequest(format!(
+                "url group name `{name}` may only use A-Z, a-z, 0-9, `.`, `_` and `-`"
+            )))
+        }
+    }
+
+    /// Adds endpoints to a group (creating it), updating an endpoint with the same name or URL.
+    ///
+    /// # Errors
+    /// An invalid name or URL (400); an internal URL (400); store failures.
+    pub async fn add_endpoints(
+        &self,
+        account: AccountId,
+        name: &str,
+        endpoints: Vec<Endpoint>,
+    ) -> Result<(), QueueError> {
+        Self::check_group_name(name)?;
+        if endpoints.is_empty() {
+            return Err(QueueError::InvalidRequest(
+                "endpoints: at least one endpoint is required".into(),
+            ));
+        }
+        for endpoint in &endpoints {
+            let parsed = url::Url::parse(&endpoint.url).map_err(|e| {
+                QueueError::InvalidRequest(format!("endpoints: `{}` is not a valid URL: {e}", endpoint.url))
+            })?;
+            if !matches!(parsed.scheme(), "http" | "https") {
+                return Err(QueueError::InvalidRequest(format!(
+                    "endpoints: `{}` must be an http or https URL",
+                    endpoint.url
+                )));
+            }
+            self.policy
+                .check_url(&endpoint.url)
+                .map_err(QueueError::DestinationForbidden)?;
+        }
+        let _guard = self.group_changes.lock().await;
+        let now = self.clock.now();
+        let mut group = self
+            .store
+            .url_group(account, name)
+            .await?
+            .unwrap_or_else(|| UrlGroup {
+                name: name.to_owned(),
+                created_at: now,
+                updated_at: now,
+                endpoints: Vec::new(),
+                default_headers: Vec::new(),
+            });
+        for endpoint in endpoints {
+            let existing = group
+                .endpoints
+                .iter_mut()
+                .find(|e| match (&e.name, &endpoint.name) {
+                    (Some(a), Some(b)) => a == b,
+                    (None, None) | (Some(_), None) | (None, Some(_)) => e.url == endpoint.url,
+                });
+            match existing {
+                Some(slot) => *slot = endpoint,
+                None => group.endpoints.push(endpoint),
+            }
+        }
+        group.updated_at = now;
+        Ok(self.store.put_url_group(account, &group).await?)
+    }
+
+    /// Removes endpoints matching each reference (by name and/or URL); deletes the group when none remain.
+    ///
+    /// # Errors
+    /// A reference with neither name nor URL (400); an unknown group (404); store failures.
+    pub async fn remove_endpoints(
+        &self,
+        account: AccountId,
+        name: &str,
+        references: Vec<(Option<String>, Option<String>)>,
+    ) -> Result<(), QueueError> {
+        if references.is_empty() {
+            return Err(QueueError::InvalidRequest(
+                "endpoints: at least one endpoint is required".into(),
+            ));
+        }
+        if references.iter().any(|(n, u)| n.is_none() && u.is_none()) {
+            return Err(QueueError::InvalidRequest(
+                "endpoints: each endpoint needs a name or a url".into(),
+            ));
+        }
+        let _guard = self.group_changes.lock().await;
+        let mut group = self.url_group(account, name).await?;
+        group.endpoints.retain(|endpoint| {
+            !references.iter().any(|(ref_name, ref_url)| {
+                let name_matches = ref_name
+                    .as_ref()
+                    .is_none_or(|n| endpoint.name.as_ref() == Some(n));
+                let url_matches = ref_url.as_ref().is_none_or(|u| &endpoint.url == u);
+                name_matches && url_matches
+            })
+        });
+        if group.endpoints.is_empty() {
+            self.store.delete_url_group(account, name).await?;
+        } else {
+            group.updated_at = self.clock.now();
+            self.store.put_url_group(account, &group).await?;
+        }
+        Ok(())
+    }
+
+    /// Deletes a URL group.
+    ///
+    /// # Errors
+    /// [`QueueError::UrlGroupNotFound`]; store failures.
+    pub async fn delete_url_group(&self, account: AccountId, name: &str) -> Result<(), QueueError> {
+        let _guard = self.group_changes.lock().await;
+        if self.store.delete_url_group(account, name).await? {
+            Ok(())
+        } else {
+            Err(QueueError::UrlGroupNotFound(name.to_owned()))
+        }
+    }
+
+    /// Replaces a group's default headers (merged under each later publish's own headers).
+    ///
+    /// # Errors
+    /// Malformed configuration in the headers (400); an unknown group (404); store failures.
+    pub async fn set_default_headers(
+        &self,
+        account: AccountId,
+        name: &str,
+        headers: Vec<(String, String)>,
+    ) -> Result<(), QueueError> {
+        parse_publish_options(&headers, &[])?;
+        let _guard = self.group_changes.lock().await;
+        let mut group = self.url_group(account, name).await?;
+        group.default_headers = headers;
+        group.updated_at = self.clock.now();
+        Ok(self.store.put_url_group(account, &group).await?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_merged_double_slash_is_repaired() {
+        assert_eq!(normalise_url("https:/example.com/x"), "https://example.com/x");
+        assert_eq!(normalise_url("http://example.com/x"), "http://example.com/x");
+    }
+
+    #[test]
+    fn group_defaults_yield_to_the_publish_own_headers() {
+        let defaults = vec![
+            ("Svc-Retries".to_owned(), "5".to_owned()),
+            ("Svc-Header-Forward".to_owned(), "true".to_owned()),
+        ];
+        let own = vec![("svc-retries".to_owned(), "1".to_owned())];
+        let merged = merge_headers(&defaults, &own);
+        assert_eq!(merged, vec![defaults[1].clone(), own[0].clone()]);
+    }
+
+    #[test]
+    fn names_allow_letters_digits_dots_dashes_and_underscores() {
+        assert!(is_valid_name("my-group_1.v2"));
+        assert!(!is_valid_name("has space"));
+        assert!(!is_valid_name(""));
+    }
+}

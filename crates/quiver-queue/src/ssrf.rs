@@ -1,0 +1,168 @@
+//! The SSRF guard: deliveries never reach loopback, private, link-local or metadata addresses unless
+//! configuration allows them. Names are checked when they resolve, at connect time, so DNS cannot be
+//! used to slip past a check made earlier.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::Arc;
+
+use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+
+/// Whether an address is internal: loopback, private, link-local (cloud metadata), shared, unspecified,
+/// multicast or documentation ranges.
+pub fn is_internal(address: IpAddr) -> bool {
+    match address {
+        IpAddr::V4(v4) => is_internal_v4(v4),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => is_internal_v4(v4),
+            None => is_internal_v6(v6),
+        },
+    }
+}
+
+fn is_internal_v4(address: Ipv4Addr) -> bool {
+    let [a, b, ..] = address.octets();
+    address.is_loopback()
+        || address.is_private()
+        || address.is_link_local()
+        || address.is_unspecified()
+        || address.is_broadcast()
+        || address.is_multicast()
+        || address.is_documentation()
+        || (a == 100 && (64..128).contains(&b))
+        || a == 0
+}
+
+fn is_internal_v6(address: Ipv6Addr) -> bool {
+    let first = address.segments()[0];
+    address.is_loopback()
+        || address.is_unspecified()
+        || address.is_multicast()
+        || (first & 0xfe00) == 0xfc00
+        || (first & 0xffc0) == 0xfe80
+}
+
+/// Which destinations deliveries may reach.
+#[derive(Debug, Clone, Default)]
+pub struct DestinationPolicy {
+    /// Allow every internal address.
+    pub allow_internal: bool,
+    /// Hosts allowed even when internal.
+    pub allowed_hosts: Vec<String>,
+}
+
+impl DestinationPolicy {
+    fn host_allowed(&self, host: &str) -> bool {
+        self.allow_internal
+            || self
+                .allowed_hosts
+                .iter()
+                .any(|allowed| allowed.eq_ignore_ascii_case(host))
+    }
+
+    /// Checks a URL's host as written: an internal literal address, or `localhost`, is refused.
+    ///
+    /// # Errors
+    /// A message naming the host.
+    pub fn check_url(&self, url: &str) -> Result<(), String> {
+        let parsed = url::Url::parse(url).map_err(|e| format!("`{url}` is not a valid URL: {e}"))?;
+        let host = parsed.host_str().unwrap_or_default();
+        if self.host_allowed(host) {
+            return Ok(());
+        }
+        let literal = host.trim_start_matches('[').trim_end_matches(']');
+        let internal = match literal.parse::<IpAddr>() {
+            Ok(address) => is_internal(address),
+            Err(_) => {
+                host.eq_ignore_ascii_case("localhost") || host.to_ascii_lowercase().ends_with(".localhost")
+            }
+        };
+        if internal {
+            Err(format!(
+                "`{host}` is an internal address; allow it with queue.allowed_hosts or --dev"
+            ))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// A resolver that drops internal addresses unless the policy allows the host.
+#[derive(Debug, Clone)]
+pub struct GuardedResolver {
+    policy: Arc<DestinationPolicy>,
+}
+
+impl GuardedResolver {
+    /// A resolver enforcing `policy`.
+    pub fn new(policy: Arc<DestinationPolicy>) -> GuardedResolver {
+        GuardedResolver { policy }
+    }
+}
+
+impl Resolve for GuardedResolver {
+    fn resolve(&self, name: Name) -> Resolving {
+        let policy = Arc::clone(&self.policy);
+        Box::pin(async move {
+            let host = name.as_str().to_owned();
+            let resolved: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let allowed_all = policy.host_allowed(&host);
+            let kept: Vec<SocketAddr> = resolved
+                .into_iter()
+                .filter(|address| allowed_all || !is_internal(address.ip()))
+                .collect();
+            if kept.is_empty() {
+                return Err(
+                    format!("`{host}` resolves only to internal addresses, which are not allowed").into(),
+                );
+            }
+            let addresses: Addrs = Box::new(kept.into_iter());
+            Ok(addresses)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn internal_ranges_are_recognised() {
+        for internal in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "0.0.0.0",
+            "::1",
+            "fd00::1",
+            "fe80::1",
+            "::ffff:127.0.0.1",
+        ] {
+            assert!(is_internal(internal.parse().unwrap()), "{internal}");
+        }
+        for public in ["8.8.8.8", "1.1.1.1", "2606:4700::1111"] {
+            assert!(!is_internal(public.parse().unwrap()), "{public}");
+        }
+    }
+
+    #[test]
+    fn literal_internal_hosts_are_refused_unless_allowed() {
+        let strict = DestinationPolicy::default();
+        assert!(strict.check_url("http://127.0.0.1:8080/x").is_err());
+        assert!(strict.check_url("http://[::1]/x").is_err());
+        assert!(strict.check_url("http://localhost/x").is_err());
+        assert!(strict.check_url("https://example.com/x").is_ok());
+        let listed = DestinationPolicy {
+            allow_internal: false,
+            allowed_hosts: vec!["127.0.0.1".into()],
+        };
+        assert!(listed.check_url("http://127.0.0.1:8080/x").is_ok());
+        let dev = DestinationPolicy {
+            allow_internal: true,
+            allowed_hosts: vec![],
+        };
+        assert!(dev.check_url("http://localhost/x").is_ok());
+    }
+}

@@ -1,0 +1,181 @@
+//! The storage trait of the queue domain.
+
+use async_trait::async_trait;
+use quiver_core::store::StoreResult;
+use quiver_core::{AccountId, Timestamp};
+use serde::{Deserialize, Serialize};
+
+use crate::message::{DeadLetter, Enqueued, Event, Message, MessageId, MessageState, NewEvent, NewMessage};
+
+/// An endpoint of a URL group.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Endpoint {
+    /// Optional name, unique in the group.
+    pub name: Option<String>,
+    /// Where messages go.
+    pub url: String,
+}
+
+/// A URL group: publishing to its name fans out to every endpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UrlGroup {
+    /// Name.
+    pub name: String,
+    /// When it was created.
+    pub created_at: Timestamp,
+    /// When it last changed.
+    pub updated_at: Timestamp,
+    /// Endpoints, in the order they were added.
+    pub endpoints: Vec<Endpoint>,
+    /// Headers merged under each publish's own.
+    pub default_headers: Vec<(String, String)>,
+}
+
+/// What happened to a claimed message, to be applied atomically.
+#[derive(Debug, Clone)]
+pub enum AttemptResolution {
+    /// Delivered, or dead-lettered: the message leaves the queue (into the DLQ when given).
+    Finished {
+        /// The dead letter to keep, when retries ran out.
+        dead_letter: Option<Box<DeadLetter>>,
+    },
+    /// Failed with retries left: try again.
+    Retry {
+        /// Retries made after this attempt.
+        retried: u32,
+        /// When to try again.
+        at: Timestamp,
+    },
+}
+
+/// The result of one delivery attempt, applied in one transaction.
+#[derive(Debug, Clone)]
+pub struct AttemptRecord {
+    /// Owner.
+    pub account_id: AccountId,
+    /// The attempted message.
+    pub message_id: MessageId,
+    /// What happens to it.
+    pub resolution: AttemptResolution,
+    /// Log lines (ERROR, RETRY, DELIVERED, FAILED).
+    pub events: Vec<NewEvent>,
+    /// Callback messages to start.
+    pub follow_ups: Vec<NewMessage>,
+}
+
+/// Filters of the DLQ and the event log; `None` matches everything.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Filter {
+    /// Message ids (any of).
+    pub message_ids: Vec<String>,
+    /// Dead letter ids (any of).
+    pub dlq_ids: Vec<String>,
+    /// States (any of).
+    pub states: Vec<MessageState>,
+    /// Destination URL.
+    pub url: Option<String>,
+    /// URL group.
+    pub topic_name: Option<String>,
+    /// Queue.
+    pub queue_name: Option<String>,
+    /// Schedule.
+    pub schedule_id: Option<String>,
+    /// Last response status (DLQ).
+    pub response_status: Option<u16>,
+    /// Label.
+    pub label: Option<String>,
+    /// From this time on (inclusive).
+    pub from: Option<Timestamp>,
+    /// Up to this time (inclusive).
+    pub to: Option<Timestamp>,
+}
+
+/// A page of results and the cursor of the next page (`None` at the end).
+#[derive(Debug, Clone)]
+pub struct Page<T> {
+    /// The items.
+    pub items: Vec<T>,
+    /// Where the next page starts.
+    pub cursor: Option<String>,
+}
+
+/// Where messages, dead letters, events and URL groups live. Every write is durable when it returns.
+#[async_trait]
+pub trait QueueStore: Send + Sync + 'static {
+    /// Stores messages (with a CREATED event each) in one transaction. A message whose deduplication key
+    /// is still live is not stored; the earlier message's id is returned instead.
+    async fn enqueue(&self, messages: Vec<NewMessage>, now: Timestamp) -> StoreResult<Vec<Enqueued>>;
+
+    /// Leases up to `limit` messages due at or before `now` until `lease_until`, recording ACTIVE for
+    /// each. An expired lease makes a message due again.
+    async fn claim_due(
+        &self,
+        now: Timestamp,
+        limit: usize,
+        lease_until: Timestamp,
+    ) -> StoreResult<Vec<Message>>;
+
+    /// When the earliest message falls due, if any.
+    async fn next_due(&self) -> StoreResult<Option<Timestamp>>;
+
+    /// Makes every leased message due at `now` (at start, when no delivery can be in flight).
+    async fn release_leases(&self, now: Timestamp) -> StoreResult<u64>;
+
+    /// Applies an attempt's outcome. Does nothing if the message is gone (cancelled meanwhile).
+    async fn record_attempt(&self, record: AttemptRecord) -> StoreResult<()>;
+
+    /// A pending message.
+    async fn message(&self, account: AccountId, id: &MessageId) -> StoreResult<Option<Message>>;
+
+    /// Cancels the given pending messages, or every pending message of the account when `ids` is
+    /// `None`; records CANCEL_REQUESTED and CANCELED. Returns how many were cancelled.
+    async fn cancel(
+        &self,
+        account: AccountId,
+        ids: Option<Vec<MessageId>>,
+        now: Timestamp,
+    ) -> StoreResult<u64>;
+
+    /// Dead letters, newest first, after `cursor`.
+    async fn dead_letters(
+        &self,
+        account: AccountId,
+        filter: &Filter,
+        cursor: Option<&str>,
+        count: usize,
+    ) -> StoreResult<Page<DeadLetter>>;
+
+    /// Removes dead letters; returns how many existed.
+    async fn delete_dead_letters(&self, account: AccountId, dlq_ids: &[String]) -> StoreResult<u64>;
+
+    /// Removes a dead letter and stores `replacement` in its place, atomically; `None` when there was no
+    /// such dead letter.
+    async fn retry_dead_letter(
+        &self,
+        account: AccountId,
+        dlq_id: &str,
+        replacement: NewMessage,
+        now: Timestamp,
+    ) -> StoreResult<Option<MessageId>>;
+
+    /// Log events, newest first, after `cursor`.
+    async fn events(
+        &self,
+        account: AccountId,
+        filter: &Filter,
+        cursor: Option<&str>,
+        count: usize,
+    ) -> StoreResult<Page<Event>>;
+
+    /// A URL group.
+    async fn url_group(&self, account: AccountId, name: &str) -> StoreResult<Option<UrlGroup>>;
+
+    /// Every URL group, by name.
+    async fn url_groups(&self, account: AccountId) -> StoreResult<Vec<UrlGroup>>;
+
+    /// Creates or replaces a URL group.
+    async fn put_url_group(&self, account: AccountId, group: &UrlGroup) -> StoreResult<()>;
+
+    /// Deletes a URL group; `false` when it did not exist.
+    async fn delete_url_group(&self, account: AccountId, name: &str) -> StoreResult<bool>;
+}

@@ -1,0 +1,690 @@
+//! The queue domain's store in `queue.db`.
+
+use std::path::Path;
+
+use async_trait::async_trait;
+use quiver_core::store::StoreResult;
+use quiver_core::{AccountId, StoreError, Timestamp};
+use quiver_queue::message::{
+    DeadLetter, Enqueued, Event, EventDetail, Message, MessageId, MessageSpec, MessageState, NewEvent,
+    NewMessage,
+};
+use quiver_queue::store::{AttemptRecord, AttemptResolution, Endpoint, Filter, Page, QueueStore, UrlGroup};
+use rusqlite::types::Value as SqlValue;
+use rusqlite::{Connection, OptionalExtension, Row, params, params_from_iter};
+
+use crate::config::StorageConfig;
+use crate::database::{Database, backend_error};
+use crate::migrations;
+
+/// Messages, dead letters, events and URL groups in SQLite.
+#[derive(Debug, Clone)]
+pub struct SqliteQueueStore {
+    database: Database,
+}
+
+impl SqliteQueueStore {
+    /// Opens `queue.db` in `data_dir`, creating and migrating it as needed.
+    ///
+    /// # Errors
+    /// The file cannot be opened or migrated.
+    pub fn open(data_dir: &Path, config: &StorageConfig) -> StoreResult<SqliteQueueStore> {
+        let database = Database::open(&data_dir.join("queue.db"), migrations::QUEUE, config)?;
+        Ok(SqliteQueueStore { database })
+    }
+
+    /// The underlying database (for shutdown).
+    pub fn database(&self) -> &Database {
+        &self.database
+    }
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> StoreResult<String> {
+    serde_json::to_string(value).map_err(|e| StoreError::Backend(e.to_string()))
+}
+
+fn corrupt(column: usize, error: impl std::error::Error + Send + Sync + 'static) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(column, rusqlite::types::Type::Text, Box::new(error))
+}
+
+fn read_error(error: rusqlite::Error) -> StoreError {
+    if matches!(error, rusqlite::Error::FromSqlConversionFailure(..)) {
+        StoreError::Corrupt(error.to_string())
+    } else {
+        backend_error(error)
+    }
+}
+
+fn account_of(text: &str, column: usize) -> rusqlite::Result<AccountId> {
+    text.parse().map_err(|e| corrupt(column, e))
+}
+
+const MESSAGE_COLUMNS: &str = "id, account_id, retried, not_before, created_at, spec, body";
+
+fn message_from_row(row: &Row<'_>) -> rusqlite::Result<Message> {
+    let spec: String = row.get(5)?;
+    Ok(Message {
+        id: MessageId(row.get(0)?),
+        account_id: account_of(&row.get::<_, String>(1)?, 1)?,
+        retried: row.get(2)?,
+        not_before: Timestamp::from_millis(row.get(3)?),
+        created_at: Timestamp::from_millis(row.get(4)?),
+        spec: serde_json::from_str(&spec).map_err(|e| corrupt(5, e))?,
+        body: row.get(6)?,
+    })
+}
+
+fn insert_event(connection: &Connection, message: &Message, event: &NewEvent) -> StoreResult<()> {
+    let spec = &message.spec;
+    connection
+        .prepare_cached(
+            "INSERT INTO events (account_id, message_id, time, state, url, topic_name, queue_name, schedule_id,
+                 labels, spec, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+        )
+        .and_then(|mut statement| {
+            statement.execute(params![
+                message.account_id.to_string(),
+                message.id.0,
+                event.time.as_millis(),
+                event.state.as_str(),
+                spec.url,
+                spec.topic_name,
+                spec.queue_name,
+                spec.schedule_id,
+                to_json(&spec.labels).unwrap_or_else(|_| "[]".into()),
+                to_json(spec).unwrap_or_default(),
+                to_json(&event.detail).unwrap_or_else(|_| "{}".into()),
+            ])
+        })
+        .map(drop)
+        .map_err(backend_error)
+}
+
+/// Stores one message (and its CREATED event), honouring its deduplication key.
+fn insert_message(connection: &Connection, new: &NewMessage, now: Timestamp) -> StoreResult<Enqueued> {
+    let message = &new.message;
+    let account = message.account_id.to_string();
+    if let Some((key, expires_at)) = &new.dedup {
+        let existing: Option<String> = connection
+            .prepare_cached(
+                "SELECT message_id FROM deduplication WHERE account_id = ?1 AND key = ?2 AND expires_at > ?3",
+            )
+            .and_then(|mut s| {
+                s.query_row(params![account, key, now.as_millis()], |r| r.get(0))
+                    .optional()
+            })
+            .map_err(backend_error)?;
+        if let Some(existing) = existing {
+            return Ok(Enqueued {
+                message_id: MessageId(existing),
+                deduplicated: true,
+            });
+        }
+        connection
+            .prepare_cached(
+                "INSERT INTO deduplication (account_id, key, message_id, expires_at) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (account_id, key) DO UPDATE SET message_id = excluded.message_id,
+                     expires_at = excluded.expires_at",
+            )
+            .and_then(|mut s| s.execute(params![account, key, message.id.0, expires_at.as_millis()]))
+            .map_err(backend_error)?;
+    }
+    connection
+        .prepare_cached(
+            "INSERT INTO messages (id, account_id, due_at, leased, retried, not_before, created_at, spec, body)
+             VALUES (?1, ?2, ?3, 0, ?4, ?5, ?6, ?7, ?8)",
+        )
+        .and_then(|mut s| {
+            s.execute(params![
+                message.id.0,
+                account,
+                message.not_before.as_millis(),
+                message.retried,
+                message.not_before.as_millis(),
+                message.created_at.as_millis(),
+                to_json(&message.spec).unwrap_or_default(),
+                message.body,
+            ])
+        })
+        .map_err(backend_error)?;
+    insert_event(
+        connection,
+        message,
+        &NewEvent {
+            time: now,
+            state: MessageState::Created,
+            detail: EventDetail::default(),
+        },
+    )?;
+    Ok(Enqueued {
+        message_id: message.id.clone(),
+        deduplicated: false,
+    })
+}
+
+fn load_message(connection: &Connection, account: Option<&str>, id: &str) -> StoreResult<Option<Message>> {
+    let (sql, values): (String, Vec<String>) = match account {
+        Some(account) => (
+            format!("SELECT {MESSAGE_COLUMNS} FROM messages WHERE id = ?1 AND account_id = ?2"),
+            vec![id.to_owned(), account.to_owned()],
+        ),
+        None => (
+            format!("SELECT {MESSAGE_COLUMNS} FROM messages WHERE id = ?1"),
+            vec![id.to_owned()],
+        ),
+    };
+    connection
+        .prepare_cached(&sql)
+        .and_then(|mut s| s.query_row(params_from_iter(values), message_from_row).optional())
+        .map_err(read_error)
+}
+
+fn insert_dead_letter(connection: &Connection, dead: &DeadLetter) -> StoreResult<()> {
+    let message = &dead.message;
+    let spec = &message.spec;
+    connection
+        .prepare_cached(
+            "INSERT INTO dead_letters (dlq_id, account_id, message_id, url, topic_name, queue_name, schedule_id,
+                 labels, response_status, failed_at, retried, not_before, created_at, spec, body,
+                 response_headers, response_body)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+        )
+        .and_then(|mut s| {
+            s.execute(params![
+                dead.dlq_id,
+                message.account_id.to_string(),
+                message.id.0,
+                spec.url,
+                spec.topic_name,
+                spec.queue_name,
+                spec.schedule_id,
+                to_json(&spec.labels).unwrap_or_else(|_| "[]".into()),
+                dead.response_status,
+                dead.failed_at.as_millis(),
+                message.retried,
+                message.not_before.as_millis(),
+                message.created_at.as_millis(),
+                to_json(spec).unwrap_or_default(),
+                message.body,
+                to_json(&dead.response_headers).unwrap_or_else(|_| "[]".into()),
+                dead.response_body,
+            ])
+        })
+        .map(drop)
+        .map_err(backend_error)
+}
+
+const DEAD_LETTER_COLUMNS: &str = "seq, dlq_id, account_id, message_id, retried, not_before, created_at, spec, body, \
+                                   response_status, response_headers, response_body, failed_at";
+
+fn dead_letter_from_row(row: &Row<'_>) -> rusqlite::Result<(i64, DeadLetter)> {
+    let spec: String = row.get(7)?;
+    let headers: String = row.get(10)?;
+    Ok((
+        row.get(0)?,
+        DeadLetter {
+            dlq_id: row.get(1)?,
+            message: Message {
+                id: MessageId(row.get(3)?),
+                account_id: account_of(&row.get::<_, String>(2)?, 2)?,
+                retried: row.get(4)?,
+                not_before: Timestamp::from_millis(row.get(5)?),
+                created_at: Timestamp::from_millis(row.get(6)?),
+                spec: serde_json::from_str::<MessageSpec>(&spec).map_err(|e| corrupt(7, e))?,
+                body: row.get(8)?,
+            },
+            response_status: row.get(9)?,
+            response_headers: serde_json::from_str(&headers).map_err(|e| corrupt(10, e))?,
+            response_body: row.get(11)?,
+            failed_at: Timestamp::from_millis(row.get(12)?),
+        },
+    ))
+}
+
+const EVENT_COLUMNS: &str = "seq, time, message_id, state, spec, detail";
+
+fn event_from_row(row: &Row<'_>) -> rusqlite::Result<(i64, Event)> {
+    let state: String = row.get(3)?;
+    let spec: String = row.get(4)?;
+    let detail: String = row.get(5)?;
+    let sequence = row.get(0)?;
+    Ok((
+        sequence,
+        Event {
+            sequence,
+            time: Timestamp::from_millis(row.get(1)?),
+            message_id: MessageId(row.get(2)?),
+            state: MessageState::parse(&state).ok_or_else(|| corrupt(3, std::fmt::Error))?,
+            spec: serde_json::from_str(&spec).map_err(|e| corrupt(4, e))?,
+            detail: serde_json::from_str(&detail).map_err(|e| corrupt(5, e))?,
+        },
+    ))
+}
+
+/// Builds `WHERE` conditions for a filter over the DLQ (`time_column` failed_at) or events (time).
+fn filter_sql(
+    account: AccountId,
+    filter: &Filter,
+    time_column: &str,
+    is_dead_letters: bool,
+) -> (String, Vec<SqlValue>) {
+    let mut conditions = vec!["account_id = ?".to_owned()];
+    let mut values: Vec<SqlValue> = vec![SqlValue::Text(account.to_string())];
+    let mut any_of = |column: &str, items: Vec<String>| {
+        if !items.is_empty() {
+            conditions.push(format!("{column} IN ({})", vec!["?"; items.len()].join(", ")));
+            values.extend(items.into_iter().map(SqlValue::Text));
+        }
+    };
+    any_of("message_id", filter.message_ids.clone());
+    if is_dead_letters {
+        any_of("dlq_id", filter.dlq_ids.clone());
+    } else {
+        any_of(
+            "state",
+            filter.states.iter().map(|s| s.as_str().to_owned()).collect(),
+        );
+    }
+    for (column, value) in [
+        ("url", &filter.url),
+        ("topic_name", &filter.topic_name),
+        ("queue_name", &filter.queue_name),
+        ("schedule_id", &filter.schedule_id),
+    ] {
+        if let Some(value) = value {
+            conditions.push(format!("{column} = ?"));
+            values.push(SqlValue::Text(value.clone()));
+        }
+    }
+    if let Some(label) = &filter.label {
+        conditions.push("EXISTS (SELECT 1 FROM json_each(labels) WHERE value = ?)".into());
+        values.push(SqlValue::Text(label.clone()));
+    }
+    if is_dead_letters && let Some(status) = filter.response_status {
+        conditions.push("response_status = ?".into());
+        values.push(SqlValue::Integer(i64::from(status)));
+    }
+    if let Some(from) = filter.from {
+        conditions.push(format!("{time_column} >= ?"));
+        values.push(SqlValue::Integer(from.as_millis()));
+    }
+    if let Some(to) = filter.to {
+        conditions.push(format!("{time_column} <= ?"));
+        values.push(SqlValue::Integer(to.as_millis()));
+    }
+    (conditions.join(" AND "), values)
+}
+
+/// Reads one page, newest first, starting below the sequence number in `cursor`.
+fn page<T>(
+    connection: &Connection,
+    table: &str,
+    columns: &str,
+    (conditions, mut values): (String, Vec<SqlValue>),
+    cursor: Option<&str>,
+    count: usize,
+    from_row: impl Fn(&Row<'_>) -> rusqlite::Result<(i64, T)>,
+) -> StoreResult<Page<T>> {
+    let mut sql = format!("SELECT {columns} FROM {table} WHERE {conditions}");
+    if let Some(cursor) = cursor.and_then(|c| c.parse::<i64>().ok()) {
+        sql.push_str(" AND seq < ?");
+        values.push(SqlValue::Integer(cursor));
+    }
+    sql.push_str(" ORDER BY seq DESC LIMIT ?");
+    values.push(SqlValue::Integer(i64::try_from(count + 1).unwrap_or(i64::MAX)));
+    let mut statement = connection.prepare(&sql).map_err(read_error)?;
+    let rows = statement
+        .query_map(params_from_iter(values), from_row)
+        .map_err(read_error)?;
+    let mut items: Vec<(i64, T)> = rows.collect::<Result<_, _>>().map_err(read_error)?;
+    let cursor = if items.len() > count {
+        items.truncate(count);
+        items.last().map(|(seq, _)| seq.to_string())
+    } else {
+        None
+    };
+    Ok(Page {
+        items: items.into_iter().map(|(_, item)| item).collect(),
+        cursor,
+    })
+}
+
+fn group_from_row(row: &Row<'_>) -> rusqlite::Result<UrlGroup> {
+    let endpoints: String = row.get(3)?;
+    let headers: String = row.get(4)?;
+    Ok(UrlGroup {
+        name: row.get(0)?,
+        created_at: Timestamp::from_millis(row.get(1)?),
+        updated_at: Timestamp::from_millis(row.get(2)?),
+        endpoints: serde_json::from_str::<Vec<Endpoint>>(&endpoints).map_err(|e| corrupt(3, e))?,
+        default_headers: serde_json::from_str(&headers).map_err(|e| corrupt(4, e))?,
+    })
+}
+
+#[async_trait]
+impl QueueStore for SqliteQueueStore {
+    async fn enqueue(&self, messages: Vec<NewMessage>, now: Timestamp) -> StoreResult<Vec<Enqueued>> {
+        self.database
+            .write(move |c| {
+                if messages.iter().any(|m| m.dedup.is_some()) {
+                    c.execute(
+                        "DELETE FROM deduplication WHERE rowid IN
+                             (SELECT rowid FROM deduplication WHERE expires_at <= ?1 LIMIT 256)",
+                        [now.as_millis()],
+                    )
+                    .map_err(backend_error)?;
+                }
+                messages.iter().map(|m| insert_message(c, m, now)).collect()
+            })
+            .await
+    }
+
+    async fn claim_due(
+        &self,
+        now: Timestamp,
+        limit: usize,
+        lease_until: Timestamp,
+    ) -> StoreResult<Vec<Message>> {
+        self.database
+            .write(move |c| {
+                let mut statement = c
+                    .prepare_cached(&format!(
+                        "UPDATE messages SET due_at = ?1, leased = 1
+                         WHERE id IN (SELECT id FROM messages WHERE due_at <= ?2 ORDER BY due_at LIMIT ?3)
+                         RETURNING {MESSAGE_COLUMNS}"
+                    ))
+                    .map_err(backend_error)?;
+                let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+                let rows = statement
+                    .query_map(
+                        params![lease_until.as_millis(), now.as_millis(), limit],
+                        message_from_row,
+                    )
+                    .map_err(read_error)?;
+                let claimed: Vec<Message> = rows.collect::<Result<_, _>>().map_err(read_error)?;
+                for message in &claimed {
+                    insert_event(
+                        c,
+                        message,
+                        &NewEvent {
+                            time: now,
+                            state: MessageState::Active,
+                            detail: EventDetail::default(),
+                        },
+                    )?;
+                }
+                Ok(claimed)
+            })
+            .await
+    }
+
+    async fn next_due(&self) -> StoreResult<Option<Timestamp>> {
+        self.database
+            .read(|c| {
+                c.query_row("SELECT MIN(due_at) FROM messages", [], |r| {
+                    r.get::<_, Option<i64>>(0)
+                })
+                .map(|due| due.map(Timestamp::from_millis))
+                .map_err(read_error)
+            })
+            .await
+    }
+
+    async fn release_leases(&self, now: Timestamp) -> StoreResult<u64> {
+        self.database
+            .write(move |c| {
+                c.execute(
+                    "UPDATE messages SET due_at = MIN(not_before, ?1), leased = 0 WHERE leased = 1",
+                    [now.as_millis()],
+                )
+                .map(|n| n as u64)
+                .map_err(backend_error)
+            })
+            .await
+    }
+
+    async fn record_attempt(&self, record: AttemptRecord) -> StoreResult<()> {
+        self.database
+            .write(move |c| {
+                let Some(message) = load_message(c, Some(&record.account_id.to_string()), &record.message_id.0)? else {
+                    return Ok(());
+                };
+                match &record.resolution {
+                    AttemptResolution::Finished { dead_letter } => {
+                        c.execute("DELETE FROM messages WHERE id = ?1", [&message.id.0]).map_err(backend_error)?;
+                        if let Some(dead) = dead_letter {
+                            insert_dead_letter(c, dead)?;
+                        }
+                    }
+                    AttemptResolution::Retry { retried, at } => {
+                        c.execute(
+                            "UPDATE messages SET retried = ?2, due_at = ?3, not_before = ?3, leased = 0 WHERE id = ?1",
+                            params![message.id.0, retried, at.as_millis()],
+                        )
+                        .map_err(backend_error)?;
+                    }
+                }
+                for event in &record.events {
+                    insert_event(c, &message, event)?;
+                }
+                for follow_up in &record.follow_ups {
+                    insert_message(c, follow_up, follow_up.message.created_at)?;
+                }
+                Ok(())
+            })
+            .await
+    }
+
+    async fn message(&self, account: AccountId, id: &MessageId) -> StoreResult<Option<Message>> {
+        let id = id.0.clone();
+        self.database
+            .read(move |c| load_message(c, Some(&account.to_string()), &id))
+            .await
+    }
+
+    async fn cancel(
+        &self,
+        account: AccountId,
+        ids: Option<Vec<MessageId>>,
+        now: Timestamp,
+    ) -> StoreResult<u64> {
+        self.database
+            .write(move |c| {
+                let account_text = account.to_string();
+                let targets: Vec<Message> = match ids {
+                    Some(ids) => {
+                        let mut found = Vec::with_capacity(ids.len());
+                        for id in ids {
+                            found.extend(load_message(c, Some(&account_text), &id.0)?);
+                        }
+                        found
+                    }
+                    None => {
+                        let mut statement = c
+                            .prepare_cached(&format!(
+                                "SELECT {MESSAGE_COLUMNS} FROM messages WHERE account_id = ?1"
+                            ))
+                            .map_err(read_error)?;
+                        let rows = statement
+                            .query_map([&account_text], message_from_row)
+                            .map_err(read_error)?;
+                        rows.collect::<Result<_, _>>().map_err(read_error)?
+                    }
+                };
+                for message in &targets {
+                    c.execute("DELETE FROM messages WHERE id = ?1", [&message.id.0])
+                        .map_err(backend_error)?;
+                    for state in [MessageState::CancelRequested, MessageState::Canceled] {
+                        insert_event(
+                            c,
+                            message,
+                            &NewEvent {
+                                time: now,
+                                state,
+                                detail: EventDetail::default(),
+                            },
+                        )?;
+                    }
+                }
+                Ok(targets.len() as u64)
+            })
+            .await
+    }
+
+    async fn dead_letters(
+        &self,
+        account: AccountId,
+        filter: &Filter,
+        cursor: Option<&str>,
+        count: usize,
+    ) -> StoreResult<Page<DeadLetter>> {
+        let where_clause = filter_sql(account, filter, "failed_at", true);
+        let cursor = cursor.map(str::to_owned);
+        self.database
+            .read(move |c| {
+                page(
+                    c,
+                    "dead_letters",
+                    DEAD_LETTER_COLUMNS,
+                    where_clause,
+                    cursor.as_deref(),
+                    count,
+                    dead_letter_from_row,
+                )
+            })
+            .await
+    }
+
+    async fn delete_dead_letters(&self, account: AccountId, dlq_ids: &[String]) -> StoreResult<u64> {
+        let dlq_ids = dlq_ids.to_vec();
+        self.database
+            .write(move |c| {
+                let mut deleted = 0;
+                for id in &dlq_ids {
+                    deleted += c
+                        .execute(
+                            "DELETE FROM dead_letters WHERE account_id = ?1 AND dlq_id = ?2",
+                            [account.to_string(), id.clone()],
+                        )
+                        .map_err(backend_error)? as u64;
+                }
+                Ok(deleted)
+            })
+            .await
+    }
+
+    async fn retry_dead_letter(
+        &self,
+        account: AccountId,
+        dlq_id: &str,
+        replacement: NewMessage,
+        now: Timestamp,
+    ) -> StoreResult<Option<MessageId>> {
+        let dlq_id = dlq_id.to_owned();
+        self.database
+            .write(move |c| {
+                let removed = c
+                    .execute(
+                        "DELETE FROM dead_letters WHERE account_id = ?1 AND dlq_id = ?2",
+                        [account.to_string(), dlq_id],
+                    )
+                    .map_err(backend_error)?;
+                if removed == 0 {
+                    return Ok(None);
+                }
+                Ok(Some(insert_message(c, &replacement, now)?.message_id))
+            })
+            .await
+    }
+
+    async fn events(
+        &self,
+        account: AccountId,
+        filter: &Filter,
+        cursor: Option<&str>,
+        count: usize,
+    ) -> StoreResult<Page<Event>> {
+        let where_clause = filter_sql(account, filter, "time", false);
+        let cursor = cursor.map(str::to_owned);
+        self.database
+            .read(move |c| {
+                page(
+                    c,
+                    "events",
+                    EVENT_COLUMNS,
+                    where_clause,
+                    cursor.as_deref(),
+                    count,
+                    event_from_row,
+                )
+            })
+            .await
+    }
+
+    async fn url_group(&self, account: AccountId, name: &str) -> StoreResult<Option<UrlGroup>> {
+        let name = name.to_owned();
+        self.database
+            .read(move |c| {
+                c.prepare_cached(
+                    "SELECT name, created_at, updated_at, endpoints, default_headers FROM url_groups
+                     WHERE account_id = ?1 AND name = ?2",
+                )
+                .and_then(|mut s| {
+                    s.query_row([account.to_string(), name], group_from_row)
+                        .optional()
+                })
+                .map_err(read_error)
+            })
+            .await
+    }
+
+    async fn url_groups(&self, account: AccountId) -> StoreResult<Vec<UrlGroup>> {
+        self.database
+            .read(move |c| {
+                let mut statement = c
+                    .prepare_cached(
+                        "SELECT name, created_at, updated_at, endpoints, default_headers FROM url_groups
+                         WHERE account_id = ?1 ORDER BY name",
+                    )
+                    .map_err(read_error)?;
+                let rows = statement
+                    .query_map([account.to_string()], group_from_row)
+                    .map_err(read_error)?;
+                rows.collect::<Result<_, _>>().map_err(read_error)
+            })
+            .await
+    }
+
+    async fn put_url_group(&self, account: AccountId, group: &UrlGroup) -> StoreResult<()> {
+        let group = group.clone();
+        let endpoints = to_json(&group.endpoints)?;
+        let headers = to_json(&group.default_headers)?;
+        self.database
+            .write(move |c| {
+                c.execute(
+                    "INSERT INTO url_groups (account_id, name, created_at, updated_at, endpoints, default_headers)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                     ON CONFLICT (account_id, name) DO UPDATE SET updated_at = excluded.updated_at,
+                         endpoints = excluded.endpoints, default_headers = excluded.default_headers",
+                    params![account.to_string(), group.name, group.created_at.as_millis(), group.updated_at.as_millis(), endpoints, headers],
+                )
+                .map(drop)
+                .map_err(backend_error)
+            })
+            .await
+    }
+
+    async fn delete_url_group(&self, account: AccountId, name: &str) -> StoreResult<bool> {
+        let name = name.to_owned();
+        self.database
+            .write(move |c| {
+                c.execute(
+                    "DELETE FROM url_groups WHERE account_id = ?1 AND name = ?2",
+                    [account.to_string(), name],
+                )
+                .map(|n| n == 1)
+                .map_err(backend_error)
+            })
+            .await
+    }
+}
