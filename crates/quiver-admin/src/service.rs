@@ -1,5 +1,6 @@
 //! The management operations, with their rules. HTTP handlers call these and nothing below them.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use quiver_core::index::{DenseModel, IndexType, SparseModel};
@@ -34,6 +35,27 @@ pub struct Bootstrap {
 pub struct Admin {
     store: Arc<dyn AdminStore>,
     clock: Arc<dyn Clock>,
+    accounts: Arc<AccountCache>,
+}
+
+/// Accounts already read, by queue token and by id, so the queue's hot paths (authenticating every
+/// publish, signing every delivery) do not read the catalogue each time. Every change an `Admin` makes
+/// to an account clears it. Accounts are changed elsewhere only at start-up (bootstrap) or created by
+/// `quiver accounts create`, whose new tokens simply miss the cache.
+#[derive(Debug, Default)]
+struct AccountCache {
+    by_queue_token: std::sync::RwLock<HashMap<String, Account>>,
+    by_id: std::sync::RwLock<HashMap<quiver_core::AccountId, Account>>,
+}
+
+impl AccountCache {
+    fn clear(&self) {
+        self.by_queue_token
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+        self.by_id.write().unwrap_or_else(|p| p.into_inner()).clear();
+    }
 }
 
 impl std::fmt::Debug for Admin {
@@ -45,7 +67,11 @@ impl std::fmt::Debug for Admin {
 impl Admin {
     /// The management domain over `store`, reading time from `clock`.
     pub fn new(store: Arc<dyn AdminStore>, clock: Arc<dyn Clock>) -> Admin {
-        Admin { store, clock }
+        Admin {
+            store,
+            clock,
+            accounts: Arc::default(),
+        }
     }
 
     /// Makes sure the bootstrap account exists and carries every wanted credential; generates what is
@@ -60,6 +86,7 @@ impl Admin {
                     .update_account(&account)
                     .await
                     .map_err(|e| email_conflict(e, &account.email))?;
+                self.accounts.clear();
                 info!(account.email = %account.email, "bootstrap account credentials updated from the environment");
             }
             return Ok(Bootstrap {
@@ -130,7 +157,28 @@ impl Admin {
     /// # Errors
     /// [`AdminError::Unauthorized`] for an unknown token.
     pub async fn authenticate_queue(&self, token: &str) -> Result<(Account, bool), AdminError> {
-        match self.store.account_by_queue_token(token).await? {
+        let cached = self
+            .accounts
+            .by_queue_token
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(token)
+            .cloned();
+        let found = match cached {
+            Some(account) => Some(account),
+            None => {
+                let stored = self.store.account_by_queue_token(token).await?;
+                if let Some(account) = &stored {
+                    self.accounts
+                        .by_queue_token
+                        .write()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert(token.to_owned(), account.clone());
+                }
+                stored
+            }
+        };
+        match found {
             Some(account) if constant_time_eq(&account.queue_token, token) => Ok((account, false)),
             Some(account) if constant_time_eq(&account.queue_read_only_token, token) => Ok((account, true)),
             Some(_) | None => Err(AdminError::Unauthorized),
@@ -150,6 +198,7 @@ impl Admin {
         rotated.current_signing_key =
             std::mem::replace(&mut rotated.next_signing_key, crate::account::new_signing_key());
         self.store.update_account(&rotated).await?;
+        self.accounts.clear();
         info!(account.email = %rotated.email, "signing keys rotated");
         Ok(rotated)
     }
@@ -159,7 +208,24 @@ impl Admin {
     /// # Errors
     /// Store failures.
     pub async fn account_by_id(&self, id: quiver_core::AccountId) -> Result<Option<Account>, AdminError> {
-        Ok(self.store.account_by_id(id).await?)
+        if let Some(account) = self
+            .accounts
+            .by_id
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&id)
+        {
+            return Ok(Some(account.clone()));
+        }
+        let stored = self.store.account_by_id(id).await?;
+        if let Some(account) = &stored {
+            self.accounts
+                .by_id
+                .write()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(id, account.clone());
+        }
+        Ok(stored)
     }
 
     /// Creates a vector index owned by `owner`.

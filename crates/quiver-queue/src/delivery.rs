@@ -93,6 +93,7 @@ impl DeliveryWorker {
             let wakeup = self.queue.wakeup().notified();
             tokio::pin!(wakeup);
             wakeup.as_mut().enable();
+            self.queue.worker_busy();
             let available = self.permits.available_permits().min(config.claim_batch.max(1));
             if available == 0 {
                 tokio::select! {
@@ -129,6 +130,9 @@ impl DeliveryWorker {
                 continue;
             }
             let next_due = store.next_due().await.ok().flatten();
+            // Publishers wake us only for work due before this; anything published meanwhile saw
+            // "busy" and left a wake-up permit.
+            self.queue.worker_sleeps_until(next_due);
             let sleep = match next_due {
                 Some(due) => clock.sleep_until(due),
                 None => Box::pin(std::future::pending()),

@@ -2,6 +2,7 @@
 //! the event log and URL groups.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use quiver_core::{AccountId, Clock, Timestamp};
@@ -58,8 +59,12 @@ pub struct Queue {
     config: Arc<QueueConfig>,
     policy: Arc<DestinationPolicy>,
     wakeup: Arc<Notify>,
+    next_wake: Arc<AtomicI64>,
     group_changes: Arc<Mutex<()>>,
 }
+
+/// `next_wake` while the delivery worker is busy (it looks for due work again before sleeping).
+const WORKER_BUSY: i64 = i64::MIN;
 
 impl std::fmt::Debug for Queue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -123,6 +128,7 @@ impl Queue {
             config: Arc::new(config),
             policy: Arc::new(policy),
             wakeup: Arc::new(Notify::new()),
+            next_wake: Arc::new(AtomicI64::new(WORKER_BUSY)),
             group_changes: Arc::new(Mutex::new(())),
         }
     }
@@ -148,6 +154,26 @@ impl Queue {
     /// Notified whenever new work may be due now.
     pub fn wakeup(&self) -> &Arc<Notify> {
         &self.wakeup
+    }
+
+    /// The delivery worker says when it will next look for due work: `Some(time)` as it goes to sleep
+    /// until then (`None`: until woken), and [`Queue::worker_busy`] as it starts looking.
+    pub(crate) fn worker_sleeps_until(&self, wake: Option<Timestamp>) {
+        self.next_wake
+            .store(wake.map_or(i64::MAX, Timestamp::as_millis), Ordering::SeqCst);
+    }
+
+    /// See [`Queue::worker_sleeps_until`].
+    pub(crate) fn worker_busy(&self) {
+        self.next_wake.store(WORKER_BUSY, Ordering::SeqCst);
+    }
+
+    /// Wakes the worker if a message due at `due` would otherwise wait past it.
+    fn wake_for(&self, due: Timestamp) {
+        let wake = self.next_wake.load(Ordering::SeqCst);
+        if wake == WORKER_BUSY || due.as_millis() < wake {
+            self.wakeup.notify_one();
+        }
     }
 
     /// Publishes to a URL or a URL group.
@@ -223,8 +249,11 @@ impl Queue {
             return Ok(Vec::new());
         }
         let urls: Vec<String> = messages.iter().map(|m| m.message.spec.url.clone()).collect();
+        let earliest = messages.iter().map(|m| m.message.not_before).min();
         let enqueued = self.store.enqueue(messages, self.clock.now()).await?;
-        self.wakeup.notify_one();
+        if let Some(earliest) = earliest {
+            self.wake_for(earliest);
+        }
         Ok(enqueued
             .into_iter()
             .zip(urls)

@@ -235,6 +235,11 @@ fn run_writer(connection: Connection, mut commands: mpsc::Receiver<Command>, max
     }
 }
 
+/// Runs a parameterless statement through the statement cache (savepoints run once per write).
+fn run_statement(connection: &Connection, sql: &str) -> rusqlite::Result<()> {
+    connection.prepare_cached(sql)?.execute([]).map(drop)
+}
+
 fn commit_batch(connection: &Connection, batch: &mut Vec<Job>) {
     if let Err(error) = connection.execute_batch("BEGIN IMMEDIATE") {
         let error = backend_error(error);
@@ -248,22 +253,24 @@ fn commit_batch(connection: &Connection, batch: &mut Vec<Job>) {
     }
     let mut completions = Vec::with_capacity(batch.len());
     for job in batch.drain(..) {
-        if let Err(error) = connection.execute_batch("SAVEPOINT write") {
+        if let Err(error) = run_statement(connection, "SAVEPOINT write") {
             tracing::error!(%error, "savepoint failed");
         }
         match catch_unwind(AssertUnwindSafe(|| job(connection))) {
             Ok((true, completion)) => {
-                let _ = connection.execute_batch("RELEASE write");
+                let _ = run_statement(connection, "RELEASE write");
                 completions.push(completion);
             }
             Ok((false, completion)) => {
-                let _ = connection.execute_batch("ROLLBACK TO write; RELEASE write");
+                let _ = run_statement(connection, "ROLLBACK TO write")
+                    .and_then(|()| run_statement(connection, "RELEASE write"));
                 completions.push(completion);
             }
             Err(_) => {
                 // The job's reply channel was dropped with it, so its caller learns it was abandoned.
                 tracing::error!("a write operation panicked; its changes were rolled back");
-                let _ = connection.execute_batch("ROLLBACK TO write; RELEASE write");
+                let _ = run_statement(connection, "ROLLBACK TO write")
+                    .and_then(|()| run_statement(connection, "RELEASE write"));
             }
         }
     }

@@ -74,8 +74,28 @@ fn message_from_row(row: &Row<'_>) -> rusqlite::Result<Message> {
     })
 }
 
-fn insert_event(connection: &Connection, message: &Message, event: &NewEvent) -> StoreResult<()> {
-    let spec = &message.spec;
+/// A message spec encoded for storage, prepared before the write reaches the writer thread.
+struct Encoded {
+    spec: String,
+    labels: String,
+}
+
+fn encode(spec: &MessageSpec) -> StoreResult<Encoded> {
+    Ok(Encoded {
+        spec: to_json(spec)?,
+        labels: to_json(&spec.labels)?,
+    })
+}
+
+/// Records an event; only CREATED carries the spec (`encoded`), later ones find it by message id.
+fn insert_event(
+    connection: &Connection,
+    message: &Message,
+    labels: &str,
+    spec: Option<&str>,
+    event: &NewEvent,
+) -> StoreResult<()> {
+    let spec_fields = &message.spec;
     connection
         .prepare_cached(
             "INSERT INTO events (account_id, message_id, time, state, url, topic_name, queue_name, schedule_id,
@@ -87,12 +107,12 @@ fn insert_event(connection: &Connection, message: &Message, event: &NewEvent) ->
                 message.id.0,
                 event.time.as_millis(),
                 event.state.as_str(),
-                spec.url,
-                spec.topic_name,
-                spec.queue_name,
-                spec.schedule_id,
-                to_json(&spec.labels).unwrap_or_else(|_| "[]".into()),
-                to_json(spec).unwrap_or_default(),
+                spec_fields.url,
+                spec_fields.topic_name,
+                spec_fields.queue_name,
+                spec_fields.schedule_id,
+                labels,
+                spec,
                 to_json(&event.detail).unwrap_or_else(|_| "{}".into()),
             ])
         })
@@ -100,8 +120,19 @@ fn insert_event(connection: &Connection, message: &Message, event: &NewEvent) ->
         .map_err(backend_error)
 }
 
+/// Records a later event of `message`, whose labels are encoded here (small).
+fn insert_later_event(connection: &Connection, message: &Message, event: &NewEvent) -> StoreResult<()> {
+    let labels = to_json(&message.spec.labels)?;
+    insert_event(connection, message, &labels, None, event)
+}
+
 /// Stores one message (and its CREATED event), honouring its deduplication key.
-fn insert_message(connection: &Connection, new: &NewMessage, now: Timestamp) -> StoreResult<Enqueued> {
+fn insert_message(
+    connection: &Connection,
+    new: &NewMessage,
+    encoded: &Encoded,
+    now: Timestamp,
+) -> StoreResult<Enqueued> {
     let message = &new.message;
     let account = message.account_id.to_string();
     if let Some((key, expires_at)) = &new.dedup {
@@ -142,19 +173,22 @@ fn insert_message(connection: &Connection, new: &NewMessage, now: Timestamp) -> 
                 message.retried,
                 message.not_before.as_millis(),
                 message.created_at.as_millis(),
-                to_json(&message.spec).unwrap_or_default(),
+                encoded.spec,
                 message.body,
             ])
         })
         .map_err(backend_error)?;
+    let created = NewEvent {
+        time: now,
+        state: MessageState::Created,
+        detail: EventDetail::default(),
+    };
     insert_event(
         connection,
         message,
-        &NewEvent {
-            time: now,
-            state: MessageState::Created,
-            detail: EventDetail::default(),
-        },
+        &encoded.labels,
+        Some(&encoded.spec),
+        &created,
     )?;
     Ok(Enqueued {
         message_id: message.id.clone(),
@@ -241,7 +275,8 @@ fn dead_letter_from_row(row: &Row<'_>) -> rusqlite::Result<(i64, DeadLetter)> {
     ))
 }
 
-const EVENT_COLUMNS: &str = "seq, time, message_id, state, spec, detail";
+const EVENT_COLUMNS: &str = "seq, time, message_id, state, COALESCE(spec, (SELECT c.spec FROM events c \
+     WHERE c.account_id = e.account_id AND c.message_id = e.message_id AND c.state = 'CREATED' LIMIT 1)), detail";
 
 fn event_from_row(row: &Row<'_>) -> rusqlite::Result<(i64, Event)> {
     let state: String = row.get(3)?;
@@ -364,6 +399,10 @@ fn group_from_row(row: &Row<'_>) -> rusqlite::Result<UrlGroup> {
 #[async_trait]
 impl QueueStore for SqliteQueueStore {
     async fn enqueue(&self, messages: Vec<NewMessage>, now: Timestamp) -> StoreResult<Vec<Enqueued>> {
+        let encoded = messages
+            .iter()
+            .map(|m| encode(&m.message.spec))
+            .collect::<StoreResult<Vec<_>>>()?;
         self.database
             .write(move |c| {
                 if messages.iter().any(|m| m.dedup.is_some()) {
@@ -374,7 +413,11 @@ impl QueueStore for SqliteQueueStore {
                     )
                     .map_err(backend_error)?;
                 }
-                messages.iter().map(|m| insert_message(c, m, now)).collect()
+                messages
+                    .iter()
+                    .zip(&encoded)
+                    .map(|(m, e)| insert_message(c, m, e, now))
+                    .collect()
             })
             .await
     }
@@ -403,15 +446,12 @@ impl QueueStore for SqliteQueueStore {
                     .map_err(read_error)?;
                 let claimed: Vec<Message> = rows.collect::<Result<_, _>>().map_err(read_error)?;
                 for message in &claimed {
-                    insert_event(
-                        c,
-                        message,
-                        &NewEvent {
-                            time: now,
-                            state: MessageState::Active,
-                            detail: EventDetail::default(),
-                        },
-                    )?;
+                    let active = NewEvent {
+                        time: now,
+                        state: MessageState::Active,
+                        detail: EventDetail::default(),
+                    };
+                    insert_later_event(c, message, &active)?;
                 }
                 Ok(claimed)
             })
@@ -444,6 +484,11 @@ impl QueueStore for SqliteQueueStore {
     }
 
     async fn record_attempt(&self, record: AttemptRecord) -> StoreResult<()> {
+        let encoded = record
+            .follow_ups
+            .iter()
+            .map(|m| encode(&m.message.spec))
+            .collect::<StoreResult<Vec<_>>>()?;
         self.database
             .write(move |c| {
                 let Some(message) = load_message(c, Some(&record.account_id.to_string()), &record.message_id.0)? else {
@@ -465,10 +510,10 @@ impl QueueStore for SqliteQueueStore {
                     }
                 }
                 for event in &record.events {
-                    insert_event(c, &message, event)?;
+                    insert_later_event(c, &message, event)?;
                 }
-                for follow_up in &record.follow_ups {
-                    insert_message(c, follow_up, follow_up.message.created_at)?;
+                for (follow_up, encoded) in record.follow_ups.iter().zip(&encoded) {
+                    insert_message(c, follow_up, encoded, follow_up.message.created_at)?;
                 }
                 Ok(())
             })
@@ -515,15 +560,12 @@ impl QueueStore for SqliteQueueStore {
                     c.execute("DELETE FROM messages WHERE id = ?1", [&message.id.0])
                         .map_err(backend_error)?;
                     for state in [MessageState::CancelRequested, MessageState::Canceled] {
-                        insert_event(
-                            c,
-                            message,
-                            &NewEvent {
-                                time: now,
-                                state,
-                                detail: EventDetail::default(),
-                            },
-                        )?;
+                        let event = NewEvent {
+                            time: now,
+                            state,
+                            detail: EventDetail::default(),
+                        };
+                        insert_later_event(c, message, &event)?;
                     }
                 }
                 Ok(targets.len() as u64)
@@ -581,6 +623,7 @@ impl QueueStore for SqliteQueueStore {
         now: Timestamp,
     ) -> StoreResult<Option<MessageId>> {
         let dlq_id = dlq_id.to_owned();
+        let encoded = encode(&replacement.message.spec)?;
         self.database
             .write(move |c| {
                 let removed = c
@@ -592,7 +635,7 @@ impl QueueStore for SqliteQueueStore {
                 if removed == 0 {
                     return Ok(None);
                 }
-                Ok(Some(insert_message(c, &replacement, now)?.message_id))
+                Ok(Some(insert_message(c, &replacement, &encoded, now)?.message_id))
             })
             .await
     }
@@ -610,7 +653,7 @@ impl QueueStore for SqliteQueueStore {
             .read(move |c| {
                 page(
                     c,
-                    "events",
+                    "events e",
                     EVENT_COLUMNS,
                     where_clause,
                     cursor.as_deref(),

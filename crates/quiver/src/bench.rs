@@ -28,6 +28,19 @@ pub(crate) enum BenchCommand {
         #[arg(long)]
         dir: Option<PathBuf>,
     },
+    /// Durable publish throughput against a bare hyper server (same load, same run), delivery
+    /// throughput to a local receiver, and publish-to-delivery latency at 1,000 msg/s.
+    Queue {
+        /// Seconds per closed-loop run.
+        #[arg(long, default_value_t = 5)]
+        seconds: u64,
+        /// Concurrent connections of the load generator.
+        #[arg(long, default_value_t = 64)]
+        connections: usize,
+        /// Directory for the server's data (default: a temporary directory).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
 }
 
 const BENCH_SCHEMA: &[Migration] = &[Migration {
@@ -155,5 +168,10 @@ pub(crate) async fn run(command: BenchCommand, config: &Config) -> Result<()> {
             baseline_writes,
             dir,
         } => store_writer(config, callers, writes, baseline_writes, dir).await,
+        BenchCommand::Queue {
+            seconds,
+            connections,
+            dir,
+        } => crate::bench_queue::queue(config, seconds, connections, dir).await,
     }
 }

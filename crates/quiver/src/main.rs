@@ -1,6 +1,7 @@
 //! The `quiver` command: serve, print credentials, add accounts, check configuration, benchmark.
 
 mod bench;
+mod bench_queue;
 
 use std::io::Write;
 use std::path::PathBuf;

@@ -241,3 +241,85 @@ fn help_explains_every_command() {
         assert!(help.contains(command), "--help lacks {command}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_acknowledged_message_is_delivered_after_a_sigkill_under_load() {
+    use std::collections::HashSet;
+    use std::sync::{Arc, Mutex};
+
+    let dir = tempfile::tempdir().unwrap();
+    let receiver = quiver_testkit::Receiver::start().await;
+    // Slow answers keep many deliveries pending or in flight when the process dies.
+    receiver.respond_with(quiver_testkit::Reply::status(200).after(Duration::from_millis(100)));
+    let served = serve_with(quiver(dir.path()), &["--dev"]);
+    let token = printed_value(&served.printed, "token:");
+    let destination = receiver.url("/crash");
+    let acknowledged: Arc<Mutex<Vec<String>>> = Arc::default();
+    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+
+    let publishers: Vec<_> = (0..8)
+        .map(|worker| {
+            let (client, token, acknowledged) = (client.clone(), token.clone(), Arc::clone(&acknowledged));
+            let url = format!("{}/v2/publish/{destination}", served.base);
+            tokio::spawn(async move {
+                for sequence in 0..10_000 {
+                    let sent = client
+                        .post(&url)
+                        .bearer_auth(&token)
+                        .body(format!("{worker}-{sequence}"))
+                        .send()
+                        .await;
+                    let Ok(response) = sent else { return };
+                    if response.status().is_success() {
+                        let body: serde_json::Value = response.json().await.unwrap();
+                        acknowledged
+                            .lock()
+                            .unwrap()
+                            .push(body["messageId"].as_str().unwrap().to_owned());
+                    }
+                }
+            })
+        })
+        .collect();
+    while acknowledged.lock().unwrap().len() < 400 {
+        tokio::task::yield_now().await;
+    }
+    let mut child = served.child;
+    child.kill().expect("SIGKILL is sent");
+    child.wait().expect("the killed process is reaped");
+    for publisher in publishers {
+        publisher.await.unwrap();
+    }
+    let acknowledged: HashSet<String> = acknowledged.lock().unwrap().iter().cloned().collect();
+    let delivered_before_kill = receiver.requests().len();
+    assert!(
+        delivered_before_kill < acknowledged.len(),
+        "the kill must leave work undone for the test to mean anything ({delivered_before_kill} of {})",
+        acknowledged.len()
+    );
+
+    let restarted = serve_with(quiver(dir.path()), &["--dev"]);
+    let mut delivered = HashSet::new();
+    for _ in 0..600 {
+        delivered = receiver
+            .requests()
+            .iter()
+            .filter_map(|r| r.header("upstash-message-id").map(str::to_owned))
+            .collect();
+        if acknowledged.is_subset(&delivered) {
+            break;
+        }
+        receiver
+            .wait_for(receiver.requests().len() + 1, Duration::from_millis(100))
+            .await;
+    }
+    let missing: Vec<&String> = acknowledged.difference(&delivered).collect();
+    assert!(
+        missing.is_empty(),
+        "{} of {} acknowledged messages were lost: {:?}",
+        missing.len(),
+        acknowledged.len(),
+        missing.iter().take(5).collect::<Vec<_>>()
+    );
+    terminate(restarted);
+}

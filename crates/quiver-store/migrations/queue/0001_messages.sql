@@ -36,8 +36,9 @@ CREATE TABLE dead_letters (
 );
 CREATE INDEX dead_letters_by_account ON dead_letters (account_id, seq);
 
+-- `seq` orders the log and pages it; events are never deleted singly, so rowids only grow.
 CREATE TABLE events (
-    seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+    seq         INTEGER PRIMARY KEY,
     account_id  TEXT NOT NULL,
     message_id  TEXT NOT NULL,
     time        INTEGER NOT NULL,
@@ -47,7 +48,8 @@ CREATE TABLE events (
     queue_name  TEXT,
     schedule_id TEXT,
     labels      TEXT NOT NULL,
-    spec        TEXT NOT NULL,
+    -- The message spec, on CREATED events only; later events of the message borrow it.
+    spec        TEXT,
     detail      TEXT NOT NULL
 );
 CREATE INDEX events_by_account ON events (account_id, seq);

@@ -1,0 +1,272 @@
+//! `quiver bench queue`: durable publish throughput against a bare hyper server answering 200 (same
+//! load generator, same run), delivery throughput to a local receiver, and publish-to-delivery latency
+//! at a fixed rate.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use http_body_util::Full;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use quiver_core::SystemClock;
+use quiver_server::credentials::dev_credentials;
+use quiver_server::{App, AppOptions, Config};
+use tokio::net::TcpListener;
+
+/// A hyper server that answers every request with 200 and does nothing else: the peer.
+async fn start_bare_hyper() -> Result<SocketAddr> {
+    let listener = TcpListener::bind("127.0.0.1:0").await?;
+    let address = listener.local_addr()?;
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let service = service_fn(|_request: Request<hyper::body::Incoming>| async {
+                    Ok::<_, Infallible>(Response::new(Full::new(Bytes::from_static(b"{}"))))
+                });
+                let _ = http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    Ok(address)
+}
+
+/// Receives deliveries: counts them and, when the body is a send time in microseconds since `epoch`,
+/// records the publish-to-delivery latency.
+#[derive(Debug)]
+struct Arrivals {
+    epoch: Instant,
+    count: AtomicU64,
+    latencies_us: Mutex<Vec<u64>>,
+}
+
+async fn arrive(State(arrivals): State<Arc<Arrivals>>, body: Bytes) -> &'static str {
+    arrivals.count.fetch_add(1, Ordering::Relaxed);
+    if let Some(sent) = std::str::from_utf8(&body)
+        .ok()
+        .and_then(|t| t.strip_prefix("t="))
+        .and_then(|t| t.parse::<u64>().ok())
+    {
+        let now = u64::try_from(arrivals.epoch.elapsed().as_micros()).unwrap_or(u64::MAX);
+        arrivals
+            .latencies_us
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(now.saturating_sub(sent));
+    }
+    "ok"
+}
+
+async fn start_receiver(arrivals: Arc<Arrivals>) -> Result<SocketAddr> {
+    let listener = TcpListener::bind("127.0.0.1:0").await?;
+    let address = listener.local_addr()?;
+    let app = Router::new().fallback(arrive).with_state(arrivals);
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    Ok(address)
+}
+
+/// Closed-loop load: `connections` workers POST `body` to `url` for `duration`; returns 2xx answers/s.
+async fn closed_loop(
+    client: &reqwest::Client,
+    url: &str,
+    headers: &[(&'static str, String)],
+    connections: usize,
+    duration: Duration,
+) -> Result<f64> {
+    let ok = Arc::new(AtomicU64::new(0));
+    let failed = Arc::new(AtomicU64::new(0));
+    let deadline = Instant::now() + duration;
+    let started = Instant::now();
+    let workers: Vec<_> = (0..connections)
+        .map(|_| {
+            let (client, url, headers) = (client.clone(), url.to_owned(), headers.to_vec());
+            let (ok, failed) = (Arc::clone(&ok), Arc::clone(&failed));
+            tokio::spawn(async move {
+                while Instant::now() < deadline {
+                    let mut request = client.post(&url).body("{\"event\":\"bench\",\"n\":1}");
+                    for (name, value) in &headers {
+                        request = request.header(*name, value);
+                    }
+                    match request.send().await {
+                        Ok(response) if response.status().is_success() => {
+                            let _ = response.bytes().await;
+                            ok.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Ok(_) | Err(_) => {
+                            failed.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    for worker in workers {
+        worker.await?;
+    }
+    let failures = failed.load(Ordering::Relaxed);
+    anyhow::ensure!(failures == 0, "{failures} requests failed during the load");
+    Ok(ok.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64())
+}
+
+fn percentile(sorted: &[u64], fraction: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let index = ((sorted.len() as f64 * fraction).ceil() as usize).clamp(1, sorted.len()) - 1;
+    sorted[index] as f64 / 1000.0
+}
+
+async fn wait_for_arrivals(arrivals: &Arrivals, count: u64, limit: Duration) -> Result<Duration> {
+    let started = Instant::now();
+    while arrivals.count.load(Ordering::Relaxed) < count {
+        anyhow::ensure!(
+            started.elapsed() < limit,
+            "only {} of {count} deliveries arrived",
+            arrivals.count.load(Ordering::Relaxed)
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    Ok(started.elapsed())
+}
+
+pub(crate) async fn queue(
+    config: &Config,
+    seconds: u64,
+    connections: usize,
+    dir: Option<std::path::PathBuf>,
+) -> Result<()> {
+    let parent = dir.unwrap_or_else(std::env::temp_dir);
+    std::fs::create_dir_all(&parent)?;
+    let scratch = tempfile::tempdir_in(&parent)?;
+    let mut config = config.clone();
+    config.server.bind = "127.0.0.1:0".parse()?;
+    config.server.data_dir = scratch.path().to_owned();
+    config.server.dev = true;
+    let app = App::start(AppOptions {
+        config,
+        clock: SystemClock::shared(),
+        bootstrap: dev_credentials(),
+    })
+    .await?;
+    let base = format!("http://{}", app.local_addr());
+    let token = format!("Bearer {}", app.bootstrap().account.queue_token);
+    let arrivals = Arc::new(Arrivals {
+        epoch: Instant::now(),
+        count: AtomicU64::new(0),
+        latencies_us: Mutex::new(Vec::new()),
+    });
+    let receiver = start_receiver(Arc::clone(&arrivals)).await?;
+    let peer = start_bare_hyper().await?;
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .pool_max_idle_per_host(connections)
+        .build()?;
+    let duration = Duration::from_secs(seconds);
+    let publish_url = format!("{base}/v2/publish/http://{receiver}/bench");
+
+    // 1. The peer and durable publish, alternating twice so drift on this shared machine hits both.
+    let mut peer_rates = Vec::new();
+    let mut publish_rates = Vec::new();
+    for _ in 0..2 {
+        peer_rates.push(closed_loop(&client, &format!("http://{peer}/"), &[], connections, duration).await?);
+        let delayed = [("authorization", token.clone()), ("svc-delay", "7d".to_owned())];
+        publish_rates.push(
+            closed_loop(&client, &publish_url, &delayed, connections, duration)
+                .await
+                .context("publish load")?,
+        );
+    }
+    let peer_rate = peer_rates.iter().sum::<f64>() / peer_rates.len() as f64;
+    let publish_rate = publish_rates.iter().sum::<f64>() / publish_rates.len() as f64;
+
+    // 2. Delivery throughput: publish a backlog in batches, then time until every message has arrived.
+    let backlog: u64 = 20_000;
+    let batch: Vec<serde_json::Value> = (0..100)
+        .map(|_| serde_json::json!({"destination": format!("http://{receiver}/drain"), "body": "x"}))
+        .collect();
+    let before = arrivals.count.load(Ordering::Relaxed);
+    let drain_started = Instant::now();
+    for _ in 0..(backlog / 100) {
+        let response = client
+            .post(format!("{base}/v2/batch"))
+            .header("authorization", &token)
+            .json(&batch)
+            .send()
+            .await?;
+        anyhow::ensure!(
+            response.status().is_success(),
+            "batch publish failed: {}",
+            response.status()
+        );
+    }
+    wait_for_arrivals(&arrivals, before + backlog, Duration::from_secs(300)).await?;
+    let delivery_rate = backlog as f64 / drain_started.elapsed().as_secs_f64();
+
+    // 3. Latency at 1,000 messages/s, open loop.
+    arrivals
+        .latencies_us
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clear();
+    let rate_seconds = seconds.max(5);
+    let total = rate_seconds * 1000;
+    let before = arrivals.count.load(Ordering::Relaxed);
+    let mut ticker = tokio::time::interval(Duration::from_millis(1));
+    let mut senders = Vec::with_capacity(usize::try_from(total).unwrap_or(0));
+    for _ in 0..total {
+        ticker.tick().await;
+        let (client, url, token) = (client.clone(), publish_url.clone(), token.clone());
+        let sent = u64::try_from(arrivals.epoch.elapsed().as_micros()).unwrap_or(0);
+        senders.push(tokio::spawn(async move {
+            client
+                .post(url)
+                .header("authorization", token)
+                .body(format!("t={sent}"))
+                .send()
+                .await
+                .map(|r| r.status().is_success())
+        }));
+    }
+    for sender in senders {
+        anyhow::ensure!(sender.await??, "a paced publish failed");
+    }
+    wait_for_arrivals(&arrivals, before + total, Duration::from_secs(60)).await?;
+    let mut latencies = arrivals
+        .latencies_us
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    latencies.sort_unstable();
+
+    app.shutdown().await;
+    println!(
+        "queue benchmark: {connections} connections, {seconds} s per closed-loop run (two runs each, alternating), data in {}",
+        parent.display()
+    );
+    println!("| measure | figure |");
+    println!("|---|---|");
+    println!("| bare hyper server answering 200 (peer) | {peer_rate:.0} req/s |");
+    println!("| durable publish (acknowledged after fsync) | {publish_rate:.0} msg/s |");
+    println!("| publish / peer | {:.1} % |", 100.0 * publish_rate / peer_rate);
+    println!("| delivery throughput (backlog of {backlog} to a local receiver) | {delivery_rate:.0} msg/s |");
+    println!(
+        "| publish-to-delivery latency at 1,000 msg/s ({} samples) | p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms |",
+        latencies.len(),
+        percentile(&latencies, 0.50),
+        percentile(&latencies, 0.99),
+        percentile(&latencies, 1.0)
+    );
+    Ok(())
+}
