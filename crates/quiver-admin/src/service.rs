@@ -46,6 +46,8 @@ pub struct Admin {
 struct AccountCache {
     by_queue_token: std::sync::RwLock<HashMap<String, Account>>,
     by_id: std::sync::RwLock<HashMap<quiver_core::AccountId, Account>>,
+    /// Indexes by either token; cleared on every index change.
+    indexes_by_token: std::sync::RwLock<HashMap<String, IndexRecord>>,
 }
 
 impl AccountCache {
@@ -55,6 +57,14 @@ impl AccountCache {
             .unwrap_or_else(|p| p.into_inner())
             .clear();
         self.by_id.write().unwrap_or_else(|p| p.into_inner()).clear();
+        self.clear_indexes();
+    }
+
+    fn clear_indexes(&self) {
+        self.indexes_by_token
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
     }
 }
 
@@ -228,6 +238,43 @@ impl Admin {
         Ok(stored)
     }
 
+    /// The index whose read-write or read-only token this is, and whether it is the read-only one.
+    ///
+    /// # Errors
+    /// [`AdminError::Unauthorized`] for an unknown token; store failures.
+    pub async fn index_by_token(&self, token: &str) -> Result<(IndexRecord, bool), AdminError> {
+        let cached = self
+            .accounts
+            .indexes_by_token
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(token)
+            .cloned();
+        let record = match cached {
+            Some(record) => record,
+            None => {
+                let record = self
+                    .store
+                    .index_by_token(token)
+                    .await?
+                    .ok_or(AdminError::Unauthorized)?;
+                self.accounts
+                    .indexes_by_token
+                    .write()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(token.to_owned(), record.clone());
+                record
+            }
+        };
+        if constant_time_eq(&record.token, token) {
+            Ok((record, false))
+        } else if constant_time_eq(&record.read_only_token, token) {
+            Ok((record, true))
+        } else {
+            Err(AdminError::Unauthorized)
+        }
+    }
+
     /// Creates a vector index owned by `owner`.
     ///
     /// # Errors
@@ -330,13 +377,19 @@ impl Admin {
     ///
     /// # Errors
     /// As [`Admin::index`].
-    pub async fn delete_index(&self, owner: &Account, kind: IndexKind, id: &str) -> Result<(), AdminError> {
+    pub async fn delete_index(
+        &self,
+        owner: &Account,
+        kind: IndexKind,
+        id: &str,
+    ) -> Result<IndexRecord, AdminError> {
         let record = self.index(owner, kind, id).await?;
         if !self.store.delete_index(owner.id, record.id).await? {
             return Err(AdminError::IndexNotFound(id.to_owned()));
         }
+        self.accounts.clear_indexes();
         info!(index.id = %record.id, "index deleted");
-        Ok(())
+        Ok(record)
     }
 
     /// Renames one of the owner's indexes.
@@ -433,7 +486,9 @@ impl Admin {
     ) -> Result<(), AdminError> {
         let mut record = self.index(owner, kind, id).await?;
         change(&mut record)?;
-        if self.store.update_index(&record).await? {
+        let updated = self.store.update_index(&record).await?;
+        self.accounts.clear_indexes();
+        if updated {
             Ok(())
         } else {
             Err(AdminError::IndexNotFound(id.to_owned()))

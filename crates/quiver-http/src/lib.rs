@@ -6,6 +6,7 @@
 //! - [`auth`]: the HTTP Basic extractor of the management API.
 //! - [`management`]: `/v2/vector/index...` and `/v2/search...`.
 //! - [`queue`], [`queue_wire`]: the message queue API (`/v2/publish`, `/v2/topics`, ...) and its shapes.
+//! - [`vector`], [`vector_wire`]: the vector REST API (token per index) and its shapes.
 //! - [`mod@router`]: the whole application router, with fallbacks for unknown routes and methods.
 
 pub mod auth;
@@ -16,6 +17,8 @@ pub mod management;
 pub mod queue;
 pub mod queue_wire;
 pub mod router;
+pub mod vector;
+pub mod vector_wire;
 
 pub use config::HttpConfig;
 pub use error::ApiError;

@@ -294,7 +294,10 @@ async fn delete_index(
     kind: IndexKind,
     id: String,
 ) -> ApiResult<Json<&'static str>> {
-    state.admin.delete_index(&owner, kind, &id).await?;
+    let record = state.admin.delete_index(&owner, kind, &id).await?;
+    if kind == IndexKind::Vector {
+        state.vectors.drop_index(record.id).await?;
+    }
     Ok(ok())
 }
 

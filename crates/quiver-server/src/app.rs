@@ -10,7 +10,7 @@ use quiver_core::{Clock, StoreError};
 use quiver_http::AppState;
 use quiver_queue::ssrf::DestinationPolicy;
 use quiver_queue::{DeliveryWorker, KeySource, Queue, SigningKeys};
-use quiver_store::{Database, SqliteAdminStore, SqliteQueueStore};
+use quiver_store::{Database, SqliteAdminStore, SqliteQueueStore, SqliteVectorStore};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -124,6 +124,7 @@ pub struct App {
     local_addr: SocketAddr,
     catalog: Catalog,
     queue_database: Database,
+    vector_database: Database,
     bootstrap: Bootstrap,
     shutdown: CancellationToken,
     tracker: TaskTracker,
@@ -170,9 +171,17 @@ impl App {
         )?);
         tracker.spawn(worker.run(shutdown.child_token(), tracker.clone()));
 
+        let vector_store = SqliteVectorStore::open(&config.server.data_dir, &config.storage)?;
+        let vector_database = vector_store.database().clone();
+        let vectors = Arc::new(quiver_vector::Vectors::new(
+            Arc::new(vector_store),
+            Arc::clone(&options.clock),
+        ));
+
         let state = AppState {
             admin: catalog.admin.clone(),
             queue,
+            vectors,
             config: config.http.clone(),
         };
         let service = quiver_http::router(state).into_make_service_with_connect_info::<SocketAddr>();
@@ -187,6 +196,7 @@ impl App {
             local_addr,
             catalog,
             queue_database,
+            vector_database,
             bootstrap,
             shutdown,
             tracker,
@@ -227,6 +237,7 @@ impl App {
             }
         }
         self.queue_database.close().await;
+        self.vector_database.close().await;
         self.catalog.close().await;
         info!("shut down cleanly");
     }

@@ -4,6 +4,7 @@
 //! - [`migrations`]: schema versions per database file, applied at open.
 //! - [`admin`]: [`SqliteAdminStore`], the management domain's store (`catalog.db`).
 //! - [`queue`]: [`SqliteQueueStore`], the queue domain's store (`queue.db`).
+//! - [`vectors`]: [`SqliteVectorStore`], the vector engine's store (`vectors.db`).
 //! - [`config`]: [`StorageConfig`], the `[storage]` section.
 #![warn(missing_docs)]
 
@@ -12,8 +13,10 @@ pub mod config;
 pub mod database;
 pub mod migrations;
 pub mod queue;
+pub mod vectors;
 
 pub use admin::SqliteAdminStore;
 pub use config::StorageConfig;
 pub use database::Database;
 pub use queue::SqliteQueueStore;
+pub use vectors::SqliteVectorStore;

@@ -27,6 +27,13 @@ pub const QUEUE: &[Migration] = &[Migration {
     sql: include_str!("../migrations/queue/0001_messages.sql"),
 }];
 
+/// The schema of `vectors.db` (namespaces and vectors of every index).
+pub const VECTORS: &[Migration] = &[Migration {
+    version: 1,
+    name: "vector namespaces and vectors",
+    sql: include_str!("../migrations/vectors/0001_vectors.sql"),
+}];
+
 /// Applies every migration newer than the database's version. A database from a newer Quiver (with
 /// versions this build does not know) is refused rather than guessed at.
 pub(crate) fn apply(connection: &mut Connection, migrations: &[Migration]) -> Result<(), rusqlite::Error> {

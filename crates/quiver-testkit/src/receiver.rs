@@ -210,6 +210,17 @@ impl Receiver {
     /// # Panics
     /// When they have not arrived within `limit` (a bound on a hung test, not a timing assertion).
     pub async fn wait_for(&self, count: usize, limit: Duration) -> Vec<RecordedRequest> {
+        match self.try_wait_for(count, limit).await {
+            Some(requests) => requests,
+            None => panic!(
+                "expected {count} requests within {limit:?}, got {}",
+                self.requests().len()
+            ),
+        }
+    }
+
+    /// Waits until at least `count` requests have arrived; `None` if they have not within `limit`.
+    pub async fn try_wait_for(&self, count: usize, limit: Duration) -> Option<Vec<RecordedRequest>> {
         let waiting = async {
             loop {
                 let arrived = self.shared.arrived.notified();
@@ -222,13 +233,7 @@ impl Receiver {
                 arrived.await;
             }
         };
-        match tokio::time::timeout(limit, waiting).await {
-            Ok(requests) => requests,
-            Err(_) => panic!(
-                "expected {count} requests within {limit:?}, got {}",
-                self.requests().len()
-            ),
-        }
+        tokio::time::timeout(limit, waiting).await.ok()
     }
 }
 

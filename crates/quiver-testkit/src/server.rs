@@ -114,6 +114,30 @@ impl TestServer {
             .bearer_auth(&self.account().queue_token)
     }
 
+    /// A request to a vector endpoint with an index token (Bearer).
+    pub fn vector(&self, token: &str, method: Method, path: &str) -> RequestBuilder {
+        self.client.request(method, self.url(path)).bearer_auth(token)
+    }
+
+    /// Creates a vector index for the bootstrap account and returns its record.
+    ///
+    /// # Panics
+    /// When the index cannot be created.
+    pub async fn create_vector_index(&self, body: serde_json::Value) -> serde_json::Value {
+        let response = self
+            .management(Method::POST, "/v2/vector/index")
+            .json(&body)
+            .send()
+            .await
+            .expect("the server answers");
+        assert!(
+            response.status().is_success(),
+            "creating an index failed: {}",
+            response.status()
+        );
+        response.json().await.expect("an index record")
+    }
+
     /// Adds an account, as `quiver accounts create` does.
     ///
     /// # Panics

@@ -1,0 +1,284 @@
+//! The vector API's wire shapes (wire-format §1): request parsing with field-naming errors, and
+//! responses whose floats print in the shortest form that round-trips as f32.
+
+use std::collections::BTreeMap;
+
+use quiver_vector::record::{Record, SparseVector};
+use quiver_vector::service::{Fusion, Hit, IndexInfo, Weighting};
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::error::ApiError;
+
+/// Which optional parts a response carries.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Include {
+    /// `vector` and `sparseVector`.
+    pub vectors: bool,
+    /// `metadata`.
+    pub metadata: bool,
+    /// `data`.
+    pub data: bool,
+}
+
+impl Include {
+    /// Reads `includeVectors`, `includeMetadata`, `includeData` (default false).
+    pub fn from(object: &Map<String, Value>) -> Result<Include, ApiError> {
+        Ok(Include {
+            vectors: flag(object, "includeVectors")?,
+            metadata: flag(object, "includeMetadata")?,
+            data: flag(object, "includeData")?,
+        })
+    }
+}
+
+/// A sparse vector as the wire writes it.
+#[derive(Debug, Serialize)]
+pub struct SparseOut {
+    indices: Vec<u32>,
+    values: Vec<f32>,
+}
+
+/// A vector (fetch, range, random) or a score (query) on the wire.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VectorOut {
+    id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    score: Option<f32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    vector: Option<Vec<f32>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sparse_vector: Option<SparseOut>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    metadata: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data: Option<String>,
+}
+
+impl VectorOut {
+    /// A record with the parts asked for.
+    pub fn record(record: Record, include: Include, score: Option<f32>) -> VectorOut {
+        VectorOut {
+            id: record.id,
+            score,
+            vector: if include.vectors { record.vector } else { None },
+            sparse_vector: if include.vectors {
+                record.sparse.map(|s| SparseOut {
+                    indices: s.indices,
+                    values: s.values,
+                })
+            } else {
+                None
+            },
+            metadata: if include.metadata { record.metadata } else { None },
+            data: if include.data { record.data } else { None },
+        }
+    }
+
+    /// A query hit.
+    pub fn hit(hit: Hit, include: Include) -> VectorOut {
+        VectorOut::record(hit.record, include, Some(hit.score))
+    }
+}
+
+/// The info object (wire-format §1.8).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InfoOut {
+    pub(crate) vector_count: usize,
+    pub(crate) pending_vector_count: usize,
+    pub(crate) index_size: usize,
+    pub(crate) dimension: usize,
+    pub(crate) similarity_function: &'static str,
+    pub(crate) index_type: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) dense_index: Option<DenseInfo>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) sparse_index: Option<SparseInfo>,
+    pub(crate) namespaces: BTreeMap<String, NamespaceOut>,
+}
+
+/// `denseIndex` of info.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DenseInfo {
+    pub(crate) dimension: usize,
+    pub(crate) similarity_function: &'static str,
+    pub(crate) embedding_model: &'static str,
+}
+
+/// `sparseIndex` of info.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SparseInfo {
+    pub(crate) embedding_model: &'static str,
+}
+
+/// Per-namespace counts of info.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NamespaceOut {
+    vector_count: usize,
+    pending_vector_count: usize,
+}
+
+/// The namespace counts of an [`IndexInfo`].
+pub fn namespaces_out(info: &IndexInfo) -> BTreeMap<String, NamespaceOut> {
+    info.namespaces
+        .iter()
+        .map(|(name, counts)| {
+            (
+                name.clone(),
+                NamespaceOut {
+                    vector_count: counts.vector_count,
+                    pending_vector_count: counts.pending_vector_count,
+                },
+            )
+        })
+        .collect()
+}
+
+fn bad(message: impl Into<String>) -> ApiError {
+    ApiError::bad_request(message)
+}
+
+/// A boolean field (absent or null: false).
+pub fn flag(object: &Map<String, Value>, name: &str) -> Result<bool, ApiError> {
+    match object.get(name) {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Bool(value)) => Ok(*value),
+        Some(_) => Err(bad(format!("{name}: must be true or false"))),
+    }
+}
+
+/// An id: a string, or a number given as its text.
+pub fn id_of(value: &Value, field: &str) -> Result<String, ApiError> {
+    match value {
+        Value::String(text) if !text.is_empty() => Ok(text.clone()),
+        Value::Number(number) => Ok(number.to_string()),
+        Value::String(_) | Value::Null | Value::Bool(_) | Value::Array(_) | Value::Object(_) => Err(bad(
+            format!("{field}: an id must be a non-empty string or a number"),
+        )),
+    }
+}
+
+/// A list of ids.
+pub fn ids_of(value: &Value, field: &str) -> Result<Vec<String>, ApiError> {
+    match value {
+        Value::Array(items) => items.iter().map(|item| id_of(item, field)).collect(),
+        other @ (Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) | Value::Object(_)) => {
+            Ok(vec![id_of(other, field)?])
+        }
+    }
+}
+
+/// A dense vector.
+pub fn dense_of(value: &Value, field: &str) -> Result<Vec<f32>, ApiError> {
+    let Value::Array(items) = value else {
+        return Err(bad(format!("{field}: must be an array of numbers")));
+    };
+    items
+        .iter()
+        .map(|item| {
+            item.as_f64()
+                .map(|x| x as f32)
+                .ok_or_else(|| bad(format!("{field}: must be an array of numbers")))
+        })
+        .collect()
+}
+
+/// A sparse vector `{indices, values}`.
+pub fn sparse_of(value: &Value, field: &str) -> Result<SparseVector, ApiError> {
+    let Value::Object(object) = value else {
+        return Err(bad(format!("{field}: must be an object with indices and values")));
+    };
+    let indices = match object.get("indices") {
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|item| {
+                item.as_u64()
+                    .and_then(|i| u32::try_from(i).ok())
+                    .ok_or_else(|| bad(format!("{field}.indices: must be non-negative whole numbers")))
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+        _ => return Err(bad(format!("{field}.indices: is required and must be an array"))),
+    };
+    let values = match object.get("values") {
+        Some(value @ Value::Array(_)) => dense_of(value, &format!("{field}.values"))?,
+        _ => return Err(bad(format!("{field}.values: is required and must be an array"))),
+    };
+    Ok(SparseVector { indices, values })
+}
+
+/// An optional field that must be a string.
+pub fn text_of<'a>(object: &'a Map<String, Value>, name: &str) -> Result<Option<&'a str>, ApiError> {
+    match object.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text)),
+        Some(_) => Err(bad(format!("{name}: must be a string"))),
+    }
+}
+
+/// A record of an upsert.
+pub fn record_of(value: &Value) -> Result<Record, ApiError> {
+    let Value::Object(object) = value else {
+        return Err(bad("each vector must be a JSON object"));
+    };
+    let id = id_of(object.get("id").ok_or_else(|| bad("id: is required"))?, "id")?;
+    let vector = match object.get("vector") {
+        None | Some(Value::Null) => None,
+        Some(value) => Some(dense_of(value, "vector")?),
+    };
+    let sparse = match object.get("sparseVector") {
+        None | Some(Value::Null) => None,
+        Some(value) => Some(sparse_of(value, "sparseVector")?),
+    };
+    let metadata = match object.get("metadata") {
+        None | Some(Value::Null) => None,
+        Some(value @ Value::Object(_)) => Some(value.clone()),
+        Some(_) => return Err(bad("metadata: must be a JSON object")),
+    };
+    Ok(Record {
+        id,
+        vector,
+        sparse,
+        metadata,
+        data: text_of(object, "data")?.map(str::to_owned),
+    })
+}
+
+/// `weightingStrategy`.
+pub fn weighting_of(object: &Map<String, Value>) -> Result<Weighting, ApiError> {
+    match text_of(object, "weightingStrategy")? {
+        None | Some("") => Ok(Weighting::None),
+        Some(text) if text.eq_ignore_ascii_case("IDF") => Ok(Weighting::Idf),
+        Some(other) => Err(bad(format!(
+            "weightingStrategy: `{other}` is not allowed; expected IDF"
+        ))),
+    }
+}
+
+/// `fusionAlgorithm`.
+pub fn fusion_of(object: &Map<String, Value>) -> Result<Fusion, ApiError> {
+    match text_of(object, "fusionAlgorithm")? {
+        None | Some("") => Ok(Fusion::Rrf),
+        Some(text) if text.eq_ignore_ascii_case("RRF") => Ok(Fusion::Rrf),
+        Some(text) if text.eq_ignore_ascii_case("DBSF") => Ok(Fusion::Dbsf),
+        Some(other) => Err(bad(format!(
+            "fusionAlgorithm: `{other}` is not allowed; expected RRF or DBSF"
+        ))),
+    }
+}
+
+/// A non-negative whole number field.
+pub fn count_of(object: &Map<String, Value>, name: &str) -> Result<Option<usize>, ApiError> {
+    match object.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(value) => value
+            .as_u64()
+            .and_then(|n| usize::try_from(n).ok())
+            .map(Some)
+            .ok_or_else(|| bad(format!("{name}: must be a non-negative whole number"))),
+    }
+}

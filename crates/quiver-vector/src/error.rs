@@ -1,0 +1,47 @@
+//! Errors of the vector engine.
+
+use quiver_core::StoreError;
+
+use crate::filter::FilterError;
+
+/// A vector operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum VectorError {
+    /// A dense vector has the wrong length.
+    #[error("Invalid vector dimension: {got}, expected: {expected}")]
+    DimensionMismatch {
+        /// The length sent.
+        got: usize,
+        /// The index's dimension.
+        expected: usize,
+    },
+    /// A part the index type needs is missing, or one it cannot hold is present.
+    #[error("{0}")]
+    WrongParts(String),
+    /// The request is malformed.
+    #[error("{0}")]
+    InvalidRequest(String),
+    /// The metadata filter does not parse.
+    #[error(transparent)]
+    Filter(#[from] FilterError),
+    /// A plan limit would be exceeded.
+    #[error("{0}")]
+    LimitExceeded(String),
+    /// No such namespace.
+    #[error("Namespace {namespace} for the index {index} does not exist")]
+    NamespaceNotFound {
+        /// The namespace.
+        namespace: String,
+        /// The index name.
+        index: String,
+    },
+    /// No such resumable query (never started, ended, or expired).
+    #[error("resumable query `{0}` does not exist or has expired")]
+    ResumableQueryNotFound(String),
+    /// The operation needs something this index does not have.
+    #[error("{0}")]
+    Unsupported(String),
+    /// Storage failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}

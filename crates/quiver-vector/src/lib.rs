@@ -1,0 +1,24 @@
+//! The vector engine: namespaces of records in memory, mirrored from the store.
+//!
+//! - [`service`]: [`Vectors`], every operation of the vector REST API.
+//! - [`namespace`]: one namespace's records, insertion order and dense index.
+//! - [`dense`]: the [`dense::DenseIndex`] trait and exact search.
+//! - [`score`]: distance kernels and the wire's normalised scores.
+//! - [`filter`]: the metadata filter language.
+//! - [`record`]: records and index settings.
+//! - [`store`]: [`VectorStore`], the storage trait every backend implements.
+//! - [`mod@error`]: [`VectorError`], every way a vector operation fails.
+#![warn(missing_docs)]
+
+pub mod dense;
+pub mod error;
+pub mod filter;
+pub mod namespace;
+pub mod record;
+pub mod score;
+pub mod service;
+pub mod store;
+
+pub use error::VectorError;
+pub use service::Vectors;
+pub use store::VectorStore;

@@ -1,0 +1,1156 @@
+//! The vector operations of one process: every index's namespaces in memory, mirrored from the store.
+//! Writes to an index are serialised: committed to the store first, then applied in memory, so memory
+//! never holds what the store does not.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use quiver_core::plan::PlanLimits;
+use quiver_core::secret::random_below;
+use quiver_core::{Clock, IndexId, Timestamp};
+use serde_json::Value;
+use tokio::sync::Mutex;
+
+use crate::error::VectorError;
+use crate::filter::Filter;
+use crate::namespace::Namespace;
+use crate::record::{IndexSpec, Record, SparseVector, StoredRecord};
+use crate::score::{score, sparse_dot};
+use crate::store::{Change, VectorStore};
+
+/// The index an operation addresses, as the catalogue describes it.
+#[derive(Debug, Clone)]
+pub struct IndexRef {
+    /// Identifier.
+    pub id: IndexId,
+    /// Display name (for messages).
+    pub name: String,
+    /// Engine settings.
+    pub spec: IndexSpec,
+    /// Plan limits.
+    pub limits: PlanLimits,
+}
+
+/// How sparse query values are weighted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Weighting {
+    /// As given.
+    #[default]
+    None,
+    /// By inverse document frequency over the namespace.
+    Idf,
+}
+
+/// How the dense and sparse rankings of a hybrid query are fused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Fusion {
+    /// Reciprocal rank fusion: `1 / (60 + rank)`, rank from 1.
+    #[default]
+    Rrf,
+    /// Distribution-based score fusion: mean +/- 3 sigma normalisation, then sum.
+    Dbsf,
+}
+
+/// A query.
+#[derive(Debug, Clone, Default)]
+pub struct Query {
+    /// Dense part.
+    pub vector: Option<Vec<f32>>,
+    /// Sparse part.
+    pub sparse: Option<SparseVector>,
+    /// Most results.
+    pub top_k: usize,
+    /// Metadata filter.
+    pub filter: Option<Filter>,
+    /// Sparse weighting.
+    pub weighting: Weighting,
+    /// Hybrid fusion.
+    pub fusion: Fusion,
+}
+
+/// A query result.
+#[derive(Debug, Clone)]
+pub struct Hit {
+    /// Similarity (dense: in [0, 1]).
+    pub score: f32,
+    /// The record.
+    pub record: Record,
+}
+
+/// Which records a delete addresses.
+#[derive(Debug, Clone)]
+pub enum Selection {
+    /// These ids.
+    Ids(Vec<String>),
+    /// Ids starting with this prefix.
+    Prefix(String),
+    /// Records whose metadata passes this filter.
+    Filter(Filter),
+}
+
+/// How `update` changes metadata.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MetadataUpdate {
+    /// Replace it.
+    #[default]
+    Overwrite,
+    /// RFC 7396 JSON merge patch.
+    Patch,
+}
+
+/// A partial update of one record.
+#[derive(Debug, Clone, Default)]
+pub struct Update {
+    /// The record.
+    pub id: String,
+    /// New dense part.
+    pub vector: Option<Vec<f32>>,
+    /// New sparse part.
+    pub sparse: Option<SparseVector>,
+    /// New data.
+    pub data: Option<String>,
+    /// New or patched metadata.
+    pub metadata: Option<Value>,
+    /// How metadata changes.
+    pub mode: MetadataUpdate,
+}
+
+/// Counts of one namespace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NamespaceInfo {
+    /// Records.
+    pub vector_count: usize,
+    /// Records not yet searchable (always 0: writes are searchable once acknowledged).
+    pub pending_vector_count: usize,
+}
+
+/// Counts of an index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexInfo {
+    /// Records across namespaces.
+    pub vector_count: usize,
+    /// Not yet searchable.
+    pub pending_vector_count: usize,
+    /// Approximate bytes held.
+    pub index_size: usize,
+    /// Per namespace.
+    pub namespaces: BTreeMap<String, NamespaceInfo>,
+}
+
+#[derive(Debug)]
+struct LoadedIndex {
+    writes: Mutex<()>,
+    namespaces: RwLock<BTreeMap<String, Namespace>>,
+}
+
+#[derive(Debug, Clone)]
+struct Resumable {
+    index: IndexId,
+    namespace: String,
+    query: Query,
+    returned: usize,
+    max_idle: Duration,
+    last_used: Timestamp,
+}
+
+/// Most resumable queries alive at once per process.
+const MAX_RESUMABLE_QUERIES: usize = 10_000;
+/// Most non-zero entries of a sparse vector.
+const MAX_SPARSE_ENTRIES: usize = 1_000;
+
+/// Every index's vectors.
+pub struct Vectors {
+    store: Arc<dyn VectorStore>,
+    clock: Arc<dyn Clock>,
+    loaded: Mutex<HashMap<IndexId, Arc<LoadedIndex>>>,
+    resumable: std::sync::Mutex<HashMap<String, Resumable>>,
+}
+
+impl std::fmt::Debug for Vectors {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Vectors").finish_non_exhaustive()
+    }
+}
+
+fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    lock.read().unwrap_or_else(|p| p.into_inner())
+}
+
+fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    lock.write().unwrap_or_else(|p| p.into_inner())
+}
+
+fn check_dense(spec: &IndexSpec, vector: &[f32]) -> Result<(), VectorError> {
+    if vector.len() != spec.dimension {
+        return Err(VectorError::DimensionMismatch {
+            got: vector.len(),
+            expected: spec.dimension,
+        });
+    }
+    if vector.iter().any(|x| !x.is_finite()) {
+        return Err(VectorError::InvalidRequest(
+            "vector values must be finite numbers".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Sorts a sparse vector by index and checks it.
+fn normalise_sparse(mut sparse: SparseVector) -> Result<SparseVector, VectorError> {
+    if sparse.indices.len() != sparse.values.len() {
+        return Err(VectorError::InvalidRequest(
+            "sparseVector: indices and values must have the same length".into(),
+        ));
+    }
+    if sparse.indices.len() > MAX_SPARSE_ENTRIES {
+        return Err(VectorError::InvalidRequest(format!(
+            "sparseVector: at most {MAX_SPARSE_ENTRIES} non-zero entries"
+        )));
+    }
+    let mut pairs: Vec<(u32, f32)> = sparse
+        .indices
+        .iter()
+        .copied()
+        .zip(sparse.values.iter().copied())
+        .collect();
+    pairs.sort_by_key(|(index, _)| *index);
+    if pairs.windows(2).any(|w| w[0].0 == w[1].0) {
+        return Err(VectorError::InvalidRequest(
+            "sparseVector: indices must be distinct".into(),
+        ));
+    }
+    sparse.indices = pairs.iter().map(|(i, _)| *i).collect();
+    sparse.values = pairs.iter().map(|(_, v)| *v).collect();
+    Ok(sparse)
+}
+
+fn check_record(spec: &IndexSpec, mut record: Record) -> Result<Record, VectorError> {
+    match (&record.vector, spec.has_dense()) {
+        (Some(vector), true) => check_dense(spec, vector)?,
+        (None, true) => {
+            return Err(VectorError::WrongParts(format!(
+                "vector `{}` needs a dense vector on this {} index",
+                record.id, spec.index_type
+            )));
+        }
+        (Some(_), false) => {
+            return Err(VectorError::WrongParts(format!(
+                "this {} index does not take dense vectors",
+                spec.index_type
+            )));
+        }
+        (None, false) => {}
+    }
+    record.sparse = match (record.sparse.take(), spec.has_sparse()) {
+        (Some(sparse), true) => Some(normalise_sparse(sparse)?),
+        (None, true) => {
+            return Err(VectorError::WrongParts(format!(
+                "vector `{}` needs a sparse vector on this {} index",
+                record.id, spec.index_type
+            )));
+        }
+        (Some(_), false) => {
+            return Err(VectorError::WrongParts(format!(
+                "this {} index does not take sparse vectors",
+                spec.index_type
+            )));
+        }
+        (None, false) => None,
+    };
+    if let Some(metadata) = &record.metadata
+        && !metadata.is_object()
+    {
+        return Err(VectorError::InvalidRequest(
+            "metadata must be a JSON object".into(),
+        ));
+    }
+    Ok(record)
+}
+
+/// RFC 7396 merge patch.
+fn merge_patch(target: &mut Value, patch: &Value) {
+    let Value::Object(changes) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = Value::Object(serde_json::Map::new());
+    }
+    if let Value::Object(fields) = target {
+        for (key, value) in changes {
+            if value.is_null() {
+                fields.remove(key);
+            } else {
+                merge_patch(fields.entry(key.clone()).or_insert(Value::Null), value);
+            }
+        }
+    }
+}
+
+fn passes(filter: Option<&Filter>, record: &Record) -> bool {
+    filter.is_none_or(|f| f.matches(record.metadata.as_ref().unwrap_or(&Value::Null)))
+}
+
+impl Vectors {
+    /// The engine over `store`.
+    pub fn new(store: Arc<dyn VectorStore>, clock: Arc<dyn Clock>) -> Vectors {
+        Vectors {
+            store,
+            clock,
+            loaded: Mutex::new(HashMap::new()),
+            resumable: std::sync::Mutex::new(HashMap::new()),
+        }
+    }
+
+    async fn loaded(&self, index: &IndexRef) -> Result<Arc<LoadedIndex>, VectorError> {
+        let mut loaded = self.loaded.lock().await;
+        if let Some(found) = loaded.get(&index.id) {
+            return Ok(Arc::clone(found));
+        }
+        let stored = self.store.load(index.id).await?;
+        let mut namespaces = BTreeMap::new();
+        namespaces.insert(String::new(), Namespace::new(&index.spec));
+        for (name, records) in stored {
+            let namespace = namespaces
+                .entry(name)
+                .or_insert_with(|| Namespace::new(&index.spec));
+            for record in records {
+                namespace.put(record);
+            }
+        }
+        let state = Arc::new(LoadedIndex {
+            writes: Mutex::new(()),
+            namespaces: RwLock::new(namespaces),
+        });
+        loaded.insert(index.id, Arc::clone(&state));
+        Ok(state)
+    }
+
+    /// Forgets an index (its catalogue entry was deleted) and its stored vectors.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn drop_index(&self, index: IndexId) -> Result<(), VectorError> {
+        self.loaded.lock().await.remove(&index);
+        self.store.drop_index(index).await?;
+        Ok(())
+    }
+
+    /// Inserts or replaces records (validated against the index type and dimension).
+    ///
+    /// # Errors
+    /// Wrong dimension (422), wrong parts, malformed sparse vectors or metadata (400), plan limits, store.
+    pub async fn upsert(
+        &self,
+        index: &IndexRef,
+        namespace: &str,
+        records: Vec<Record>,
+    ) -> Result<(), VectorError> {
+        let limit = index.limits.max_writes_per_request;
+        if limit >= 0 && records.len() as i64 > limit {
+            return Err(VectorError::LimitExceeded(format!(
+                "a request may write at most {limit} vectors; this one has {}",
+                records.len()
+            )));
+        }
+        let records = records
+            .into_iter()
+            .map(|r| check_record(&index.spec, r))
+            .collect::<Result<Vec<_>, _>>()?;
+        if records.is_empty() {
+            return Ok(());
+        }
+        let state = self.loaded(index).await?;
+        let _writing = state.writes.lock().await;
+        let stored = {
+            let namespaces = read(&state.namespaces);
+            let existing = namespaces.get(namespace);
+            let total: usize = namespaces.values().map(Namespace::len).sum();
+            let mut next = existing.map_or(1, Namespace::next_sequence);
+            let mut new_ids = std::collections::HashSet::new();
+            let mut stored = Vec::with_capacity(records.len());
+            for record in records {
+                let sequence = match existing.and_then(|n| n.sequence_of(&record.id)) {
+                    Some(sequence) => sequence,
+                    None => {
+                        new_ids.insert(record.id.clone());
+                        next += 1;
+                        next - 1
+                    }
+                };
+                stored.push(StoredRecord { sequence, record });
+            }
+            let max = index.limits.max_vector_count;
+            if max >= 0 && (total + new_ids.len()) as i64 > max {
+                return Err(VectorError::LimitExceeded(format!(
+                    "the index may hold at most {max} vectors on its plan; it holds {total} and this request adds {}",
+                    new_ids.len()
+                )));
+            }
+            stored
+        };
+        self.store
+            .apply(
+                index.id,
+                vec![Change::Put {
+                    namespace: namespace.to_owned(),
+                    records: stored.clone(),
+                }],
+            )
+            .await?;
+        let mut namespaces = write(&state.namespaces);
+        let target = namespaces
+            .entry(namespace.to_owned())
+            .or_insert_with(|| Namespace::new(&index.spec));
+        for record in stored {
+            target.put(record);
+        }
+        Ok(())
+    }
+
+    /// Checks a query against the index and the plan.
+    fn check_query(index: &IndexRef, query: &mut Query) -> Result<(), VectorError> {
+        let limit = index.limits.max_reads_per_request;
+        if limit >= 0 && query.top_k as i64 > limit {
+            return Err(VectorError::LimitExceeded(format!(
+                "topK may be at most {limit} on this index's plan"
+            )));
+        }
+        if let Some(vector) = &query.vector {
+            if !index.spec.has_dense() {
+                return Err(VectorError::WrongParts(format!(
+                    "this {} index cannot be queried with a dense vector",
+                    index.spec.index_type
+                )));
+            }
+            check_dense(&index.spec, vector)?;
+        }
+        if let Some(sparse) = query.sparse.take() {
+            if !index.spec.has_sparse() {
+                return Err(VectorError::WrongParts(format!(
+                    "this {} index cannot be queried with a sparse vector",
+                    index.spec.index_type
+                )));
+            }
+            query.sparse = Some(normalise_sparse(sparse)?);
+        }
+        if query.vector.is_none() && query.sparse.is_none() {
+            let needed = match (index.spec.has_dense(), index.spec.has_sparse()) {
+                (true, true) => "`vector` and/or `sparseVector`",
+                (true, false) => "`vector`",
+                (false, _) => "`sparseVector`",
+            };
+            return Err(VectorError::InvalidRequest(format!("a query needs {needed}")));
+        }
+        Ok(())
+    }
+
+    /// The best `top_k` records for a query.
+    ///
+    /// # Errors
+    /// Parts the index does not have, a wrong dimension, plan limits.
+    pub async fn query(
+        &self,
+        index: &IndexRef,
+        namespace: &str,
+        mut query: Query,
+    ) -> Result<Vec<Hit>, VectorError> {
+        Self::check_query(index, &mut query)?;
+        let state = self.loaded(index).await?;
+        let spec = index.spec;
+        let namespace = namespace.to_owned();
+        // Exhaustive scans are CPU work: keep them off the async runtime.
+        tokio::task::spawn_blocking(move || {
+            let namespaces = read(&state.namespaces);
+            Ok(match namespaces.get(&namespace) {
+                Some(found) => run_query(&spec, found, &query),
+                None => Vec::new(),
+            })
+        })
+        .await
+        .map_err(|e| VectorError::Unsupported(format!("query task failed: {e}")))?
+    }
+
+    /// Records by id (`None` where missing), in the order asked.
+    ///
+    /// # Errors
+    /// Plan limits; store failures on first load.
+    pub async fn fetch(
+        &self,
+        index: &IndexRef,
+        namespace: &str,
+        ids: &[String],
+    ) -> Result<Vec<Option<Record>>, VectorError> {
+        let limit = index.limits.max_reads_per_request;
+        if limit >= 0 && ids.len() as i64 > limit {
+            return Err(VectorError::LimitExceeded(format!(
+                "a request may read at most {limit} vectors"
+            )));
+        }
+        let state = self.loaded(index).await?;
+        let namespaces = read(&state.namespaces);
+        let found = namespaces.get(namespace);
+        Ok(ids
+            .iter()
+            .map(|id| found.and_then(|n| n.get(id)).cloned())
+            .collect())
+    }
+
+    /// Up to `limit` records whose id starts with `prefix`, in insertion order.
+    ///
+    /// # Errors
+    /// Store failures on first load.
+    pub async fn fetch_prefix(
+        &self,
+        index: &IndexRef,
+        namespace: &str,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<Record>, VectorError> {
+        let state = self.loaded(index).await?;
+        let namespaces = read(&state.namespaces);
+        Ok(namespaces
+            .get(namespace)
+            .map(|n| {
+                n.records()
+                    .filter(|r| r.id.starts_with(prefix))
+                    .take(limit)
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
+    /// A page of records in insertion order from `cursor` (an opaque position; `""` or `"0"` is the
+    /// start), and the cursor of the next page (`""` at the end).
+    ///
+    /// # Errors
+    /// A malformed cursor or limit; store failures on first load.
+    pub async fn range(
+        &self,
+        index: &IndexRef,
+        namespace: &str,
+        cursor: &str,
+        limit: usize,
+        prefix: Option<&str>,
+    ) -> Result<(Vec<Record>, String), VectorError> {
+        if limit == 0 {
+            return Err(VectorError::InvalidRequest("limit must be greater than 0".into()));
+        }
+        let start: u64 = if cursor.is_empty() {
+            0
+        } else {
+            cursor.parse().map_err(|_| {
+                VectorError::InvalidRequest(format!("`{cursor}` is not a cursor returned by range"))
+            })?
+        };
+        let state = self.loaded(index).await?;
+        let namespaces = read(&state.namespaces);
+        let Some(found) = namespaces.get(namespace) else {
+            return Ok((Vec::new(), String::new()));
+        };
+        let mut page = Vec::with_capacity(limit.min(1000));
+        let mut next = String::new();
+        for (sequence, record) in found.from_sequence(start) {
+            if prefix.is_some_and(|p| !record.id.starts_with(p)) {
+                continue;
+            }
+            if page.len() == limit {
+                next = sequence.to_string();
+                break;
+            }
+            page.push(record.clone());
+        }
+        Ok((page, next))
+    }
+
+    /// Deletes the selected records; returns how many existed.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn delete(
+        &self,
+        index: &IndexRef,
+        namespace: &str,
+        selection: Selection,
+    ) -> Result<usize, VectorError> {
+        let state = self.loaded(index).await?;
+        let _writing = state.writes.lock().await;
+        let ids: Vec<String> = {
+            let namespaces = read(&state.namespaces);
+            let Some(found) = namespaces.get(namespace) else {
+                return Ok(0);
+            };
+            match &selection {
+                Selection::Ids(ids) => {
+                    let mut unique: Vec<String> =
+                        ids.iter().filter(|id| found.get(id).is_some()).cloned().collect();
+                    unique.sort();
+                    unique.dedup();
+                    unique
+                }
+                Selection::Prefix(prefix) => found
+                    .records()
+                    .filter(|r| r.id.starts_with(prefix.as_str()))
+                    .map(|r| r.id.clone())
+                    .collect(),
+                Selection::Filter(filter) => found
+                    .records()
+                    .filter(|r| passes(Some(filter), r))
+                    .map(|r| r.id.clone())
+                    .collect(),
+            }
+        };
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        self.store
+            .apply(
+                index.id,
+                vec![Change::Delete {
+                    namespace: namespace.to_owned(),
+                    ids: ids.clone(),
+                }],
+            )
+            .await?;
+        let mut namespaces = write(&state.namespaces);
+        if let Some(found) = namespaces.get_mut(namespace) {
+            for id in &ids {
+                found.remove(id);
+            }
+        }
+        Ok(ids.len())
+    }
+
+    /// Changes parts of one record; `false` when it does not exist.
+    ///
+    /// # Errors
+    /// Parts the index does not have, a wrong dimension, malformed metadata; store failures.
+    pub async fn update(
+        &self,
+        index: &IndexRef,
+        namespace: &str,
+        update: Update,
+    ) -> Result<bool, VectorError> {
+        let state = self.loaded(index).await?;
+        let _writing = state.writes.lock().await;
+        let stored = {
+            let namespaces = read(&state.namespaces);
+            let Some(found) = namespaces.get(namespace) else {
+                return Ok(false);
+            };
+            let (Some(current), Some(sequence)) = (found.get(&update.id), found.sequence_of(&update.id))
+            else {
+                return Ok(false);
+            };
+            let mut record = current.clone();
+            if let Some(vector) = update.vector {
+                record.vector = Some(vector);
+            }
+            if let Some(sparse) = update.sparse {
+                record.sparse = Some(sparse);
+            }
+            if let Some(data) = update.data {
+                record.data = Some(data);
+            }
+            if let Some(metadata) = update.metadata {
+                record.metadata = match update.mode {
+                    MetadataUpdate::Overwrite => Some(metadata),
+                    MetadataUpdate::Patch => {
+                        let mut merged = record
+                            .metadata
+                            .take()
+                            .unwrap_or(Value::Object(serde_json::Map::new()));
+                        merge_patch(&mut merged, &metadata);
+                        Some(merged)
+                    }
+                };
+            }
+            StoredRecord {
+                sequence,
+                record: check_record(&index.spec, record)?,
+            }
+        };
+        self.store
+            .apply(
+                index.id,
+                vec![Change::Put {
+                    namespace: namespace.to_owned(),
+                    records: vec![stored.clone()],
+                }],
+            )
+            .await?;
+        if let Some(found) = write(&state.namespaces).get_mut(namespace) {
+            found.put(stored);
+        }
+        Ok(true)
+    }
+
+    /// Empties one namespace, or every namespace when `namespace` is `None`.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn reset(&self, index: &IndexRef, namespace: Option<&str>) -> Result<(), VectorError> {
+        let state = self.loaded(index).await?;
+        let _writing = state.writes.lock().await;
+        let targets: Vec<String> = match namespace {
+            Some(name) => vec![name.to_owned()],
+            None => read(&state.namespaces).keys().cloned().collect(),
+        };
+        let changes = targets
+            .iter()
+            .map(|n| Change::Reset { namespace: n.clone() })
+            .collect();
+        self.store.apply(index.id, changes).await?;
+        let mut namespaces = write(&state.namespaces);
+        for name in targets {
+            namespaces.insert(name, Namespace::new(&index.spec));
+        }
+        Ok(())
+    }
+
+    /// Counts per namespace.
+    ///
+    /// # Errors
+    /// Store failures on first load.
+    pub async fn info(&self, index: &IndexRef) -> Result<IndexInfo, VectorError> {
+        let state = self.loaded(index).await?;
+        let namespaces = read(&state.namespaces);
+        let mut info = IndexInfo {
+            vector_count: 0,
+            pending_vector_count: 0,
+            index_size: 0,
+            namespaces: BTreeMap::new(),
+        };
+        for (name, namespace) in namespaces.iter() {
+            info.vector_count += namespace.len();
+            info.index_size += namespace.dense_memory_bytes();
+            info.namespaces.insert(
+                name.clone(),
+                NamespaceInfo {
+                    vector_count: namespace.len(),
+                    pending_vector_count: 0,
+                },
+            );
+        }
+        Ok(info)
+    }
+
+    /// Every namespace, the default one (`""`) first.
+    ///
+    /// # Errors
+    /// Store failures on first load.
+    pub async fn namespaces(&self, index: &IndexRef) -> Result<Vec<String>, VectorError> {
+        let state = self.loaded(index).await?;
+        Ok(read(&state.namespaces).keys().cloned().collect())
+    }
+
+    /// Deletes a namespace and its records.
+    ///
+    /// # Errors
+    /// The default namespace (400) or an unknown one (404); store failures.
+    pub async fn delete_namespace(&self, index: &IndexRef, namespace: &str) -> Result<(), VectorError> {
+        if namespace.is_empty() {
+            return Err(VectorError::InvalidRequest(
+                "the default namespace cannot be deleted".into(),
+            ));
+        }
+        let state = self.loaded(index).await?;
+        let _writing = state.writes.lock().await;
+        if !read(&state.namespaces).contains_key(namespace) {
+            return Err(VectorError::NamespaceNotFound {
+                namespace: namespace.to_owned(),
+                index: index.name.clone(),
+            });
+        }
+        self.store
+            .apply(
+                index.id,
+                vec![Change::DropNamespace {
+                    namespace: namespace.to_owned(),
+                }],
+            )
+            .await?;
+        write(&state.namespaces).remove(namespace);
+        Ok(())
+    }
+
+    /// Renames a namespace; with `delete_existing`, an existing target is replaced.
+    ///
+    /// # Errors
+    /// The default namespace on either side or an existing target without `delete_existing` (400), an
+    /// unknown source (404); store failures.
+    pub async fn rename_namespace(
+        &self,
+        index: &IndexRef,
+        from: &str,
+        to: &str,
+        delete_existing: bool,
+    ) -> Result<(), VectorError> {
+        if from.is_empty() || to.is_empty() {
+            return Err(VectorError::InvalidRequest(
+                "the default namespace cannot be renamed or replaced".into(),
+            ));
+        }
+        let state = self.loaded(index).await?;
+        let _writing = state.writes.lock().await;
+        let target_exists = {
+            let namespaces = read(&state.namespaces);
+            if !namespaces.contains_key(from) {
+                return Err(VectorError::NamespaceNotFound {
+                    namespace: from.to_owned(),
+                    index: index.name.clone(),
+                });
+            }
+            namespaces.contains_key(to)
+        };
+        if from == to {
+            return Ok(());
+        }
+        if target_exists && !delete_existing {
+            return Err(VectorError::InvalidRequest(format!(
+                "namespace {to} already exists; set deleteExisting to replace it"
+            )));
+        }
+        let mut changes = Vec::new();
+        if target_exists {
+            changes.push(Change::DropNamespace {
+                namespace: to.to_owned(),
+            });
+        }
+        changes.push(Change::RenameNamespace {
+            from: from.to_owned(),
+            to: to.to_owned(),
+        });
+        self.store.apply(index.id, changes).await?;
+        let mut namespaces = write(&state.namespaces);
+        if let Some(moved) = namespaces.remove(from) {
+            namespaces.insert(to.to_owned(), moved);
+        }
+        Ok(())
+    }
+
+    /// A random record of the namespace, if any.
+    ///
+    /// # Errors
+    /// Store failures on first load.
+    pub async fn random(&self, index: &IndexRef, namespace: &str) -> Result<Option<Record>, VectorError> {
+        let state = self.loaded(index).await?;
+        let namespaces = read(&state.namespaces);
+        let Some(found) = namespaces.get(namespace) else {
+            return Ok(None);
+        };
+        if found.is_empty() {
+            return Ok(None);
+        }
+        let pick = random_below(u32::try_from(found.len()).unwrap_or(u32::MAX)) as usize;
+        Ok(found.records().nth(pick).cloned())
+    }
+
+    /// Starts a resumable query: the first `top_k` results and the query's id.
+    ///
+    /// # Errors
+    /// As [`Vectors::query`]; too many resumable queries alive.
+    pub async fn start_resumable(
+        &self,
+        index: &IndexRef,
+        namespace: &str,
+        query: Query,
+        max_idle: Duration,
+    ) -> Result<(String, Vec<Hit>), VectorError> {
+        let hits = self.query(index, namespace, query.clone()).await?;
+        let now = self.clock.now();
+        let id = quiver_core::IndexId::random().to_string();
+        let mut resumable = self.resumable.lock().unwrap_or_else(|p| p.into_inner());
+        resumable.retain(|_, r| now.duration_since(r.last_used) <= r.max_idle);
+        if resumable.len() >= MAX_RESUMABLE_QUERIES {
+            return Err(VectorError::LimitExceeded(format!(
+                "at most {MAX_RESUMABLE_QUERIES} resumable queries may be active"
+            )));
+        }
+        resumable.insert(
+            id.clone(),
+            Resumable {
+                index: index.id,
+                namespace: namespace.to_owned(),
+                query,
+                returned: hits.len(),
+                max_idle,
+                last_used: now,
+            },
+        );
+        Ok((id, hits))
+    }
+
+    /// The next `additional_k` results of a resumable query.
+    ///
+    /// # Errors
+    /// An unknown, ended or expired query (404).
+    pub async fn next_resumable(
+        &self,
+        index: &IndexRef,
+        id: &str,
+        additional_k: usize,
+    ) -> Result<Vec<Hit>, VectorError> {
+        let now = self.clock.now();
+        let (namespace, mut query, returned) = {
+            let mut resumable = self.resumable.lock().unwrap_or_else(|p| p.into_inner());
+            let alive = resumable
+                .get(id)
+                .is_some_and(|r| r.index == index.id && now.duration_since(r.last_used) <= r.max_idle);
+            if !alive {
+                resumable.remove(id);
+                return Err(VectorError::ResumableQueryNotFound(id.to_owned()));
+            }
+            let entry = resumable
+                .get_mut(id)
+                .ok_or_else(|| VectorError::ResumableQueryNotFound(id.to_owned()))?;
+            entry.last_used = now;
+            (entry.namespace.clone(), entry.query.clone(), entry.returned)
+        };
+        query.top_k = returned + additional_k;
+        let unlimited = IndexRef {
+            limits: PlanLimits {
+                max_reads_per_request: -1,
+                ..index.limits
+            },
+            ..index.clone()
+        };
+        let hits: Vec<Hit> = self
+            .query(&unlimited, &namespace, query)
+            .await?
+            .into_iter()
+            .skip(returned)
+            .collect();
+        if let Some(entry) = self
+            .resumable
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_mut(id)
+        {
+            entry.returned = returned + hits.len();
+        }
+        Ok(hits)
+    }
+
+    /// Ends a resumable query.
+    ///
+    /// # Errors
+    /// An unknown or already ended query (404).
+    pub fn end_resumable(&self, index: &IndexRef, id: &str) -> Result<(), VectorError> {
+        let mut resumable = self.resumable.lock().unwrap_or_else(|p| p.into_inner());
+        match resumable.get(id) {
+            Some(entry) if entry.index == index.id => {
+                resumable.remove(id);
+                Ok(())
+            }
+            Some(_) | None => Err(VectorError::ResumableQueryNotFound(id.to_owned())),
+        }
+    }
+}
+
+/// Runs a checked query against one namespace.
+fn run_query(spec: &IndexSpec, namespace: &Namespace, query: &Query) -> Vec<Hit> {
+    let filter = query.filter.as_ref();
+    let both = query.vector.is_some() && query.sparse.is_some();
+    let candidates = if both {
+        (query.top_k * 3).max(30)
+    } else {
+        query.top_k
+    };
+    let dense: Vec<Hit> = query
+        .vector
+        .as_ref()
+        .map(|vector| {
+            namespace
+                .search_dense(vector, candidates, &|record| passes(filter, record))
+                .into_iter()
+                .filter_map(|(slot, _)| namespace.at(slot))
+                .map(|record| Hit {
+                    score: record
+                        .vector
+                        .as_ref()
+                        .map_or(0.0, |v| score(spec.similarity, vector, v)),
+                    record: record.clone(),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let sparse: Vec<Hit> = query
+        .sparse
+        .as_ref()
+        .map(|s| sparse_search(namespace, s, candidates, query.weighting, filter))
+        .unwrap_or_default();
+    let mut hits = match (query.vector.is_some(), query.sparse.is_some()) {
+        (true, true) => fuse(dense, sparse, query.fusion),
+        (true, false) => dense,
+        (false, true | false) => sparse,
+    };
+    hits.truncate(query.top_k);
+    hits
+}
+
+fn sparse_search(
+    namespace: &Namespace,
+    query: &SparseVector,
+    k: usize,
+    weighting: Weighting,
+    filter: Option<&Filter>,
+) -> Vec<Hit> {
+    let idf: HashMap<u32, f32> = match weighting {
+        Weighting::None => HashMap::new(),
+        Weighting::Idf => {
+            let total = namespace.records().filter(|r| r.sparse.is_some()).count() as f64;
+            query
+                .indices
+                .iter()
+                .map(|index| {
+                    let containing = namespace
+                        .records()
+                        .filter(|r| {
+                            r.sparse
+                                .as_ref()
+                                .is_some_and(|s| s.indices.binary_search(index).is_ok())
+                        })
+                        .count() as f64;
+                    (
+                        *index,
+                        (1.0 + (total - containing + 0.5) / (containing + 0.5)).ln() as f32,
+                    )
+                })
+                .collect()
+        }
+    };
+    let weight = |index: u32| {
+        if weighting == Weighting::Idf {
+            idf.get(&index).copied().unwrap_or(0.0)
+        } else {
+            1.0
+        }
+    };
+    let mut best = crate::dense::TopK::new(k);
+    let records: Vec<&Record> = namespace.records().collect();
+    for (position, record) in records.iter().enumerate() {
+        let Some(document) = &record.sparse else { continue };
+        if !passes(filter, record) {
+            continue;
+        }
+        if let Some(value) = sparse_dot(
+            (&query.indices, &query.values),
+            (&document.indices, &document.values),
+            weight,
+        ) {
+            best.offer(position, value);
+        }
+    }
+    best.into_sorted()
+        .into_iter()
+        .map(|(position, score)| Hit {
+            score,
+            record: records[position].clone(),
+        })
+        .collect()
+}
+
+/// Fuses two rankings (each best first) as DESIGN §10.10 fixes: RRF `1/(60+rank)` from rank 1; DBSF
+/// mean +/- 3 population sigma, 0.5 when sigma is 0.
+pub fn fuse(dense: Vec<Hit>, sparse: Vec<Hit>, fusion: Fusion) -> Vec<Hit> {
+    let mut fused: Vec<Hit> = Vec::new();
+    let mut position: HashMap<String, usize> = HashMap::new();
+    for list in [dense, sparse] {
+        let mapped = match fusion {
+            Fusion::Rrf => (1..=list.len())
+                .map(|rank| 1.0 / (60.0 + rank as f32))
+                .collect::<Vec<_>>(),
+            Fusion::Dbsf => {
+                let n = list.len() as f32;
+                let mean = list.iter().map(|h| h.score).sum::<f32>() / n.max(1.0);
+                let sigma = (list.iter().map(|h| (h.score - mean).powi(2)).sum::<f32>() / n.max(1.0)).sqrt();
+                list.iter()
+                    .map(|h| {
+                        if sigma == 0.0 {
+                            0.5
+                        } else {
+                            (h.score - (mean - 3.0 * sigma)) / (6.0 * sigma)
+                        }
+                    })
+                    .collect()
+            }
+        };
+        for (hit, value) in list.into_iter().zip(mapped) {
+            match position.get(&hit.record.id) {
+                Some(at) => fused[*at].score += value,
+                None => {
+                    position.insert(hit.record.id.clone(), fused.len());
+                    fused.push(Hit {
+                        score: value,
+                        record: hit.record,
+                    });
+                }
+            }
+        }
+    }
+    fused.sort_by(|a, b| b.score.total_cmp(&a.score));
+    fused
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn hit(id: &str, score: f32) -> Hit {
+        Hit {
+            score,
+            record: Record {
+                id: id.into(),
+                vector: None,
+                sparse: None,
+                metadata: None,
+                data: None,
+            },
+        }
+    }
+
+    #[test]
+    fn rrf_sums_reciprocal_ranks_from_one() {
+        let fused = fuse(
+            vec![hit("a", 0.9), hit("b", 0.8)],
+            vec![hit("b", 5.0), hit("c", 1.0)],
+            Fusion::Rrf,
+        );
+        let ids: Vec<&str> = fused.iter().map(|h| h.record.id.as_str()).collect();
+        assert_eq!(ids, ["b", "a", "c"]);
+        assert!((fused[0].score - (1.0 / 62.0 + 1.0 / 61.0)).abs() < 1e-7);
+        assert!((fused[1].score - 1.0 / 61.0).abs() < 1e-7);
+    }
+
+    #[test]
+    fn dbsf_normalises_by_three_population_sigmas_and_uses_a_half_when_flat() {
+        let fused = fuse(
+            vec![hit("a", 1.0), hit("b", 0.0)],
+            vec![hit("c", 2.0)],
+            Fusion::Dbsf,
+        );
+        // Dense: mean 0.5, sigma 0.5 -> a = (1 - (0.5 - 1.5)) / 3 = 2/3, b = 1/3. Sparse: sigma 0 -> 0.5.
+        let score = |id: &str| fused.iter().find(|h| h.record.id == id).unwrap().score;
+        assert!((score("a") - 2.0 / 3.0).abs() < 1e-6);
+        assert!((score("b") - 1.0 / 3.0).abs() < 1e-6);
+        assert_eq!(score("c"), 0.5);
+    }
+
+    #[test]
+    fn merge_patch_follows_rfc_7396() {
+        let mut target = json!({"field": "value", "field2": "value2", "nested": {"a": 1, "b": 2}});
+        merge_patch(
+            &mut target,
+            &json!({"new_field": "new_value", "field2": null, "nested": {"b": null, "c": 3}}),
+        );
+        assert_eq!(
+            target,
+            json!({"field": "value", "new_field": "new_value", "nested": {"a": 1, "c": 3}})
+        );
+    }
+}
