@@ -1,37 +1,39 @@
-//! The official SDKs (npm) drive a real test server. `scripts/test` installs them into `sdk-tests/`;
-//! a missing install is a failure, never a skip.
+//! The official SDKs (npm and PyPI) drive a real test server. `scripts/test` installs them into
+//! `sdk-tests/` (node_modules and .venv); a missing install is a failure, never a skip.
 
 use std::path::PathBuf;
 use std::process::Command;
 
 use quiver_testkit::TestServer;
+use serde_json::json;
 
 fn sdk_tests_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../sdk-tests")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_official_qstash_client_publishes_manages_groups_and_reads_the_dlq() {
+/// Runs `program args` in `sdk-tests/` with `env` and fails the test with its output if it fails.
+async fn run_sdk_suite(program: &str, args: &[&str], env: Vec<(&'static str, String)>) {
     let dir = sdk_tests_dir();
-    assert!(
-        dir.join("node_modules/@upstash/qstash").exists(),
-        "the SDKs are not installed: run `npm ci --prefix sdk-tests` (scripts/test does)"
+    let (program, args) = (
+        program.to_owned(),
+        args.iter().map(|a| (*a).to_owned()).collect::<Vec<_>>(),
     );
-    let server = TestServer::embedded().await;
-    let account = server.account().clone();
-    let url = server.url("");
     let output = tokio::task::spawn_blocking(move || {
-        Command::new("node")
-            .arg("--test")
-            .arg("--test-reporter=spec")
-            .arg("qstash.test.mjs")
-            .current_dir(dir)
-            .env("QSTASH_URL", url)
-            .env("QSTASH_TOKEN", &account.queue_token)
-            .env("QSTASH_CURRENT_SIGNING_KEY", &account.current_signing_key)
-            .env("QSTASH_NEXT_SIGNING_KEY", &account.next_signing_key)
+        // A program inside sdk-tests/ (the venv's python) is run by its path there, not resolved: the
+        // venv's python is a symlink whose target would not find the venv's packages.
+        let local = dir.join(&program);
+        let mut command = Command::new(if local.exists() {
+            local
+        } else {
+            PathBuf::from(&program)
+        });
+        command.args(&args).current_dir(&dir);
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        command
             .output()
-            .expect("node runs")
+            .unwrap_or_else(|e| panic!("{program} runs (is scripts/test's install done?): {e}"))
     })
     .await
     .unwrap();
@@ -40,6 +42,64 @@ async fn the_official_qstash_client_publishes_manages_groups_and_reads_the_dlq()
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
-    assert!(output.status.success(), "the SDK tests failed:\n{report}");
+    assert!(output.status.success(), "the SDK suite failed:\n{report}");
+}
+
+fn assert_installed(path: &str) {
+    assert!(
+        sdk_tests_dir().join(path).exists(),
+        "sdk-tests/{path} is missing: run scripts/test, which installs the SDKs"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_official_qstash_client_publishes_manages_groups_and_reads_the_dlq() {
+    assert_installed("node_modules/@upstash/qstash");
+    let server = TestServer::embedded().await;
+    let account = server.account().clone();
+    let env = vec![
+        ("QSTASH_URL", server.url("")),
+        ("QSTASH_TOKEN", account.queue_token.clone()),
+        ("QSTASH_CURRENT_SIGNING_KEY", account.current_signing_key.clone()),
+        ("QSTASH_NEXT_SIGNING_KEY", account.next_signing_key.clone()),
+    ];
+    run_sdk_suite(
+        "node",
+        &["--test", "--test-reporter=spec", "qstash.test.mjs"],
+        env,
+    )
+    .await;
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_official_vector_clients_for_javascript_and_python_drive_the_main_flows() {
+    assert_installed("node_modules/@upstash/vector");
+    assert_installed(".venv/bin/python");
+    let server = TestServer::embedded().await;
+    let dense = server
+        .create_vector_index(json!({"name": "sdk", "region": "us-east-1", "similarity_function": "COSINE", "dimension_count": 3}))
+        .await;
+    let sparse = server
+        .create_vector_index(json!({"name": "sdk-sparse", "region": "us-east-1", "index_type": "SPARSE"}))
+        .await;
+    let hybrid = server
+        .create_vector_index(json!({"name": "sdk-hybrid", "region": "us-east-1", "index_type": "HYBRID", "similarity_function": "COSINE", "dimension_count": 2}))
+        .await;
+    let token = |record: &serde_json::Value, field: &str| record[field].as_str().unwrap().to_owned();
+    let env = vec![
+        ("VECTOR_URL", server.url("")),
+        ("VECTOR_TOKEN", token(&dense, "token")),
+        ("VECTOR_READ_ONLY_TOKEN", token(&dense, "read_only_token")),
+        ("SPARSE_TOKEN", token(&sparse, "token")),
+        ("HYBRID_TOKEN", token(&hybrid, "token")),
+    ];
+    run_sdk_suite(
+        "node",
+        &["--test", "--test-reporter=spec", "vector.test.mjs"],
+        env.clone(),
+    )
+    .await;
+    run_sdk_suite(".venv/bin/python", &["vector_sdk_test.py"], env).await;
     server.stop().await;
 }

@@ -1,0 +1,71 @@
+"""Drives a running Quiver with the official upstash-vector client (PyPI).
+
+Started by crates/quiver/tests/sdk.rs with VECTOR_URL, VECTOR_TOKEN (a 3-dimension COSINE index),
+SPARSE_TOKEN (a SPARSE index) and HYBRID_TOKEN (a 2-dimension HYBRID index) set.
+"""
+
+import os
+import sys
+
+from upstash_vector import Index, Vector
+from upstash_vector.types import SparseVector, FusionAlgorithm, WeightingStrategy
+
+
+def check(condition, message):
+    if not condition:
+        print(f"FAILED: {message}", file=sys.stderr)
+        sys.exit(1)
+
+
+def main():
+    index = Index(url=os.environ["VECTOR_URL"], token=os.environ["VECTOR_TOKEN"])
+    index.reset(all=True)
+    index.upsert(vectors=[
+        Vector(id="p1", vector=[0.1, 0.2, 0.3], metadata={"kind": "x"}, data="one"),
+        ("p2", [0.3, 0.2, 0.1], {"kind": "y"}),
+    ])
+    hits = index.query(vector=[0.1, 0.2, 0.3], top_k=2, include_metadata=True, include_vectors=True, include_data=True)
+    check(hits[0].id == "p1" and hits[0].score == 1, f"nearest is p1 with score 1: {hits}")
+    check(hits[0].vector == [0.1, 0.2, 0.3], f"vectors round-trip exactly: {hits[0].vector}")
+    check(hits[0].metadata == {"kind": "x"} and hits[0].data == "one", f"metadata and data: {hits[0]}")
+    check(hits[1].data is None, "absent data reads as None")
+
+    fetched = index.fetch(ids=["p2", "nope"], include_metadata=True)
+    check(fetched[0].id == "p2" and fetched[1] is None, f"fetch keeps order with None for missing: {fetched}")
+    page = index.range(cursor="", limit=1, include_vectors=True)
+    check(len(page.vectors) == 1 and page.next_cursor != "", f"first range page: {page}")
+    page = index.range(cursor=page.next_cursor, limit=5)
+    check([v.id for v in page.vectors] == ["p2"] and page.next_cursor == "", f"last range page: {page}")
+
+    check(index.update(id="p1", metadata={"kind": "z"}) is True, "update reports success")
+    check(index.delete(ids=["p2"]).deleted == 1, "delete counts")
+    info = index.info()
+    check(info.vector_count == 1 and info.dimension == 3 and "" in info.namespaces, f"info: {info}")
+
+    index.upsert(vectors=[("q1", [1.0, 0.0, 0.0])], namespace="py-ns")
+    check("py-ns" in index.list_namespaces(), "namespace listed")
+    index.delete_namespace("py-ns")
+
+    batch = index.query_many(queries=[{"vector": [1.0, 0.0, 0.0], "top_k": 1}, {"vector": [0.1, 0.2, 0.3], "top_k": 1}])
+    check(len(batch) == 2 and batch[1][0].id == "p1", f"query_many: {batch}")
+
+    sparse = Index(url=os.environ["VECTOR_URL"], token=os.environ["SPARSE_TOKEN"])
+    sparse.upsert(vectors=[
+        Vector(id="s1", sparse_vector=SparseVector([1, 2], [0.1, 0.2])),
+        Vector(id="s2", sparse_vector=SparseVector([2, 3], [0.3, 0.4])),
+    ])
+    hits = sparse.query(sparse_vector=SparseVector([2, 3], [1.0, 1.0]), top_k=5, weighting_strategy=WeightingStrategy.IDF)
+    check([h.id for h in hits][0] == "s2", f"sparse query with IDF: {hits}")
+
+    hybrid = Index(url=os.environ["VECTOR_URL"], token=os.environ["HYBRID_TOKEN"])
+    hybrid.upsert(vectors=[
+        Vector(id="h1", vector=[1.0, 0.0], sparse_vector=SparseVector([1], [1.0])),
+        Vector(id="h2", vector=[0.0, 1.0], sparse_vector=SparseVector([2], [1.0])),
+    ])
+    hits = hybrid.query(vector=[1.0, 0.0], sparse_vector=SparseVector([1], [1.0]), fusion_algorithm=FusionAlgorithm.DBSF)
+    check(hits[0].id == "h1", f"hybrid query: {hits}")
+    print("upstash-vector: all checks passed")
+
+
+if __name__ == "__main__":
+    main()
