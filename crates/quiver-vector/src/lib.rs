@@ -3,6 +3,7 @@
 //! - [`service`]: [`Vectors`], every operation of the vector REST API.
 //! - [`namespace`]: one namespace's records, insertion order and dense index.
 //! - [`dense`]: the [`dense::DenseIndex`] trait and exact search.
+//! - [`hnsw`]: the HNSW graph used for dense search.
 //! - [`score`]: distance kernels and the wire's normalised scores.
 //! - [`filter`]: the metadata filter language.
 //! - [`record`]: records and index settings.
@@ -13,6 +14,7 @@
 pub mod dense;
 pub mod error;
 pub mod filter;
+pub mod hnsw;
 pub mod namespace;
 pub mod record;
 pub mod score;

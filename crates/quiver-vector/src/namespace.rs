@@ -2,7 +2,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::dense::{DenseIndex, ExactIndex};
+use crate::dense::DenseIndex;
+use crate::hnsw::{Hnsw, HnswParams};
 use crate::record::{IndexSpec, Record, StoredRecord};
 
 #[derive(Debug)]
@@ -17,7 +18,6 @@ pub struct Namespace {
     entries: Vec<Option<Entry>>,
     by_id: HashMap<String, usize>,
     order: BTreeMap<u64, usize>,
-    free: Vec<usize>,
     dense: Box<dyn DenseIndex>,
     next_sequence: u64,
 }
@@ -29,8 +29,7 @@ impl Namespace {
             entries: Vec::new(),
             by_id: HashMap::new(),
             order: BTreeMap::new(),
-            free: Vec::new(),
-            dense: Box::new(ExactIndex::new(spec.similarity, spec.dimension)),
+            dense: Box::new(Hnsw::new(spec.similarity, spec.dimension, HnswParams::default())),
             next_sequence: 1,
         }
     }
@@ -58,28 +57,16 @@ impl Namespace {
             .map(|e| e.sequence)
     }
 
-    /// Puts a stored record in place (replacing one with the same id).
+    /// Puts a stored record in place, replacing one with the same id. Slots are never reused (graph
+    /// nodes stay valid waypoints), so a replaced record moves to a fresh slot.
     pub fn put(&mut self, stored: StoredRecord) {
         let StoredRecord { sequence, record } = stored;
-        if let Some(slot) = self.by_id.get(&record.id).copied() {
-            if let Some(old) = self.entries[slot].take() {
-                self.order.remove(&old.sequence);
-            }
-            self.place(slot, sequence, record);
-            return;
-        }
-        let slot = self.free.pop().unwrap_or_else(|| {
-            self.entries.push(None);
-            self.entries.len() - 1
-        });
+        self.remove(&record.id);
+        let slot = self.entries.len();
+        self.entries.push(None);
         self.by_id.insert(record.id.clone(), slot);
-        self.place(slot, sequence, record);
-    }
-
-    fn place(&mut self, slot: usize, sequence: u64, record: Record) {
-        match &record.vector {
-            Some(vector) => self.dense.insert(slot, vector),
-            None => self.dense.remove(slot),
+        if let Some(vector) = &record.vector {
+            self.dense.insert(slot, vector);
         }
         self.order.insert(sequence, slot);
         self.next_sequence = self.next_sequence.max(sequence + 1);
@@ -95,7 +82,6 @@ impl Namespace {
             self.order.remove(&entry.sequence);
         }
         self.dense.remove(slot);
-        self.free.push(slot);
         true
     }
 
