@@ -32,7 +32,7 @@ impl Default for HnswParams {
         HnswParams {
             m: 16,
             ef_construction: 128,
-            ef_search: 64,
+            ef_search: 128,
             exact_below: 2_000,
         }
     }
@@ -122,6 +122,21 @@ impl Hnsw {
             live: 0,
             random_state: 0x9E37_79B9_7F4A_7C15,
         }
+    }
+
+    /// Changes the search beam width (benchmarks sweep it).
+    pub fn set_ef_search(&mut self, ef: usize) {
+        self.params.ef_search = ef;
+    }
+
+    /// Live vectors.
+    pub fn len(&self) -> usize {
+        self.live
+    }
+
+    /// Whether the graph holds no live vector.
+    pub fn is_empty(&self) -> bool {
+        self.live == 0
     }
 
     fn stride(&self) -> usize {
@@ -325,18 +340,25 @@ impl Hnsw {
         best.into_sorted()
     }
 
-    /// How many live vectors pass `accept`, stopping early past `limit`.
-    fn count_accepted(&self, accept: &dyn Fn(usize) -> bool, limit: usize) -> usize {
-        let mut count = 0;
-        for node in 0..self.levels.len() {
-            if !self.deleted[node] && accept(node) {
-                count += 1;
-                if count > limit {
-                    break;
+    /// The share of live vectors that pass `accept`, estimated from an evenly strided sample.
+    fn selectivity(&self, accept: &dyn Fn(usize) -> bool) -> f64 {
+        const SAMPLE: usize = 1024;
+        let nodes = self.levels.len();
+        let step = (nodes / SAMPLE).max(1);
+        let (mut live, mut passing) = (0_usize, 0_usize);
+        for node in (0..nodes).step_by(step) {
+            if !self.deleted[node] {
+                live += 1;
+                if accept(node) {
+                    passing += 1;
                 }
             }
         }
-        count
+        if live == 0 {
+            1.0
+        } else {
+            passing as f64 / live as f64
+        }
     }
 }
 
@@ -375,16 +397,19 @@ impl DenseIndex for Hnsw {
         if self.live <= self.params.exact_below {
             return self.exact(&query, k, &keep);
         }
-        // The planner: when few records pass, exhaustive search over them is both exact and cheap.
-        let matching = self.count_accepted(&keep, self.live / 10);
-        if matching <= self.live / 10 {
+        // The planner: when few records pass, exhaustive search over them is both exact and cheap;
+        // otherwise the beam widens in proportion to the share filtered out.
+        let selectivity = self.selectivity(&keep);
+        let widened_ef = (self.params.ef_search.max(k) as f64) / selectivity.max(1e-9);
+        let graph_work = widened_ef * (2 * self.params.m) as f64;
+        let exact_work = selectivity * self.live as f64;
+        if exact_work <= graph_work {
             return self.exact(&query, k, &keep);
         }
         let Some(entry) = self.entry else {
             return Vec::new();
         };
-        let selectivity = matching as f64 / self.live as f64;
-        let ef = ((self.params.ef_search.max(k) as f64) / selectivity.max(0.1)).ceil() as usize;
+        let ef = ((self.params.ef_search.max(k) as f64) / selectivity).ceil() as usize;
         let mut current = Near(self.distance(&query, entry), entry);
         for level in (1..=self.max_level).rev() {
             current = self.greedy(&query, current, level);

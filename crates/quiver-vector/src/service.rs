@@ -309,16 +309,21 @@ impl Vectors {
             return Ok(Arc::clone(found));
         }
         let stored = self.store.load(index.id).await?;
-        let mut namespaces = BTreeMap::new();
-        namespaces.insert(String::new(), Namespace::new(&index.spec));
-        for (name, records) in stored {
-            let namespace = namespaces
-                .entry(name)
-                .or_insert_with(|| Namespace::new(&index.spec));
-            for record in records {
-                namespace.put(record);
+        let spec = index.spec;
+        // Rebuilding the graphs is CPU work: keep it off the async runtime.
+        let namespaces = tokio::task::spawn_blocking(move || {
+            let mut namespaces = BTreeMap::new();
+            namespaces.insert(String::new(), Namespace::new(&spec));
+            for (name, records) in stored {
+                let namespace = namespaces.entry(name).or_insert_with(|| Namespace::new(&spec));
+                for record in records {
+                    namespace.put(record);
+                }
             }
-        }
+            namespaces
+        })
+        .await
+        .map_err(|e| VectorError::Unsupported(format!("loading task failed: {e}")))?;
         let state = Arc::new(LoadedIndex {
             writes: Mutex::new(()),
             namespaces: RwLock::new(namespaces),
@@ -399,13 +404,18 @@ impl Vectors {
                 }],
             )
             .await?;
-        let mut namespaces = write(&state.namespaces);
-        let target = namespaces
-            .entry(namespace.to_owned())
-            .or_insert_with(|| Namespace::new(&index.spec));
-        for record in stored {
-            target.put(record);
-        }
+        // Graph insertion is CPU work: do it off the async runtime (the write lock above keeps order).
+        let (spec, name) = (index.spec, namespace.to_owned());
+        let target_state = Arc::clone(&state);
+        tokio::task::spawn_blocking(move || {
+            let mut namespaces = write(&target_state.namespaces);
+            let target = namespaces.entry(name).or_insert_with(|| Namespace::new(&spec));
+            for record in stored {
+                target.put(record);
+            }
+        })
+        .await
+        .map_err(|e| VectorError::Unsupported(format!("indexing task failed: {e}")))?;
         Ok(())
     }
 

@@ -28,6 +28,34 @@ pub(crate) enum BenchCommand {
         #[arg(long)]
         dir: Option<PathBuf>,
     },
+    /// Quiver's HNSW against hnswlib on the same clustered vectors (one thread): QPS and recall@10,
+    /// build rate, filtered search, memory per vector, durable upsert throughput.
+    Vector {
+        /// Vectors in the data set.
+        #[arg(long, default_value_t = 100_000)]
+        count: usize,
+        /// Dimension.
+        #[arg(long, default_value_t = 384)]
+        dimension: usize,
+        /// Queries.
+        #[arg(long, default_value_t = 1_000)]
+        queries: usize,
+        /// Cluster centres.
+        #[arg(long, default_value_t = 1_000)]
+        centroids: usize,
+        /// Noise around each centre (per coordinate; centres are N(0, 1)).
+        #[arg(long, default_value_t = 0.6)]
+        sigma: f32,
+        /// Beam widths to measure, comma separated.
+        #[arg(long, default_value = "16,32,64,128", value_delimiter = ',')]
+        ef: Vec<usize>,
+        /// Python with hnswlib and numpy, to run the peer in the same run.
+        #[arg(long)]
+        peer_python: Option<PathBuf>,
+        /// Directory for scratch files.
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
     /// Durable publish throughput against a bare hyper server (same load, same run), delivery
     /// throughput to a local receiver, and publish-to-delivery latency at 1,000 msg/s.
     Queue {
@@ -173,5 +201,27 @@ pub(crate) async fn run(command: BenchCommand, config: &Config) -> Result<()> {
             connections,
             dir,
         } => crate::bench_queue::queue(config, seconds, connections, dir).await,
+        BenchCommand::Vector {
+            count,
+            dimension,
+            queries,
+            centroids,
+            sigma,
+            ef,
+            peer_python,
+            dir,
+        } => {
+            let bench = crate::bench_vector::VectorBench {
+                count,
+                dimension,
+                queries,
+                centroids,
+                sigma,
+                efs: ef,
+                dir,
+                peer_python,
+            };
+            crate::bench_vector::run(config, bench).await
+        }
     }
 }

@@ -1,0 +1,288 @@
+//! `quiver bench vector`: Quiver's HNSW against hnswlib on the same clustered vectors, single thread:
+//! build rate, QPS and recall@10 at several beam widths, filtered search at three selectivities,
+//! memory per vector, and durable upsert throughput through the real store.
+
+use std::collections::HashSet;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use quiver_core::index::{IndexType, SimilarityFunction};
+use quiver_core::plan::PlanType;
+use quiver_core::{IndexId, SystemClock};
+use quiver_server::Config;
+use quiver_store::SqliteVectorStore;
+use quiver_vector::dense::{DenseIndex, ExactIndex};
+use quiver_vector::hnsw::{Hnsw, HnswParams};
+use quiver_vector::record::{IndexSpec, Record};
+use quiver_vector::service::{IndexRef, Vectors};
+
+/// Settings of one run.
+#[derive(Debug, Clone)]
+pub(crate) struct VectorBench {
+    pub(crate) count: usize,
+    pub(crate) dimension: usize,
+    pub(crate) queries: usize,
+    pub(crate) centroids: usize,
+    pub(crate) sigma: f32,
+    pub(crate) efs: Vec<usize>,
+    pub(crate) dir: Option<PathBuf>,
+    pub(crate) peer_python: Option<PathBuf>,
+}
+
+/// SplitMix64 and Box-Muller: deterministic Gaussian samples.
+struct Gaussian(u64);
+
+impl Gaussian {
+    fn uniform(&mut self) -> f64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    fn sample(&mut self) -> f32 {
+        let (u, v) = (self.uniform().max(1e-12), self.uniform());
+        ((-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()) as f32
+    }
+}
+
+fn normalise(vector: &mut [f32]) {
+    let length = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
+    vector.iter_mut().for_each(|x| *x /= length);
+}
+
+/// `count` unit vectors around `centroids` Gaussian centres (coordinates N(0,1)), noise N(0, sigma^2).
+fn clustered(random: &mut Gaussian, centres: &[Vec<f32>], count: usize, sigma: f32) -> Vec<Vec<f32>> {
+    (0..count)
+        .map(|i| {
+            let _ = i;
+            let centre = &centres[(random.uniform() * centres.len() as f64) as usize % centres.len().max(1)];
+            let mut v: Vec<f32> = centre.iter().map(|c| c + sigma * random.sample()).collect();
+            normalise(&mut v);
+            v
+        })
+        .collect()
+}
+
+fn write_f32(path: &Path, vectors: &[Vec<f32>]) -> Result<()> {
+    let mut file = std::io::BufWriter::new(std::fs::File::create(path)?);
+    for vector in vectors {
+        for x in vector {
+            file.write_all(&x.to_le_bytes())?;
+        }
+    }
+    Ok(file.flush()?)
+}
+
+fn recall(results: &[Vec<usize>], truth: &[Vec<usize>]) -> f64 {
+    let found: usize = results
+        .iter()
+        .zip(truth)
+        .map(|(got, want)| {
+            let want: HashSet<&usize> = want.iter().collect();
+            got.iter().filter(|s| want.contains(s)).count()
+        })
+        .sum();
+    found as f64 / truth.iter().map(Vec::len).sum::<usize>().max(1) as f64
+}
+
+fn timed_queries(
+    graph: &dyn DenseIndex,
+    queries: &[Vec<f32>],
+    k: usize,
+    accept: &dyn Fn(usize) -> bool,
+) -> (f64, Vec<Vec<usize>>) {
+    let started = Instant::now();
+    let results: Vec<Vec<usize>> = queries
+        .iter()
+        .map(|q| graph.search(q, k, accept).into_iter().map(|(s, _)| s).collect())
+        .collect();
+    (queries.len() as f64 / started.elapsed().as_secs_f64(), results)
+}
+
+pub(crate) async fn run(config: &Config, bench: VectorBench) -> Result<()> {
+    let k = 10;
+    let parent = bench.dir.clone().unwrap_or_else(std::env::temp_dir);
+    std::fs::create_dir_all(&parent)?;
+    let scratch = tempfile::tempdir_in(&parent)?;
+    let mut random = Gaussian(42);
+    let centres: Vec<Vec<f32>> = (0..bench.centroids)
+        .map(|_| (0..bench.dimension).map(|_| random.sample()).collect())
+        .collect();
+    let base = clustered(&mut random, &centres, bench.count, bench.sigma);
+    let queries = clustered(&mut random, &centres, bench.queries, bench.sigma);
+    eprintln!(
+        "generated {} x {} vectors and {} queries",
+        bench.count, bench.dimension, bench.queries
+    );
+
+    // Ground truth, exhaustive.
+    let mut exact = ExactIndex::new(SimilarityFunction::DotProduct, bench.dimension);
+    for (slot, vector) in base.iter().enumerate() {
+        exact.insert(slot, vector);
+    }
+    let truth: Vec<Vec<usize>> = queries
+        .iter()
+        .map(|q| {
+            exact
+                .search(q, k, &|_| true)
+                .into_iter()
+                .map(|(s, _)| s)
+                .collect()
+        })
+        .collect();
+    write_f32(&scratch.path().join("base.f32"), &base)?;
+    write_f32(&scratch.path().join("queries.f32"), &queries)?;
+    let mut truth_file = std::io::BufWriter::new(std::fs::File::create(scratch.path().join("truth.u32"))?);
+    for row in &truth {
+        for slot in row {
+            truth_file.write_all(&u32::try_from(*slot)?.to_le_bytes())?;
+        }
+    }
+    truth_file.flush()?;
+
+    // Quiver's graph, one thread.
+    let params = HnswParams {
+        m: 16,
+        ef_construction: 128,
+        ef_search: 64,
+        exact_below: 0,
+    };
+    let mut graph = Hnsw::new(SimilarityFunction::DotProduct, bench.dimension, params);
+    let started = Instant::now();
+    for (slot, vector) in base.iter().enumerate() {
+        graph.insert(slot, vector);
+    }
+    let build_rate = bench.count as f64 / started.elapsed().as_secs_f64();
+    let mut ours = Vec::new();
+    for &ef in &bench.efs {
+        graph.set_ef_search(ef);
+        let (qps, results) = timed_queries(&graph, &queries, k, &|_| true);
+        ours.push((ef, qps, recall(&results, &truth)));
+    }
+
+    // Filtered search at 1 %, 10 % and 50 % selectivity (ef 64), against filtered ground truth.
+    graph.set_ef_search(64);
+    let mut filtered = Vec::new();
+    for (label, modulus) in [("1 %", 100), ("10 %", 10), ("50 %", 2)] {
+        let accept = move |slot: usize| slot.is_multiple_of(modulus);
+        let filtered_truth: Vec<Vec<usize>> = queries
+            .iter()
+            .map(|q| exact.search(q, k, &accept).into_iter().map(|(s, _)| s).collect())
+            .collect();
+        let (qps, results) = timed_queries(&graph, &queries, k, &accept);
+        filtered.push((label, qps, recall(&results, &filtered_truth)));
+    }
+    let memory_per_vector = graph.memory_bytes() as f64 / bench.count as f64;
+
+    // The peer, same files, same parameters.
+    let mut peer = Vec::new();
+    let mut peer_build = None;
+    if let Some(python) = &bench.peer_python {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/hnswlib_peer.py");
+        let efs: Vec<String> = bench.efs.iter().map(ToString::to_string).collect();
+        let output = Command::new(python)
+            .arg(&script)
+            .arg(scratch.path())
+            .args([
+                bench.dimension.to_string(),
+                "16".into(),
+                "128".into(),
+                efs.join(","),
+            ])
+            .output()
+            .context("running the hnswlib peer")?;
+        anyhow::ensure!(
+            output.status.success(),
+            "hnswlib peer failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        for line in String::from_utf8_lossy(&output.stdout).lines() {
+            let value: serde_json::Value = serde_json::from_str(line)?;
+            if let Some(rate) = value["build_per_second"].as_f64() {
+                peer_build = Some(rate);
+            } else {
+                peer.push((
+                    value["ef"].as_u64().unwrap_or(0) as usize,
+                    value["qps"].as_f64().unwrap_or(0.0),
+                    value["recall"].as_f64().unwrap_or(0.0),
+                ));
+            }
+        }
+    }
+
+    // Durable upserts through the real store and engine, batches of 1,000.
+    let store = SqliteVectorStore::open(scratch.path(), &config.storage)?;
+    let vectors = Vectors::new(Arc::new(store.clone()), SystemClock::shared());
+    let index = IndexRef {
+        id: IndexId::random(),
+        name: "bench".into(),
+        spec: IndexSpec {
+            dimension: bench.dimension,
+            similarity: SimilarityFunction::DotProduct,
+            index_type: IndexType::Dense,
+        },
+        limits: quiver_core::plan::PlanLimits {
+            max_vector_count: -1,
+            ..PlanType::Payg.vector_limits()
+        },
+    };
+    let upsert_count = bench.count.min(20_000);
+    let started = Instant::now();
+    for (batch_number, chunk) in base[..upsert_count].chunks(1000).enumerate() {
+        let records = chunk
+            .iter()
+            .enumerate()
+            .map(|(i, v)| Record {
+                id: format!("v{}", batch_number * 1000 + i),
+                vector: Some(v.clone()),
+                sparse: None,
+                metadata: None,
+                data: None,
+            })
+            .collect();
+        vectors.upsert(&index, "", records).await?;
+    }
+    let upsert_rate = upsert_count as f64 / started.elapsed().as_secs_f64();
+    store.database().close().await;
+
+    println!(
+        "vector benchmark: {} x {} clustered unit vectors ({} centroids, sigma {}), {} queries, k = {k}, M = 16, efConstruction = 128, one thread",
+        bench.count, bench.dimension, bench.centroids, bench.sigma, bench.queries
+    );
+    println!("| ef | Quiver QPS | Quiver recall@10 | hnswlib QPS | hnswlib recall@10 | QPS ratio |");
+    println!("|---|---|---|---|---|---|");
+    for (ef, qps, recall) in &ours {
+        match peer.iter().find(|(peer_ef, _, _)| peer_ef == ef) {
+            Some((_, peer_qps, peer_recall)) => {
+                println!(
+                    "| {ef} | {qps:.0} | {recall:.3} | {peer_qps:.0} | {peer_recall:.3} | {:.2}x |",
+                    qps / peer_qps
+                );
+            }
+            None => println!("| {ef} | {qps:.0} | {recall:.3} | - | - | - |"),
+        }
+    }
+    match peer_build {
+        Some(peer_rate) => println!(
+            "graph build: Quiver {build_rate:.0} vectors/s, hnswlib {peer_rate:.0} vectors/s ({:.2}x)",
+            build_rate / peer_rate
+        ),
+        None => println!("graph build: Quiver {build_rate:.0} vectors/s (no peer run: pass --peer-python)"),
+    }
+    println!("| filter passes | QPS (ef 64) | recall@10 |");
+    println!("|---|---|---|");
+    for (label, qps, recall) in &filtered {
+        println!("| {label} | {qps:.0} | {recall:.3} |");
+    }
+    println!("memory: {memory_per_vector:.0} bytes per vector (vectors and graph)");
+    println!(
+        "durable upserts (batches of 1,000, {upsert_count} vectors, store commit and graph insert): {upsert_rate:.0} vectors/s"
+    );
+    Ok(())
+}
