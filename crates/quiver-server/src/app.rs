@@ -177,6 +177,7 @@ impl App {
             Arc::new(vector_store),
             Arc::clone(&options.clock),
         ));
+        tracker.spawn(Arc::clone(&vectors).run_indexer(shutdown.child_token()));
 
         let state = AppState {
             admin: catalog.admin.clone(),

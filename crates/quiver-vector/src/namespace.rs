@@ -1,10 +1,17 @@
 //! One namespace in memory: records by id, insertion order, and the dense index.
+//!
+//! A record is visible to fetch, range and query as soon as it is put; its dense vector joins the graph
+//! later ([`Namespace::index_pending`], run by the background indexer). Until then, queries scan the
+//! pending vectors exhaustively, so nothing acknowledged is ever missing from results.
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::dense::DenseIndex;
+use quiver_core::index::SimilarityFunction;
+
+use crate::dense::{DenseIndex, ExactIndex, TopK};
 use crate::hnsw::{Hnsw, HnswParams};
 use crate::record::{IndexSpec, Record, StoredRecord};
+use crate::score::rank_key;
 
 #[derive(Debug)]
 struct Entry {
@@ -19,6 +26,9 @@ pub struct Namespace {
     by_id: HashMap<String, usize>,
     order: BTreeMap<u64, usize>,
     dense: Box<dyn DenseIndex>,
+    similarity: SimilarityFunction,
+    /// Slots whose dense vector is not in the graph yet, in slot order.
+    pending: Vec<usize>,
     next_sequence: u64,
 }
 
@@ -30,6 +40,8 @@ impl Namespace {
             by_id: HashMap::new(),
             order: BTreeMap::new(),
             dense: Box::new(Hnsw::new(spec.similarity, spec.dimension, HnswParams::default())),
+            similarity: spec.similarity,
+            pending: Vec::new(),
             next_sequence: 1,
         }
     }
@@ -65,8 +77,8 @@ impl Namespace {
         let slot = self.entries.len();
         self.entries.push(None);
         self.by_id.insert(record.id.clone(), slot);
-        if let Some(vector) = &record.vector {
-            self.dense.insert(slot, vector);
+        if record.vector.is_some() {
+            self.pending.push(slot);
         }
         self.order.insert(sequence, slot);
         self.next_sequence = self.next_sequence.max(sequence + 1);
@@ -82,6 +94,9 @@ impl Namespace {
             self.order.remove(&entry.sequence);
         }
         self.dense.remove(slot);
+        if let Ok(position) = self.pending.binary_search(&slot) {
+            self.pending.remove(position);
+        }
         true
     }
 
@@ -117,12 +132,126 @@ impl Namespace {
         k: usize,
         accept: &dyn Fn(&Record) -> bool,
     ) -> Vec<(usize, f32)> {
-        self.dense
-            .search(query, k, &|slot| self.at(slot).is_some_and(accept))
+        let from_graph = self
+            .dense
+            .search(query, k, &|slot| self.at(slot).is_some_and(accept));
+        if self.pending.is_empty() {
+            return from_graph;
+        }
+        let prepared_query = ExactIndex::prepare(self.similarity, query);
+        let mut best = TopK::new(k);
+        for (slot, key) in from_graph {
+            best.offer(slot, key);
+        }
+        for &slot in &self.pending {
+            let Some(record) = self.at(slot) else { continue };
+            let Some(vector) = &record.vector else { continue };
+            if accept(record) {
+                let prepared = ExactIndex::prepare(self.similarity, vector);
+                best.offer(slot, rank_key(self.similarity, &prepared_query, &prepared));
+            }
+        }
+        best.into_sorted()
+    }
+
+    /// Dense vectors not in the graph yet.
+    pub fn pending_len(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Moves up to `limit` pending vectors into the graph; returns how many it took.
+    pub fn index_pending(&mut self, limit: usize) -> usize {
+        let take = limit.min(self.pending.len());
+        let batch: Vec<usize> = self.pending.drain(..take).collect();
+        for slot in &batch {
+            if let Some(vector) = self.entries[*slot]
+                .as_ref()
+                .and_then(|e| e.record.vector.as_ref())
+            {
+                self.dense.insert(*slot, vector);
+            }
+        }
+        batch.len()
     }
 
     /// Bytes the dense index holds.
     pub fn dense_memory_bytes(&self) -> usize {
         self.dense.memory_bytes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use quiver_core::index::{IndexType, SimilarityFunction};
+
+    use super::*;
+
+    fn record(id: &str, vector: Vec<f32>) -> StoredRecord {
+        StoredRecord {
+            sequence: 0,
+            record: Record {
+                id: id.into(),
+                vector: Some(vector),
+                sparse: None,
+                metadata: None,
+                data: None,
+            },
+        }
+    }
+
+    #[test]
+    fn vectors_are_found_before_and_after_they_join_the_graph() {
+        let spec = IndexSpec {
+            dimension: 2,
+            similarity: SimilarityFunction::Cosine,
+            index_type: IndexType::Dense,
+        };
+        let mut namespace = Namespace::new(&spec);
+        for i in 0..3_000_u32 {
+            let angle = i as f32 * 0.001;
+            namespace.put(StoredRecord {
+                sequence: u64::from(i) + 1,
+                ..record(&format!("v{i}"), vec![angle.cos(), angle.sin()])
+            });
+        }
+        assert_eq!(namespace.pending_len(), 3_000);
+        let nearest = |namespace: &Namespace| -> Vec<String> {
+            namespace
+                .search_dense(&[1.0, 0.0], 3, &|_| true)
+                .into_iter()
+                .map(|(slot, _)| namespace.at(slot).map(|r| r.id.clone()).unwrap_or_default())
+                .collect()
+        };
+        assert_eq!(
+            nearest(&namespace),
+            ["v0", "v1", "v2"],
+            "pending vectors are scanned"
+        );
+        while namespace.index_pending(500) > 0 {}
+        assert_eq!(namespace.pending_len(), 0);
+        assert_eq!(
+            nearest(&namespace),
+            ["v0", "v1", "v2"],
+            "the graph finds the same"
+        );
+        assert!(namespace.remove("v0"));
+        assert_eq!(nearest(&namespace), ["v1", "v2", "v3"]);
+    }
+
+    #[test]
+    fn removing_a_pending_record_drops_it_from_the_pending_list() {
+        let spec = IndexSpec {
+            dimension: 1,
+            similarity: SimilarityFunction::Euclidean,
+            index_type: IndexType::Dense,
+        };
+        let mut namespace = Namespace::new(&spec);
+        namespace.put(record("a", vec![1.0]));
+        namespace.put(record("b", vec![2.0]));
+        assert!(namespace.remove("a"));
+        assert_eq!(namespace.pending_len(), 1);
+        namespace.put(record("b", vec![3.0]));
+        assert_eq!(namespace.pending_len(), 1, "a replaced record is pending once");
+        assert_eq!(namespace.index_pending(10), 1);
     }
 }

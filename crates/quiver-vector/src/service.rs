@@ -121,7 +121,7 @@ pub struct Update {
 pub struct NamespaceInfo {
     /// Records.
     pub vector_count: usize,
-    /// Records not yet searchable (always 0: writes are searchable once acknowledged).
+    /// Records whose dense vector is not in the graph yet (they are found by exhaustive scan meanwhile).
     pub pending_vector_count: usize,
 }
 
@@ -165,7 +165,11 @@ pub struct Vectors {
     clock: Arc<dyn Clock>,
     loaded: Mutex<HashMap<IndexId, Arc<LoadedIndex>>>,
     resumable: std::sync::Mutex<HashMap<String, Resumable>>,
+    indexing: tokio::sync::Notify,
 }
+
+/// Vectors moved into a graph per write-lock hold, so queries never wait long behind the indexer.
+const INDEXING_CHUNK: usize = 64;
 
 impl std::fmt::Debug for Vectors {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -300,6 +304,46 @@ impl Vectors {
             clock,
             loaded: Mutex::new(HashMap::new()),
             resumable: std::sync::Mutex::new(HashMap::new()),
+            indexing: tokio::sync::Notify::new(),
+        }
+    }
+
+    /// Moves acknowledged vectors into their namespaces' graphs, a chunk per write-lock hold, until
+    /// `shutdown`. Queries see pending vectors meanwhile (scanned exhaustively).
+    ///
+    /// # Cancel safety
+    /// Stopping between chunks loses nothing: pending vectors stay pending (and searchable).
+    pub async fn run_indexer(self: Arc<Self>, shutdown: tokio_util::sync::CancellationToken) {
+        loop {
+            let woken = self.indexing.notified();
+            tokio::pin!(woken);
+            woken.as_mut().enable();
+            let states: Vec<Arc<LoadedIndex>> = self.loaded.lock().await.values().cloned().collect();
+            for state in states {
+                loop {
+                    if shutdown.is_cancelled() {
+                        return;
+                    }
+                    let chunk_state = Arc::clone(&state);
+                    let indexed = tokio::task::spawn_blocking(move || {
+                        let mut namespaces = write(&chunk_state.namespaces);
+                        namespaces
+                            .values_mut()
+                            .map(|n| n.index_pending(INDEXING_CHUNK))
+                            .sum::<usize>()
+                    })
+                    .await
+                    .unwrap_or(0);
+                    if indexed == 0 {
+                        break;
+                    }
+                }
+            }
+            tokio::select! {
+                biased;
+                () = shutdown.cancelled() => return,
+                () = &mut woken => {}
+            }
         }
     }
 
@@ -324,6 +368,7 @@ impl Vectors {
         })
         .await
         .map_err(|e| VectorError::Unsupported(format!("loading task failed: {e}")))?;
+        self.indexing.notify_one();
         let state = Arc::new(LoadedIndex {
             writes: Mutex::new(()),
             namespaces: RwLock::new(namespaces),
@@ -404,18 +449,16 @@ impl Vectors {
                 }],
             )
             .await?;
-        // Graph insertion is CPU work: do it off the async runtime (the write lock above keeps order).
-        let (spec, name) = (index.spec, namespace.to_owned());
-        let target_state = Arc::clone(&state);
-        tokio::task::spawn_blocking(move || {
-            let mut namespaces = write(&target_state.namespaces);
-            let target = namespaces.entry(name).or_insert_with(|| Namespace::new(&spec));
+        {
+            let mut namespaces = write(&state.namespaces);
+            let target = namespaces
+                .entry(namespace.to_owned())
+                .or_insert_with(|| Namespace::new(&index.spec));
             for record in stored {
                 target.put(record);
             }
-        })
-        .await
-        .map_err(|e| VectorError::Unsupported(format!("indexing task failed: {e}")))?;
+        }
+        self.indexing.notify_one();
         Ok(())
     }
 
@@ -735,12 +778,13 @@ impl Vectors {
         };
         for (name, namespace) in namespaces.iter() {
             info.vector_count += namespace.len();
+            info.pending_vector_count += namespace.pending_len();
             info.index_size += namespace.dense_memory_bytes();
             info.namespaces.insert(
                 name.clone(),
                 NamespaceInfo {
                     vector_count: namespace.len(),
-                    pending_vector_count: 0,
+                    pending_vector_count: namespace.pending_len(),
                 },
             );
         }

@@ -752,3 +752,45 @@ async fn vectors_survive_a_restart_and_go_with_their_index() {
     );
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acknowledged_vectors_are_queryable_at_once_and_the_graph_catches_up() {
+    let server = TestServer::embedded().await;
+    let idx = dense(&server, "COSINE", 2).await;
+    for batch in 0..3 {
+        let vectors: Vec<Value> = (0..1000)
+            .map(|i| {
+                let angle = (batch * 1000 + i) as f32 * 0.0005;
+                json!({"id": format!("v{}", batch * 1000 + i), "vector": [angle.cos(), angle.sin()]})
+            })
+            .collect();
+        ok(&server, &idx, "/upsert", Value::Array(vectors)).await;
+    }
+    let hits = ok(&server, &idx, "/query", json!({"vector": [1.0, 0.0], "topK": 3})).await;
+    let ids: Vec<&str> = hits
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["v0", "v1", "v2"]);
+    let mut pending = u64::MAX;
+    for _ in 0..5_000 {
+        let info = ok(&server, &idx, "/info", Value::Null).await;
+        assert_eq!(info["vectorCount"], 3000);
+        pending = info["pendingVectorCount"].as_u64().unwrap();
+        if pending == 0 {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(pending, 0, "the background indexer drained the pending vectors");
+    let hits = ok(&server, &idx, "/query", json!({"vector": [1.0, 0.0], "topK": 3})).await;
+    let ids: Vec<&str> = hits
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["v0", "v1", "v2"], "the graph answers the same");
+}
