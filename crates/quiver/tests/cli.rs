@@ -323,3 +323,82 @@ async fn every_acknowledged_message_is_delivered_after_a_sigkill_under_load() {
     );
     terminate(restarted);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_acknowledged_vector_is_lost_when_the_server_is_killed_during_upserts() {
+    use std::sync::{Arc, Mutex};
+
+    let dir = tempfile::tempdir().unwrap();
+    let served = serve_with(quiver(dir.path()), &["--dev"]);
+    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    let created: serde_json::Value = client
+        .post(format!("{}/v2/vector/index", served.base))
+        .basic_auth("dev@quiver.local", Some("quiver-dev-api-key"))
+        .json(&serde_json::json!({"name": "crash", "region": "us-east-1", "similarity_function": "COSINE", "dimension_count": 8}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let token = created["token"].as_str().unwrap().to_owned();
+    let acknowledged: Arc<Mutex<Vec<String>>> = Arc::default();
+    let writers: Vec<_> = (0..4)
+        .map(|writer| {
+            let (client, token, acknowledged) = (client.clone(), token.clone(), Arc::clone(&acknowledged));
+            let url = format!("{}/upsert", served.base);
+            tokio::spawn(async move {
+                for batch in 0..10_000 {
+                    let ids: Vec<String> = (0..50).map(|i| format!("w{writer}-b{batch}-{i}")).collect();
+                    let body: Vec<serde_json::Value> = ids
+                        .iter()
+                        .enumerate()
+                        .map(|(i, id)| serde_json::json!({"id": id, "vector": [1.0, i as f32, batch as f32, writer as f32, 0.5, 0.25, 0.125, 1.0]}))
+                        .collect();
+                    let Ok(response) = client.post(&url).bearer_auth(&token).json(&body).send().await else { return };
+                    if response.status().is_success() {
+                        acknowledged.lock().unwrap().extend(ids);
+                    }
+                }
+            })
+        })
+        .collect();
+    while acknowledged.lock().unwrap().len() < 2_000 {
+        tokio::task::yield_now().await;
+    }
+    let mut child = served.child;
+    child.kill().expect("SIGKILL is sent");
+    child.wait().expect("the killed process is reaped");
+    for writer in writers {
+        writer.await.unwrap();
+    }
+    let acknowledged = acknowledged.lock().unwrap().clone();
+
+    let restarted = serve_with(quiver(dir.path()), &["--dev"]);
+    let mut missing = Vec::new();
+    for chunk in acknowledged.chunks(500) {
+        let fetched: serde_json::Value = client
+            .post(format!("{}/fetch", restarted.base))
+            .bearer_auth(&token)
+            .json(&serde_json::json!({"ids": chunk}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        for (id, found) in chunk.iter().zip(fetched["result"].as_array().unwrap()) {
+            if found.is_null() {
+                missing.push(id.clone());
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "{} of {} acknowledged vectors were lost, e.g. {:?}",
+        missing.len(),
+        acknowledged.len(),
+        &missing[..missing.len().min(3)]
+    );
+    terminate(restarted);
+}
