@@ -16,6 +16,10 @@ pub trait DenseIndex: Send + Sync + std::fmt::Debug {
     fn remove(&mut self, slot: usize);
     /// Up to `k` accepted slots, most similar first, with their ranking keys (not wire scores).
     fn search(&self, query: &[f32], k: usize, accept: &dyn Fn(usize) -> bool) -> Vec<(usize, f32)>;
+    /// Up to `k` slots nearest to `query`, with no filter (an index may skip its filter planning).
+    fn search_all(&self, query: &[f32], k: usize) -> Vec<(usize, f32)> {
+        self.search(query, k, &|_| true)
+    }
     /// Bytes held.
     fn memory_bytes(&self) -> usize;
 }

@@ -12,7 +12,7 @@ use std::collections::{BinaryHeap, HashMap};
 use quiver_core::index::SimilarityFunction;
 
 use crate::dense::{DenseIndex, ExactIndex, TopK};
-use crate::score::{dot, squared_distance};
+use crate::score::{dot, prefetch, squared_distance};
 
 /// Graph parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,34 +54,49 @@ impl Ord for Near {
     }
 }
 
-thread_local! {
-    static VISITED: RefCell<(Vec<u32>, u32)> = const { RefCell::new((Vec::new(), 0)) };
+/// Marks of visited nodes, cleared in O(1) by moving to a new generation.
+#[derive(Debug, Default)]
+struct Visited {
+    marks: Vec<u32>,
+    generation: u32,
 }
 
-/// Runs `f` with a cleared visited set of at least `size` entries (cleared by bumping a generation).
-fn with_visited<R>(size: usize, f: impl FnOnce(&mut dyn FnMut(u32) -> bool) -> R) -> R {
+impl Visited {
+    /// Starts a new search over `size` nodes.
+    fn reset(&mut self, size: usize) {
+        if self.marks.len() < size {
+            self.marks.resize(size, 0);
+        }
+        self.generation = self.generation.wrapping_add(1);
+        if self.generation == 0 {
+            self.marks.iter_mut().for_each(|m| *m = 0);
+            self.generation = 1;
+        }
+    }
+
+    /// Marks `node`; whether this is its first visit in this search.
+    #[inline]
+    fn first_visit(&mut self, node: u32) -> bool {
+        let mark = &mut self.marks[node as usize];
+        if *mark == self.generation {
+            false
+        } else {
+            *mark = self.generation;
+            true
+        }
+    }
+}
+
+thread_local! {
+    static VISITED: RefCell<Visited> = RefCell::new(Visited::default());
+}
+
+/// Runs `f` with a cleared visited set of at least `size` entries.
+fn with_visited<R>(size: usize, f: impl FnOnce(&mut Visited) -> R) -> R {
     VISITED.with(|cell| {
-        let mut state = cell.borrow_mut();
-        let (marks, generation) = &mut *state;
-        if marks.len() < size {
-            marks.resize(size, 0);
-        }
-        *generation = generation.wrapping_add(1);
-        if *generation == 0 {
-            marks.iter_mut().for_each(|m| *m = 0);
-            *generation = 1;
-        }
-        let current = *generation;
-        let mut first_visit = |node: u32| {
-            let mark = &mut marks[node as usize];
-            if *mark == current {
-                false
-            } else {
-                *mark = current;
-                true
-            }
-        };
-        f(&mut first_visit)
+        let mut visited = cell.borrow_mut();
+        visited.reset(size);
+        f(&mut visited)
     })
 }
 
@@ -219,22 +234,28 @@ impl Hnsw {
         level: u8,
         accept: &dyn Fn(u32) -> bool,
     ) -> Vec<Near> {
-        with_visited(self.levels.len(), |first_visit| {
-            first_visit(entry.1);
+        with_visited(self.levels.len(), |visited| {
+            visited.first_visit(entry.1);
             let mut candidates = BinaryHeap::new();
             candidates.push(std::cmp::Reverse(entry));
             let mut results: BinaryHeap<Near> = BinaryHeap::new();
             if accept(entry.1) {
                 results.push(entry);
             }
+            let mut fresh: Vec<u32> = Vec::with_capacity(2 * self.params.m);
             while let Some(std::cmp::Reverse(nearest)) = candidates.pop() {
                 if results.len() >= ef && results.peek().is_some_and(|worst| nearest.0 > worst.0) {
                     break;
                 }
+                // Gather the unvisited neighbours and start loading their vectors before scoring any.
+                fresh.clear();
                 for &neighbour in self.neighbours(nearest.1, level) {
-                    if !first_visit(neighbour) {
-                        continue;
+                    if visited.first_visit(neighbour) {
+                        prefetch(self.vector(neighbour));
+                        fresh.push(neighbour);
                     }
+                }
+                for &neighbour in &fresh {
                     let distance = self.distance(query, neighbour);
                     let worst = results.peek().map_or(f32::INFINITY, |w| w.0);
                     if results.len() < ef || distance < worst {
@@ -340,6 +361,50 @@ impl Hnsw {
         best.into_sorted()
     }
 
+    /// Searches with an optional filter: without one, no selectivity estimate is needed.
+    fn search_planned(
+        &self,
+        query: &[f32],
+        k: usize,
+        accept: Option<&dyn Fn(usize) -> bool>,
+    ) -> Vec<(usize, f32)> {
+        if k == 0 || self.live == 0 {
+            return Vec::new();
+        }
+        let query = ExactIndex::prepare(self.similarity, query);
+        let keep = |slot: usize| !self.deleted[slot] && accept.is_none_or(|accept| accept(slot));
+        if self.live <= self.params.exact_below {
+            return self.exact(&query, k, &keep);
+        }
+        // The planner: when few records pass, exhaustive search over them is both exact and cheap;
+        // otherwise the beam widens in proportion to the share filtered out.
+        let selectivity = if accept.is_some() {
+            self.selectivity(&keep)
+        } else {
+            1.0
+        };
+        let widened_ef = (self.params.ef_search.max(k) as f64) / selectivity.max(1e-9);
+        let graph_work = widened_ef * (2 * self.params.m) as f64;
+        let exact_work = selectivity * self.live as f64;
+        if exact_work <= graph_work {
+            return self.exact(&query, k, &keep);
+        }
+        let Some(entry) = self.entry else {
+            return Vec::new();
+        };
+        let ef = ((self.params.ef_search.max(k) as f64) / selectivity).ceil() as usize;
+        let mut current = Near(self.distance(&query, entry), entry);
+        for level in (1..=self.max_level).rev() {
+            current = self.greedy(&query, current, level);
+        }
+        let found = self.search_level(&query, current, ef, 0, &|node| keep(node as usize));
+        found
+            .into_iter()
+            .take(k)
+            .map(|near| (near.1 as usize, -near.0))
+            .collect()
+    }
+
     /// The share of live vectors that pass `accept`, estimated from an evenly strided sample.
     fn selectivity(&self, accept: &dyn Fn(usize) -> bool) -> f64 {
         const SAMPLE: usize = 1024;
@@ -389,37 +454,11 @@ impl DenseIndex for Hnsw {
     }
 
     fn search(&self, query: &[f32], k: usize, accept: &dyn Fn(usize) -> bool) -> Vec<(usize, f32)> {
-        if k == 0 || self.live == 0 {
-            return Vec::new();
-        }
-        let query = ExactIndex::prepare(self.similarity, query);
-        let keep = |slot: usize| !self.deleted[slot] && accept(slot);
-        if self.live <= self.params.exact_below {
-            return self.exact(&query, k, &keep);
-        }
-        // The planner: when few records pass, exhaustive search over them is both exact and cheap;
-        // otherwise the beam widens in proportion to the share filtered out.
-        let selectivity = self.selectivity(&keep);
-        let widened_ef = (self.params.ef_search.max(k) as f64) / selectivity.max(1e-9);
-        let graph_work = widened_ef * (2 * self.params.m) as f64;
-        let exact_work = selectivity * self.live as f64;
-        if exact_work <= graph_work {
-            return self.exact(&query, k, &keep);
-        }
-        let Some(entry) = self.entry else {
-            return Vec::new();
-        };
-        let ef = ((self.params.ef_search.max(k) as f64) / selectivity).ceil() as usize;
-        let mut current = Near(self.distance(&query, entry), entry);
-        for level in (1..=self.max_level).rev() {
-            current = self.greedy(&query, current, level);
-        }
-        let found = self.search_level(&query, current, ef, 0, &|node| keep(node as usize));
-        found
-            .into_iter()
-            .take(k)
-            .map(|near| (near.1 as usize, -near.0))
-            .collect()
+        self.search_planned(query, k, Some(accept))
+    }
+
+    fn search_all(&self, query: &[f32], k: usize) -> Vec<(usize, f32)> {
+        self.search_planned(query, k, None)
     }
 
     fn memory_bytes(&self) -> usize {

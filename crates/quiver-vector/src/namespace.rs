@@ -130,11 +130,15 @@ impl Namespace {
         &self,
         query: &[f32],
         k: usize,
-        accept: &dyn Fn(&Record) -> bool,
+        filter: Option<&dyn Fn(&Record) -> bool>,
     ) -> Vec<(usize, f32)> {
-        let from_graph = self
-            .dense
-            .search(query, k, &|slot| self.at(slot).is_some_and(accept));
+        let accept = |record: &Record| filter.is_none_or(|f| f(record));
+        let from_graph = match filter {
+            Some(filter) => self
+                .dense
+                .search(query, k, &|slot| self.at(slot).is_some_and(filter)),
+            None => self.dense.search_all(query, k),
+        };
         if self.pending.is_empty() {
             return from_graph;
         }
@@ -217,7 +221,7 @@ mod tests {
         assert_eq!(namespace.pending_len(), 3_000);
         let nearest = |namespace: &Namespace| -> Vec<String> {
             namespace
-                .search_dense(&[1.0, 0.0], 3, &|_| true)
+                .search_dense(&[1.0, 0.0], 3, None)
                 .into_iter()
                 .map(|(slot, _)| namespace.at(slot).map(|r| r.id.clone()).unwrap_or_default())
                 .collect()

@@ -1007,6 +1007,9 @@ impl Vectors {
 /// Runs a checked query against one namespace.
 fn run_query(spec: &IndexSpec, namespace: &Namespace, query: &Query) -> Vec<Hit> {
     let filter = query.filter.as_ref();
+    let record_filter = |record: &Record| passes(filter, record);
+    let dense_filter: Option<&dyn Fn(&Record) -> bool> =
+        filter.map(|_| &record_filter as &dyn Fn(&Record) -> bool);
     let both = query.vector.is_some() && query.sparse.is_some();
     let candidates = if both {
         (query.top_k * 3).max(30)
@@ -1018,7 +1021,7 @@ fn run_query(spec: &IndexSpec, namespace: &Namespace, query: &Query) -> Vec<Hit>
         .as_ref()
         .map(|vector| {
             namespace
-                .search_dense(vector, candidates, &|record| passes(filter, record))
+                .search_dense(vector, candidates, dense_filter)
                 .into_iter()
                 .filter_map(|(slot, _)| namespace.at(slot))
                 .map(|record| Hit {
