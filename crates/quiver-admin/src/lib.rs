@@ -12,10 +12,13 @@ pub mod account;
 pub mod catalog;
 mod endpoint_names;
 pub mod error;
+pub mod meter;
 pub mod service;
+pub mod stats;
 pub mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod usage;
 
 pub use account::{Account, BootstrapCredentials, Email};
 pub use catalog::{IndexKind, IndexName, IndexRecord, IndexSettings, NewSearchIndex, NewVectorIndex};

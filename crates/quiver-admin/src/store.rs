@@ -48,6 +48,17 @@ pub trait AdminStore: Send + Sync + 'static {
     /// Removes the index if `account` owns it; `false` when it did not exist for that account.
     async fn delete_index(&self, account: AccountId, id: IndexId) -> StoreResult<bool>;
 
+    /// Adds usage to the stored minutes, merging with what each minute already holds.
+    async fn add_usage(&self, usage: Vec<(IndexId, i64, crate::usage::MinuteUsage)>) -> StoreResult<()>;
+
+    /// The stored usage of an index for minutes `from..=to`, oldest first.
+    async fn usage(
+        &self,
+        index: IndexId,
+        from: i64,
+        to: i64,
+    ) -> StoreResult<Vec<(i64, crate::usage::MinuteUsage)>>;
+
     /// The index whose read-write or read-only token is `token`.
     async fn index_by_token(&self, token: &str) -> StoreResult<Option<IndexRecord>>;
 }

@@ -18,6 +18,41 @@ pub async fn conformance(store: Arc<dyn AdminStore>) {
     indexes_round_trip_and_are_scoped_to_their_owner(&*store).await;
     index_updates_replace_the_whole_record(&*store).await;
     taken_endpoints_and_tokens_conflict(&*store).await;
+    usage_merges_per_minute_and_reads_back_in_order(&*store).await;
+}
+
+async fn usage_merges_per_minute_and_reads_back_in_order(store: &dyn AdminStore) {
+    use crate::usage::MinuteUsage;
+    let index = IndexId::random();
+    let minute = |queries: u64, vector_count: Option<u64>| MinuteUsage {
+        queries,
+        vector_count,
+        ..MinuteUsage::default()
+    };
+    store
+        .add_usage(vec![
+            (index, 11, minute(2, None)),
+            (index, 10, minute(1, Some(5))),
+        ])
+        .await
+        .unwrap();
+    store
+        .add_usage(vec![(index, 11, minute(3, Some(7)))])
+        .await
+        .unwrap();
+    let stored = store.usage(index, 10, 11).await.unwrap();
+    assert_eq!(stored.len(), 2);
+    assert_eq!(
+        (stored[0].0, stored[0].1.queries, stored[0].1.vector_count),
+        (10, 1, Some(5))
+    );
+    assert_eq!(
+        (stored[1].0, stored[1].1.queries, stored[1].1.vector_count),
+        (11, 5, Some(7)),
+        "merged"
+    );
+    assert!(store.usage(index, 12, 20).await.unwrap().is_empty());
+    assert!(store.usage(IndexId::random(), 0, 100).await.unwrap().is_empty());
 }
 
 fn email(text: &str) -> Email {

@@ -7,6 +7,7 @@
 //! - [`management`]: `/v2/vector/index...` and `/v2/search...`.
 //! - [`queue`], [`queue_wire`]: the message queue API (`/v2/publish`, `/v2/topics`, ...) and its shapes.
 //! - [`vector`], [`vector_wire`]: the vector REST API (token per index) and its shapes.
+//! - [`stats`]: index statistics (SPEC A1) and the metering middleware that feeds them.
 //! - [`mod@router`]: the whole application router, with fallbacks for unknown routes and methods.
 
 pub mod auth;
@@ -17,6 +18,7 @@ pub mod management;
 pub mod queue;
 pub mod queue_wire;
 pub mod router;
+pub mod stats;
 pub mod vector;
 pub mod vector_wire;
 

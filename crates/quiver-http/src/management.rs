@@ -26,6 +26,13 @@ pub fn routes(body_limit: usize) -> Router<AppState> {
             "/v2/vector/index/{id}",
             get(get_vector_index).delete(delete_vector_index),
         )
+        .route("/v2/vector/index/stats", get(crate::stats::vector_global_stats))
+        .route(
+            "/v2/vector/index/{id}/stats",
+            get(crate::stats::vector_index_stats),
+        )
+        .route("/v2/search/stats", get(crate::stats::search_global_stats))
+        .route("/v2/search/{id}/stats", get(crate::stats::search_index_stats))
         .route("/v2/vector/index/{id}/rename", post(rename_vector_index))
         .route(
             "/v2/vector/index/{id}/reset-password",
@@ -142,6 +149,23 @@ pub enum IndexResponse {
     Search(Box<SearchIndexResponse>),
 }
 
+impl IndexResponse {
+    /// Sets the last hour's requests per minute.
+    fn with_throughput(mut self, points: Vec<TimeSeriesPoint>) -> IndexResponse {
+        match &mut self {
+            IndexResponse::Vector(response) => response.throughput_vector = points,
+            IndexResponse::Search(response) => response.throughput_vector = points,
+        }
+        self
+    }
+}
+
+/// The wire record of `record`, with its last hour of traffic.
+async fn full_response(state: &AppState, owner: &Account, record: IndexRecord) -> ApiResult<IndexResponse> {
+    let points = crate::stats::throughput(state, record.id).await?;
+    Ok(index_response(owner, record).with_throughput(points))
+}
+
 fn index_response(owner: &Account, record: IndexRecord) -> IndexResponse {
     let limits = record.limits();
     match record.settings {
@@ -163,7 +187,6 @@ fn index_response(owner: &Account, record: IndexRecord) -> IndexResponse {
             max_total_metadata_size: limits.max_total_metadata_size,
             reserved_price: limits.reserved_price,
             creation_time: record.created_at.as_secs(),
-            // Filled by usage metering once it lands; no traffic is recorded yet.
             throughput_vector: Vec::new(),
         })),
         IndexSettings::SearchV1(settings) => IndexResponse::Search(Box::new(SearchIndexResponse {
@@ -239,7 +262,7 @@ async fn create_vector_index(
 ) -> ApiResult<Json<IndexResponse>> {
     let request = parse_new_vector_index(&body)?;
     let record = state.admin.create_vector_index(&owner, request).await?;
-    Ok(Json(index_response(&owner, record)))
+    Ok(Json(full_response(&state, &owner, record).await?))
 }
 
 async fn create_search_index(
@@ -249,7 +272,7 @@ async fn create_search_index(
 ) -> ApiResult<Json<IndexResponse>> {
     let request = parse_new_search_index(&body)?;
     let record = state.admin.create_search_index(&owner, request).await?;
-    Ok(Json(index_response(&owner, record)))
+    Ok(Json(full_response(&state, &owner, record).await?))
 }
 
 async fn set_vector_index_plan(
@@ -270,12 +293,13 @@ async fn list_indexes(
     kind: IndexKind,
 ) -> ApiResult<Json<Vec<IndexResponse>>> {
     let records = state.admin.indexes(&owner, kind).await?;
-    Ok(Json(
-        records
-            .into_iter()
-            .map(|record| index_response(&owner, record))
-            .collect(),
-    ))
+    {
+        let mut responses = Vec::with_capacity(records.len());
+        for record in records {
+            responses.push(full_response(&state, &owner, record).await?);
+        }
+        Ok(Json(responses))
+    }
 }
 
 async fn get_index(
@@ -285,7 +309,7 @@ async fn get_index(
     id: String,
 ) -> ApiResult<Json<IndexResponse>> {
     let record = state.admin.index(&owner, kind, &id).await?;
-    Ok(Json(index_response(&owner, record)))
+    Ok(Json(full_response(&state, &owner, record).await?))
 }
 
 async fn delete_index(

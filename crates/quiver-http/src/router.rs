@@ -22,6 +22,8 @@ pub struct AppState {
     pub queue: quiver_queue::Queue,
     /// The vector engine.
     pub vectors: std::sync::Arc<quiver_vector::Vectors>,
+    /// Usage metering.
+    pub meter: std::sync::Arc<quiver_admin::meter::Meter>,
     /// HTTP limits.
     pub config: HttpConfig,
 }
@@ -61,7 +63,9 @@ pub fn router(state: AppState) -> Router {
     let max_message_bytes = state.queue.config().max_message_bytes;
     management::routes(state.config.management_body_limit_bytes)
         .merge(crate::queue::routes(max_message_bytes))
-        .merge(crate::vector::routes(state.config.vector_body_limit_bytes))
+        .merge(crate::vector::routes(state.config.vector_body_limit_bytes).layer(
+            middleware::from_fn_with_state(state.clone(), crate::stats::meter_vector_usage),
+        ))
         .fallback(unknown_route)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn_with_state(state.clone(), log_request))

@@ -65,6 +65,7 @@ pub enum StartError {
 pub struct Catalog {
     /// Accounts and indexes.
     pub admin: Admin,
+    store: Arc<SqliteAdminStore>,
     database: Database,
 }
 
@@ -77,8 +78,11 @@ impl Catalog {
         create_data_dir(&config.server.data_dir)?;
         let store = SqliteAdminStore::open(&config.server.data_dir, &config.storage)?;
         let database = store.database().clone();
+        let store = Arc::new(store);
+        let admin = Admin::new(Arc::clone(&store) as Arc<dyn quiver_admin::AdminStore>, clock);
         Ok(Catalog {
-            admin: Admin::new(Arc::new(store), clock),
+            admin,
+            store,
             database,
         })
     }
@@ -178,11 +182,17 @@ impl App {
             Arc::clone(&options.clock),
         ));
         tracker.spawn(Arc::clone(&vectors).run_indexer(shutdown.child_token()));
+        let meter = Arc::new(quiver_admin::meter::Meter::new(
+            Arc::clone(&catalog.store) as Arc<dyn quiver_admin::AdminStore>,
+            Arc::clone(&options.clock),
+        ));
+        tracker.spawn(Arc::clone(&meter).run(shutdown.child_token()));
 
         let state = AppState {
             admin: catalog.admin.clone(),
             queue,
             vectors,
+            meter,
             config: config.http.clone(),
         };
         let service = quiver_http::router(state).into_make_service_with_connect_info::<SocketAddr>();

@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use quiver_admin::account::{Account, Email};
 use quiver_admin::catalog::{IndexKind, IndexName, IndexRecord, IndexSettings};
 use quiver_admin::store::AdminStore;
+use quiver_admin::usage::MinuteUsage;
 use quiver_core::plan::PlanType;
 use quiver_core::store::StoreResult;
 use quiver_core::{AccountId, IndexId, StoreError, Timestamp};
@@ -309,6 +310,58 @@ impl AdminStore for SqliteAdminStore {
                 )
                 .map(|deleted| deleted == 1)
                 .map_err(backend_error)
+            })
+            .await
+    }
+
+    async fn add_usage(&self, usage: Vec<(IndexId, i64, MinuteUsage)>) -> StoreResult<()> {
+        self.database
+            .write(move |c| {
+                for (index, minute, added) in usage {
+                    let key = index.to_string();
+                    let stored: Option<String> = c
+                        .prepare_cached("SELECT usage FROM usage_minutes WHERE index_id = ?1 AND minute = ?2")
+                        .and_then(|mut s| s.query_row(params![key, minute], |r| r.get(0)).optional())
+                        .map_err(backend_error)?;
+                    let mut merged: MinuteUsage = match stored {
+                        Some(text) => {
+                            serde_json::from_str(&text).map_err(|e| StoreError::Corrupt(e.to_string()))?
+                        }
+                        None => MinuteUsage::default(),
+                    };
+                    merged.merge(&added);
+                    let text =
+                        serde_json::to_string(&merged).map_err(|e| StoreError::Backend(e.to_string()))?;
+                    c.prepare_cached(
+                        "INSERT INTO usage_minutes (index_id, minute, usage) VALUES (?1, ?2, ?3)
+                         ON CONFLICT (index_id, minute) DO UPDATE SET usage = excluded.usage",
+                    )
+                    .and_then(|mut s| s.execute(params![key, minute, text]))
+                    .map_err(backend_error)?;
+                }
+                Ok(())
+            })
+            .await
+    }
+
+    async fn usage(&self, index: IndexId, from: i64, to: i64) -> StoreResult<Vec<(i64, MinuteUsage)>> {
+        self.database
+            .read(move |c| {
+                let mut statement = c
+                    .prepare_cached(
+                        "SELECT minute, usage FROM usage_minutes WHERE index_id = ?1 AND minute BETWEEN ?2 AND ?3
+                         ORDER BY minute",
+                    )
+                    .map_err(read_error)?;
+                let rows = statement
+                    .query_map(params![index.to_string(), from, to], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
+                    .map_err(read_error)?;
+                let mut minutes = Vec::new();
+                for row in rows {
+                    let (minute, text) = row.map_err(read_error)?;
+                    minutes.push((minute, serde_json::from_str(&text).map_err(|e| StoreError::Corrupt(e.to_string()))?));
+                }
+                Ok(minutes)
             })
             .await
     }

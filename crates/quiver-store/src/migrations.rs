@@ -14,11 +14,18 @@ pub struct Migration {
 }
 
 /// The schema of `catalog.db` (accounts and the index catalogue).
-pub const CATALOG: &[Migration] = &[Migration {
-    version: 1,
-    name: "accounts and indexes",
-    sql: include_str!("../migrations/catalog/0001_accounts_and_indexes.sql"),
-}];
+pub const CATALOG: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "accounts and indexes",
+        sql: include_str!("../migrations/catalog/0001_accounts_and_indexes.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "usage per minute",
+        sql: include_str!("../migrations/catalog/0002_usage.sql"),
+    },
+];
 
 /// The schema of `queue.db` (messages, dead letters, events, URL groups).
 pub const QUEUE: &[Migration] = &[Migration {
