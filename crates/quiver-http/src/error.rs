@@ -140,7 +140,8 @@ impl From<QueueError> for ApiError {
             | QueueError::InvalidRequest(_) => ApiError::bad_request(error.to_string()),
             QueueError::UrlGroupNotFound(_)
             | QueueError::MessageNotFound(_)
-            | QueueError::DeadLetterNotFound(_) => ApiError::not_found(error.to_string()),
+            | QueueError::DeadLetterNotFound(_)
+            | QueueError::ScheduleNotFound(_) => ApiError::not_found(error.to_string()),
             QueueError::PayloadTooLarge { .. } => {
                 ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, error.to_string())
             }

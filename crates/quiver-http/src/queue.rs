@@ -17,7 +17,9 @@ use serde_json::{Value, json};
 use crate::auth::QueueAccount;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Fields, JsonBody, RawBody};
-use crate::queue_wire::{dead_letter_json, event_json, message_json, publish_outcome_json, url_group_json};
+use crate::queue_wire::{
+    dead_letter_json, event_json, message_json, publish_outcome_json, schedule_json, url_group_json,
+};
 use crate::router::AppState;
 
 /// The queue routes. Publish bodies may be as large as the maximum message size; batches four times that.
@@ -50,6 +52,8 @@ pub fn routes(max_message_bytes: usize) -> Router<AppState> {
             "/v2/topics/{name}/endpoints",
             post(add_endpoints).delete(remove_endpoints),
         )
+        .route("/v2/schedules", get(list_schedules))
+        .route("/v2/schedules/{*rest}", axum::routing::any(schedules))
         .route("/v2/keys", get(get_keys))
         .route("/v2/keys/rotate", post(rotate_keys))
 }
@@ -122,6 +126,7 @@ async fn publish(
         query,
         body: body.to_vec(),
         caller_ip: Some(peer.ip().to_string()),
+        schedule_id: None,
     };
     let outcome = state.queue.publish(caller.account.id, request).await?;
     let status = match &outcome {
@@ -171,6 +176,7 @@ fn batch_item(item: &Value, caller_ip: &str) -> Result<PublishRequest, ApiError>
         query: Vec::new(),
         body,
         caller_ip: Some(caller_ip.to_owned()),
+        schedule_id: None,
     })
 }
 
@@ -650,6 +656,73 @@ async fn set_default_headers(
         .set_default_headers(caller.account.id, &name, headers)
         .await?;
     Ok(StatusCode::OK)
+}
+
+async fn list_schedules(State(state): State<AppState>, caller: QueueAccount) -> ApiResult<Json<Vec<Value>>> {
+    let schedules = state.queue.schedules(caller.account.id).await?;
+    Ok(Json(schedules.iter().map(schedule_json).collect()))
+}
+
+/// Everything under `/v2/schedules/`: create (`POST /v2/schedules/<destination>`), read and delete
+/// (`GET`/`DELETE /v2/schedules/<id>`), pause and resume (`PATCH` or `POST .../<id>/pause|resume`).
+async fn schedules(
+    State(state): State<AppState>,
+    caller: QueueAccount,
+    method: axum::http::Method,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    uri: Uri,
+    headers: HeaderMap,
+    RawBody(body): RawBody,
+) -> ApiResult<Response> {
+    let path = uri.path().strip_prefix("/v2/schedules/").unwrap_or_default();
+    let is_id = |text: &str| !text.is_empty() && !text.contains('/') && !text.contains(':');
+    let toggle = path
+        .strip_suffix("/pause")
+        .map(|id| (id, true))
+        .or_else(|| path.strip_suffix("/resume").map(|id| (id, false)))
+        .filter(|(id, _)| is_id(id));
+    use axum::http::Method;
+    match (method, toggle) {
+        (Method::PATCH | Method::POST, Some((id, paused))) => {
+            caller.require_write()?;
+            state
+                .queue
+                .set_schedule_paused(caller.account.id, id, paused)
+                .await?;
+            Ok(StatusCode::OK.into_response())
+        }
+        (Method::POST, None) => {
+            caller.require_write()?;
+            let (destination, query) = split_publish_uri(&uri);
+            let destination = destination
+                .strip_prefix("/v2/schedules/")
+                .unwrap_or(&destination)
+                .to_owned();
+            let request = PublishRequest {
+                destination,
+                headers: header_pairs(&headers),
+                query,
+                body: body.to_vec(),
+                caller_ip: Some(peer.ip().to_string()),
+                schedule_id: None,
+            };
+            let id = state.queue.create_schedule(caller.account.id, request).await?;
+            Ok(Json(json!({"scheduleId": id})).into_response())
+        }
+        (Method::GET, None) if is_id(path) => Ok(Json(schedule_json(
+            &state.queue.schedule(caller.account.id, path).await?,
+        ))
+        .into_response()),
+        (Method::DELETE, None) if is_id(path) => {
+            caller.require_write()?;
+            state.queue.delete_schedule(caller.account.id, path).await?;
+            Ok(StatusCode::OK.into_response())
+        }
+        (method, _) => Err(ApiError::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            format!("method {method} is not allowed on {}", uri.path()),
+        )),
+    }
 }
 
 async fn get_keys(caller: QueueAccount) -> Json<Value> {

@@ -159,3 +159,82 @@ pub fn publish_outcome_json(outcome: &PublishOutcome) -> Value {
         PublishOutcome::Group(all) => Value::Array(all.iter().map(published_json).collect()),
     }
 }
+
+/// A schedule record (SPEC 2.5).
+pub fn schedule_json(schedule: &quiver_queue::schedule::Schedule) -> Value {
+    let options = schedule.options();
+    let mut fields = Map::new();
+    fields.insert("scheduleId".into(), Value::String(schedule.id.clone()));
+    fields.insert("cron".into(), Value::String(schedule.cron.clone()));
+    fields.insert("destination".into(), Value::String(schedule.destination.clone()));
+    fields.insert("createdAt".into(), json!(schedule.created_at.as_millis()));
+    fields.insert(
+        "method".into(),
+        Value::String(options.method.clone().unwrap_or_else(|| "POST".into())),
+    );
+    fields.insert("isPaused".into(), Value::Bool(schedule.paused));
+    fields.insert("header".into(), header_arrays(&options.forward_headers));
+    put_body(&mut fields, "body", "bodyBase64", &schedule.body);
+    put(&mut fields, "retries", options.retries.map(|r| json!(r)));
+    put(&mut fields, "delay", options.delay.map(|d| json!(d.as_secs())));
+    put(
+        &mut fields,
+        "callback",
+        options.callback.as_ref().map(|c| Value::String(c.url.clone())),
+    );
+    put(
+        &mut fields,
+        "failureCallback",
+        options
+            .failure_callback
+            .as_ref()
+            .map(|c| Value::String(c.url.clone())),
+    );
+    put(
+        &mut fields,
+        "callerIp",
+        schedule.caller_ip.clone().map(Value::String),
+    );
+    put(
+        &mut fields,
+        "callerIP",
+        schedule.caller_ip.clone().map(Value::String),
+    );
+    if let Some(flow) = &options.flow_control {
+        fields.insert("flowControlKey".into(), Value::String(flow.key.clone()));
+        put(&mut fields, "parallelism", flow.parallelism.map(|v| json!(v)));
+        put(&mut fields, "rate", flow.rate.map(|v| json!(v)));
+        put(&mut fields, "period", flow.period.map(|v| json!(v)));
+    }
+    put(
+        &mut fields,
+        "retryDelayExpression",
+        options.retry_delay.clone().map(Value::String),
+    );
+    put(
+        &mut fields,
+        "queueName",
+        options.queue_name.clone().map(Value::String),
+    );
+    if let Some(first) = options.labels.first() {
+        fields.insert("label".into(), Value::String(first.clone()));
+        fields.insert("labels".into(), json!(options.labels));
+    }
+    put(
+        &mut fields,
+        "lastScheduleTime",
+        schedule.last_fired.map(|t| json!(t.as_millis())),
+    );
+    put(
+        &mut fields,
+        "nextScheduleTime",
+        schedule.next_fire.map(|t| json!(t.as_millis())),
+    );
+    let states: Map<String, Value> = schedule
+        .last_states
+        .iter()
+        .map(|(message, state)| (message.clone(), Value::String(state.clone())))
+        .collect();
+    fields.insert("lastScheduleStates".into(), Value::Object(states));
+    Value::Object(fields)
+}

@@ -28,6 +28,9 @@ pub enum QueueError {
     /// No pending message with that id.
     #[error("message `{0}` was not found")]
     MessageNotFound(String),
+    /// No schedule with that id.
+    #[error("schedule `{0}` was not found")]
+    ScheduleNotFound(String),
     /// No dead letter with that id.
     #[error("dlq message `{0}` was not found")]
     DeadLetterNotFound(String),

@@ -9,6 +9,7 @@
 //! - [`callback`]: the callback body and message.
 //! - [`signing`]: HS256 delivery signatures.
 //! - [`ssrf`]: the guard against internal destinations.
+//! - [`schedule`], [`scheduling`]: cron schedules and the loop that fires them.
 //! - [`store`]: [`QueueStore`], the storage trait every backend implements.
 //! - [`duration`], [`retry_delay`], [`headers`]: small parsers.
 //! - [`config`]: [`QueueConfig`], the `[queue]` section.
@@ -25,6 +26,8 @@ pub mod message;
 pub mod publish;
 pub mod retry;
 pub mod retry_delay;
+pub mod schedule;
+pub mod scheduling;
 pub mod service;
 pub mod signing;
 pub mod ssrf;

@@ -29,6 +29,8 @@ pub struct PublishRequest {
     pub body: Vec<u8>,
     /// The publisher's address.
     pub caller_ip: Option<String>,
+    /// The schedule that fired this publish, if any.
+    pub schedule_id: Option<String>,
 }
 
 /// One stored (or deduplicated) message of a publish.
@@ -59,6 +61,7 @@ pub struct Queue {
     config: Arc<QueueConfig>,
     policy: Arc<DestinationPolicy>,
     wakeup: Arc<Notify>,
+    schedules_changed: Arc<Notify>,
     next_wake: Arc<AtomicI64>,
     group_changes: Arc<Mutex<()>>,
 }
@@ -128,6 +131,7 @@ impl Queue {
             config: Arc::new(config),
             policy: Arc::new(policy),
             wakeup: Arc::new(Notify::new()),
+            schedules_changed: Arc::new(Notify::new()),
             next_wake: Arc::new(AtomicI64::new(WORKER_BUSY)),
             group_changes: Arc::new(Mutex::new(())),
         }
@@ -149,6 +153,11 @@ impl Queue {
     /// Which destinations deliveries may reach.
     pub fn policy(&self) -> &Arc<DestinationPolicy> {
         &self.policy
+    }
+
+    /// Notified whenever a schedule is created, changed or removed.
+    pub fn schedules_changed(&self) -> &Arc<Notify> {
+        &self.schedules_changed
     }
 
     /// Notified whenever new work may be due now.
@@ -381,7 +390,7 @@ impl Queue {
             failure_callback: options.failure_callback.clone(),
             topic_name,
             endpoint_name,
-            schedule_id: None,
+            schedule_id: request.schedule_id.clone(),
             queue_name: options.queue_name.clone(),
             caller_ip: request.caller_ip.clone(),
             labels: options.labels.clone(),

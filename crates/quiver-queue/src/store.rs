@@ -101,7 +101,7 @@ pub struct Page<T> {
 
 /// Where messages, dead letters, events and URL groups live. Every write is durable when it returns.
 #[async_trait]
-pub trait QueueStore: Send + Sync + 'static {
+pub trait QueueStore: ScheduleStore {
     /// Stores messages (with a CREATED event each) in one transaction. A message whose deduplication key
     /// is still live is not stored; the earlier message's id is returned instead.
     async fn enqueue(&self, messages: Vec<NewMessage>, now: Timestamp) -> StoreResult<Vec<Enqueued>>;
@@ -178,4 +178,30 @@ pub trait QueueStore: Send + Sync + 'static {
 
     /// Deletes a URL group; `false` when it did not exist.
     async fn delete_url_group(&self, account: AccountId, name: &str) -> StoreResult<bool>;
+}
+
+/// Where schedules live (part of every queue backend).
+#[async_trait]
+pub trait ScheduleStore: Send + Sync + 'static {
+    /// Creates or replaces a schedule.
+    async fn put_schedule(&self, schedule: &crate::schedule::Schedule) -> StoreResult<()>;
+
+    /// A schedule of the account.
+    async fn schedule(&self, account: AccountId, id: &str) -> StoreResult<Option<crate::schedule::Schedule>>;
+
+    /// Every schedule of the account, oldest first.
+    async fn schedules(&self, account: AccountId) -> StoreResult<Vec<crate::schedule::Schedule>>;
+
+    /// Deletes a schedule; `false` when it did not exist.
+    async fn delete_schedule(&self, account: AccountId, id: &str) -> StoreResult<bool>;
+
+    /// Up to `limit` unpaused schedules due at or before `now`, earliest first.
+    async fn due_schedules(
+        &self,
+        now: Timestamp,
+        limit: usize,
+    ) -> StoreResult<Vec<crate::schedule::Schedule>>;
+
+    /// When the earliest unpaused schedule fires.
+    async fn next_schedule_due(&self) -> StoreResult<Option<Timestamp>>;
 }

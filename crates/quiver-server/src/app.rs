@@ -174,6 +174,10 @@ impl App {
             Arc::new(AccountKeys(catalog.admin.clone())),
         )?);
         tracker.spawn(worker.run(shutdown.child_token(), tracker.clone()));
+        tracker.spawn(quiver_queue::scheduling::run_scheduler(
+            queue.clone(),
+            shutdown.child_token(),
+        ));
 
         let vector_store = SqliteVectorStore::open(&config.server.data_dir, &config.storage)?;
         let vector_database = vector_store.database().clone();

@@ -28,11 +28,18 @@ pub const CATALOG: &[Migration] = &[
 ];
 
 /// The schema of `queue.db` (messages, dead letters, events, URL groups).
-pub const QUEUE: &[Migration] = &[Migration {
-    version: 1,
-    name: "messages, dead letters, events, url groups",
-    sql: include_str!("../migrations/queue/0001_messages.sql"),
-}];
+pub const QUEUE: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "messages, dead letters, events, url groups",
+        sql: include_str!("../migrations/queue/0001_messages.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "schedules",
+        sql: include_str!("../migrations/queue/0002_schedules.sql"),
+    },
+];
 
 /// The schema of `vectors.db` (namespaces and vectors of every index).
 pub const VECTORS: &[Migration] = &[Migration {

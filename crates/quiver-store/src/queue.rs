@@ -9,7 +9,10 @@ use quiver_queue::message::{
     DeadLetter, Enqueued, Event, EventDetail, Message, MessageId, MessageSpec, MessageState, NewEvent,
     NewMessage,
 };
-use quiver_queue::store::{AttemptRecord, AttemptResolution, Endpoint, Filter, Page, QueueStore, UrlGroup};
+use quiver_queue::schedule::Schedule;
+use quiver_queue::store::{
+    AttemptRecord, AttemptResolution, Endpoint, Filter, Page, QueueStore, ScheduleStore, UrlGroup,
+};
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OptionalExtension, Row, params, params_from_iter};
 
@@ -727,6 +730,119 @@ impl QueueStore for SqliteQueueStore {
                 )
                 .map(|n| n == 1)
                 .map_err(backend_error)
+            })
+            .await
+    }
+}
+
+fn schedules_where(
+    connection: &Connection,
+    filter: &str,
+    values: &[&dyn rusqlite::ToSql],
+) -> StoreResult<Vec<Schedule>> {
+    let mut statement = connection
+        .prepare(&format!("SELECT spec FROM schedules {filter}"))
+        .map_err(read_error)?;
+    let rows = statement
+        .query_map(values, |r| r.get::<_, String>(0))
+        .map_err(read_error)?;
+    let mut schedules = Vec::new();
+    for row in rows {
+        let text = row.map_err(read_error)?;
+        schedules
+            .push(serde_json::from_str(&text).map_err(|e| StoreError::Corrupt(format!("schedule: {e}")))?);
+    }
+    Ok(schedules)
+}
+
+#[async_trait]
+impl ScheduleStore for SqliteQueueStore {
+    async fn put_schedule(&self, schedule: &Schedule) -> StoreResult<()> {
+        let spec = to_json(schedule)?;
+        let (account, id, created, next) = (
+            schedule.account_id.to_string(),
+            schedule.id.clone(),
+            schedule.created_at.as_millis(),
+            schedule
+                .next_fire
+                .filter(|_| !schedule.paused)
+                .map(Timestamp::as_millis),
+        );
+        self.database
+            .write(move |c| {
+                c.execute(
+                    "INSERT INTO schedules (account_id, id, created_at, next_fire, spec) VALUES (?1, ?2, ?3, ?4, ?5)
+                     ON CONFLICT (account_id, id) DO UPDATE SET created_at = excluded.created_at,
+                         next_fire = excluded.next_fire, spec = excluded.spec",
+                    params![account, id, created, next, spec],
+                )
+                .map(drop)
+                .map_err(backend_error)
+            })
+            .await
+    }
+
+    async fn schedule(&self, account: AccountId, id: &str) -> StoreResult<Option<Schedule>> {
+        let id = id.to_owned();
+        self.database
+            .read(move |c| {
+                Ok(schedules_where(
+                    c,
+                    "WHERE account_id = ?1 AND id = ?2",
+                    &[&account.to_string(), &id],
+                )?
+                .pop())
+            })
+            .await
+    }
+
+    async fn schedules(&self, account: AccountId) -> StoreResult<Vec<Schedule>> {
+        self.database
+            .read(move |c| {
+                schedules_where(
+                    c,
+                    "WHERE account_id = ?1 ORDER BY created_at, id",
+                    &[&account.to_string()],
+                )
+            })
+            .await
+    }
+
+    async fn delete_schedule(&self, account: AccountId, id: &str) -> StoreResult<bool> {
+        let id = id.to_owned();
+        self.database
+            .write(move |c| {
+                c.execute(
+                    "DELETE FROM schedules WHERE account_id = ?1 AND id = ?2",
+                    [account.to_string(), id],
+                )
+                .map(|n| n == 1)
+                .map_err(backend_error)
+            })
+            .await
+    }
+
+    async fn due_schedules(&self, now: Timestamp, limit: usize) -> StoreResult<Vec<Schedule>> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.database
+            .read(move |c| {
+                schedules_where(
+                    c,
+                    "WHERE next_fire <= ?1 ORDER BY next_fire LIMIT ?2",
+                    &[&now.as_millis(), &limit],
+                )
+            })
+            .await
+    }
+
+    async fn next_schedule_due(&self) -> StoreResult<Option<Timestamp>> {
+        self.database
+            .read(|c| {
+                c.query_row("SELECT MIN(next_fire) FROM schedules", [], |r| {
+                    r.get::<_, Option<i64>>(0)
+                })
+                .map(|due| due.map(Timestamp::from_millis))
+                .map_err(read_error)
             })
             .await
     }

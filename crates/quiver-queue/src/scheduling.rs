@@ -1,0 +1,219 @@
+//! Schedule operations of the queue, and the loop that fires them on the injected clock.
+
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, warn};
+
+use quiver_core::AccountId;
+
+use crate::error::QueueError;
+use crate::headers::{config_key, is_private_header};
+use crate::publish::parse_publish_options;
+use crate::schedule::{CronSchedule, Schedule, is_valid_schedule_id, new_schedule_id};
+use crate::service::{PublishOutcome, PublishRequest, Queue, is_valid_name};
+
+/// Schedules fired per store round trip.
+const FIRE_BATCH: usize = 256;
+
+fn invalid(header: &str, message: impl Into<String>) -> QueueError {
+    QueueError::InvalidHeader {
+        header: header.to_owned(),
+        message: message.into(),
+    }
+}
+
+impl Queue {
+    /// Creates (or, with `Svc-Schedule-Id` naming an existing one, replaces) a schedule from a publish
+    /// request carrying `Svc-Cron`; returns its id.
+    ///
+    /// # Errors
+    /// A missing or malformed cron or schedule id, malformed publish configuration, an invalid or
+    /// internal destination (400); an unknown URL group (404); store failures.
+    pub async fn create_schedule(
+        &self,
+        account: AccountId,
+        request: PublishRequest,
+    ) -> Result<String, QueueError> {
+        let mut cron = None;
+        let mut id = None;
+        let mut headers = Vec::with_capacity(request.headers.len());
+        for (name, value) in request.headers.iter().chain(&request.query) {
+            match config_key(name).as_deref() {
+                Some("cron") => cron = Some(value.clone()),
+                Some("schedule-id") => id = Some(value.trim().to_owned()),
+                Some(_) => headers.push((name.clone(), value.clone())),
+                None if is_private_header(&name.to_ascii_lowercase()) => {}
+                None => headers.push((name.clone(), value.clone())),
+            }
+        }
+        let cron = cron.ok_or_else(|| invalid("Svc-Cron", "is required to create a schedule"))?;
+        let parsed = CronSchedule::parse(&cron).map_err(|e| invalid("Svc-Cron", e))?;
+        let id = match id {
+            Some(id) if !is_valid_schedule_id(&id) => {
+                return Err(invalid(
+                    "Svc-Schedule-Id",
+                    "may only use A-Z, a-z, 0-9, `.`, `_` and `-`",
+                ));
+            }
+            Some(id) => id,
+            None => new_schedule_id(),
+        };
+        parse_publish_options(&headers, &[])?;
+        let destination = request.destination.trim().to_owned();
+        let lower = destination.to_ascii_lowercase();
+        if lower.starts_with("http:") || lower.starts_with("https:") {
+            url::Url::parse(&destination)
+                .map_err(|e| QueueError::InvalidDestination(format!("`{destination}`: {e}")))?;
+            self.policy()
+                .check_url(&destination)
+                .map_err(QueueError::DestinationForbidden)?;
+        } else if !is_valid_name(&destination) {
+            return Err(QueueError::InvalidDestination(format!(
+                "`{destination}` is neither an http(s) URL nor a URL group name"
+            )));
+        } else if self.store().url_group(account, &destination).await?.is_none() {
+            return Err(QueueError::UrlGroupNotFound(destination));
+        }
+        let now = self.clock().now();
+        let schedule = Schedule {
+            id: id.clone(),
+            account_id: account,
+            cron,
+            destination,
+            headers,
+            body: request.body,
+            paused: false,
+            created_at: now,
+            last_fired: None,
+            next_fire: parsed.next_after(now),
+            last_states: Vec::new(),
+            caller_ip: request.caller_ip,
+        };
+        self.store().put_schedule(&schedule).await?;
+        self.schedules_changed().notify_one();
+        Ok(id)
+    }
+
+    /// A schedule.
+    ///
+    /// # Errors
+    /// [`QueueError::ScheduleNotFound`]; store failures.
+    pub async fn schedule(&self, account: AccountId, id: &str) -> Result<Schedule, QueueError> {
+        self.store()
+            .schedule(account, id)
+            .await?
+            .ok_or_else(|| QueueError::ScheduleNotFound(id.to_owned()))
+    }
+
+    /// Every schedule of the account.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn schedules(&self, account: AccountId) -> Result<Vec<Schedule>, QueueError> {
+        Ok(self.store().schedules(account).await?)
+    }
+
+    /// Deletes a schedule.
+    ///
+    /// # Errors
+    /// [`QueueError::ScheduleNotFound`]; store failures.
+    pub async fn delete_schedule(&self, account: AccountId, id: &str) -> Result<(), QueueError> {
+        if !self.store().delete_schedule(account, id).await? {
+            return Err(QueueError::ScheduleNotFound(id.to_owned()));
+        }
+        self.schedules_changed().notify_one();
+        Ok(())
+    }
+
+    /// Pauses or resumes a schedule; a resumed schedule next fires at its next time from now.
+    ///
+    /// # Errors
+    /// [`QueueError::ScheduleNotFound`]; store failures.
+    pub async fn set_schedule_paused(
+        &self,
+        account: AccountId,
+        id: &str,
+        paused: bool,
+    ) -> Result<(), QueueError> {
+        let mut schedule = self.schedule(account, id).await?;
+        schedule.paused = paused;
+        schedule.next_fire = if paused {
+            None
+        } else {
+            CronSchedule::parse(&schedule.cron)
+                .ok()
+                .and_then(|c| c.next_after(self.clock().now()))
+        };
+        self.store().put_schedule(&schedule).await?;
+        self.schedules_changed().notify_one();
+        Ok(())
+    }
+
+    /// Publishes every due schedule once (a missed window fires once) and moves each to its next time
+    /// after now. Returns how many fired.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn fire_due_schedules(&self) -> Result<usize, QueueError> {
+        let now = self.clock().now();
+        let due = self.store().due_schedules(now, FIRE_BATCH).await?;
+        let fired = due.len();
+        for mut schedule in due {
+            let request = PublishRequest {
+                destination: schedule.destination.clone(),
+                headers: schedule.headers.clone(),
+                query: Vec::new(),
+                body: schedule.body.clone(),
+                caller_ip: schedule.caller_ip.clone(),
+                schedule_id: Some(schedule.id.clone()),
+            };
+            schedule.last_states = match self.publish(schedule.account_id, request).await {
+                Ok(PublishOutcome::Url(published)) => vec![(published.message_id.0, "CREATED".to_owned())],
+                Ok(PublishOutcome::Group(all)) => all
+                    .into_iter()
+                    .map(|p| (p.message_id.0, "CREATED".to_owned()))
+                    .collect(),
+                Err(error) => {
+                    warn!(schedule.id = %schedule.id, %error, "a scheduled publish failed");
+                    vec![(String::new(), format!("ERROR: {error}"))]
+                }
+            };
+            schedule.last_fired = schedule.next_fire.or(Some(now));
+            schedule.next_fire = CronSchedule::parse(&schedule.cron)
+                .ok()
+                .and_then(|c| c.next_after(now));
+            self.store().put_schedule(&schedule).await?;
+            debug!(schedule.id = %schedule.id, "schedule fired");
+        }
+        Ok(fired)
+    }
+}
+
+/// Fires schedules as the clock reaches them, until `shutdown`.
+///
+/// # Cancel safety
+/// Stopping between firings is safe; a firing interrupted before its schedule was updated fires again
+/// at the next start (at least once).
+pub async fn run_scheduler(queue: Queue, shutdown: CancellationToken) {
+    loop {
+        let changed = queue.schedules_changed().notified();
+        tokio::pin!(changed);
+        changed.as_mut().enable();
+        match queue.fire_due_schedules().await {
+            Ok(fired) if fired > 0 => continue,
+            Ok(_) => {}
+            Err(QueueError::Store(quiver_core::StoreError::Closed)) => return,
+            Err(error) => warn!(%error, "firing schedules failed"),
+        }
+        let next = queue.store().next_schedule_due().await.ok().flatten();
+        let sleep = match next {
+            Some(due) => queue.clock().sleep_until(due),
+            None => Box::pin(std::future::pending()),
+        };
+        tokio::select! {
+            biased;
+            () = shutdown.cancelled() => return,
+            () = &mut changed => {}
+            () = sleep => {}
+        }
+    }
+}
