@@ -126,3 +126,45 @@ test("callbacks arrive with the destination's response", async () => {
   assert.equal(body.status, 200);
   assert.equal(Buffer.from(body.body, "base64").toString(), "ok");
 });
+
+test("queues: upsert, enqueue, get, list, pause, resume, delete", async () => {
+  const queue = client.queue({ queueName: "sdk-queue" });
+  await queue.upsert({ parallelism: 1 });
+  const { messageId } = await queue.enqueueJSON({ url: `${base}/queued`, body: { n: 1 } });
+  assert.match(messageId, /^msg_/);
+  await eventually(() => received.find((r) => r.path === "/queued"));
+  const info = await queue.get();
+  assert.equal(info.name, "sdk-queue");
+  assert.equal(info.parallelism, 1);
+  assert.equal(info.paused, false);
+  await queue.pause();
+  assert.equal((await queue.get()).paused, true);
+  await queue.resume();
+  const all = await client.queue().list();
+  assert.ok(all.some((q) => q.name === "sdk-queue"));
+  await queue.delete();
+  await assert.rejects(queue.get());
+});
+
+test("schedules: create, get, list, pause, resume, delete", async () => {
+  const { scheduleId } = await client.schedules.create({
+    destination: `${base}/scheduled`,
+    cron: "*/5 * * * *",
+    body: "tick",
+    retries: 2,
+    headers: { "X-Custom": "yes" },
+  });
+  const schedule = await client.schedules.get(scheduleId);
+  assert.equal(schedule.scheduleId, scheduleId);
+  assert.equal(schedule.cron, "*/5 * * * *");
+  assert.equal(schedule.destination, `${base}/scheduled`);
+  assert.equal(schedule.retries, 2);
+  assert.equal(schedule.isPaused, false);
+  assert.ok(schedule.nextScheduleTime > Date.now() - 60_000);
+  assert.ok((await client.schedules.list()).some((s) => s.scheduleId === scheduleId));
+  await client.schedules.pause({ schedule: scheduleId });
+  assert.equal((await client.schedules.get(scheduleId)).isPaused, true);
+  await client.schedules.resume({ schedule: scheduleId });
+  await client.schedules.delete(scheduleId);
+  await assert.rejects(client.schedules.get(scheduleId));
+});

@@ -141,7 +141,8 @@ impl From<QueueError> for ApiError {
             QueueError::UrlGroupNotFound(_)
             | QueueError::MessageNotFound(_)
             | QueueError::DeadLetterNotFound(_)
-            | QueueError::ScheduleNotFound(_) => ApiError::not_found(error.to_string()),
+            | QueueError::ScheduleNotFound(_)
+            | QueueError::QueueNotFound(_) => ApiError::not_found(error.to_string()),
             QueueError::PayloadTooLarge { .. } => {
                 ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, error.to_string())
             }

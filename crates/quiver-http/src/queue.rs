@@ -26,6 +26,7 @@ use crate::router::AppState;
 pub fn routes(max_message_bytes: usize) -> Router<AppState> {
     let publish = Router::new()
         .route("/v2/publish/{*destination}", post(publish))
+        .route("/v2/enqueue/{queue}/{*destination}", post(enqueue))
         .layer(DefaultBodyLimit::max(max_message_bytes));
     let batch = Router::new()
         .route("/v2/batch", post(batch))
@@ -52,6 +53,10 @@ pub fn routes(max_message_bytes: usize) -> Router<AppState> {
             "/v2/topics/{name}/endpoints",
             post(add_endpoints).delete(remove_endpoints),
         )
+        .route("/v2/queues", get(list_queues).post(upsert_queue))
+        .route("/v2/queues/{name}", get(get_queue).delete(delete_queue))
+        .route("/v2/queues/{name}/pause", post(pause_queue))
+        .route("/v2/queues/{name}/resume", post(resume_queue))
         .route("/v2/schedules", get(list_schedules))
         .route("/v2/schedules/{*rest}", axum::routing::any(schedules))
         .route("/v2/keys", get(get_keys))
@@ -654,6 +659,132 @@ async fn set_default_headers(
     state
         .queue
         .set_default_headers(caller.account.id, &name, headers)
+        .await?;
+    Ok(StatusCode::OK)
+}
+
+async fn enqueue(
+    State(state): State<AppState>,
+    caller: QueueAccount,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    uri: Uri,
+    headers: HeaderMap,
+    RawBody(body): RawBody,
+) -> ApiResult<Response> {
+    caller.require_write()?;
+    let (rest, query) = split_publish_uri(&uri);
+    let rest = rest.strip_prefix("/v2/enqueue/").unwrap_or(&rest);
+    let Some((queue, destination)) = rest.split_once('/') else {
+        return Err(ApiError::bad_request(
+            "use /v2/enqueue/<queue name>/<destination>",
+        ));
+    };
+    let queue = url::form_urlencoded::parse(format!("q={queue}").as_bytes())
+        .next()
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_default();
+    let request = PublishRequest {
+        destination: destination.to_owned(),
+        headers: header_pairs(&headers),
+        query,
+        body: body.to_vec(),
+        caller_ip: Some(peer.ip().to_string()),
+        schedule_id: None,
+    };
+    let outcome = state.queue.enqueue(caller.account.id, &queue, request).await?;
+    let status = match &outcome {
+        PublishOutcome::Url(published) if published.deduplicated => StatusCode::ACCEPTED,
+        PublishOutcome::Url(_) | PublishOutcome::Group(_) => StatusCode::OK,
+    };
+    Ok((status, Json(publish_outcome_json(&outcome))).into_response())
+}
+
+fn queue_json(record: &quiver_queue::store::QueueRecord) -> Value {
+    json!({
+        "name": record.name,
+        "createdAt": record.created_at.as_millis(),
+        "updatedAt": record.updated_at.as_millis(),
+        "parallelism": record.parallelism,
+        "lag": record.lag,
+        "paused": record.paused,
+    })
+}
+
+async fn upsert_queue(
+    State(state): State<AppState>,
+    caller: QueueAccount,
+    JsonBody(body): JsonBody,
+) -> ApiResult<StatusCode> {
+    caller.require_write()?;
+    let fields = Fields::of(&body)?;
+    let name = fields.required_str("queueName")?;
+    let parallelism = fields.optional_u32("parallelism")?.unwrap_or(1);
+    let paused = match body.get("paused") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(paused)) => *paused,
+        Some(_) => return Err(ApiError::bad_request("paused: must be true or false")),
+    };
+    state
+        .queue
+        .upsert_queue(caller.account.id, name, parallelism, paused)
+        .await?;
+    Ok(StatusCode::OK)
+}
+
+async fn list_queues(State(state): State<AppState>, caller: QueueAccount) -> ApiResult<Json<Vec<Value>>> {
+    Ok(Json(
+        state
+            .queue
+            .queue_records(caller.account.id)
+            .await?
+            .iter()
+            .map(queue_json)
+            .collect(),
+    ))
+}
+
+async fn get_queue(
+    State(state): State<AppState>,
+    caller: QueueAccount,
+    Path(name): Path<String>,
+) -> ApiResult<Json<Value>> {
+    Ok(Json(queue_json(
+        &state.queue.queue_record(caller.account.id, &name).await?,
+    )))
+}
+
+async fn delete_queue(
+    State(state): State<AppState>,
+    caller: QueueAccount,
+    Path(name): Path<String>,
+) -> ApiResult<StatusCode> {
+    caller.require_write()?;
+    state.queue.delete_queue(caller.account.id, &name).await?;
+    Ok(StatusCode::OK)
+}
+
+async fn pause_queue(
+    State(state): State<AppState>,
+    caller: QueueAccount,
+    Path(name): Path<String>,
+) -> ApiResult<StatusCode> {
+    caller.require_write()?;
+    state
+        .queue
+        .set_queue_paused(caller.account.id, &name, true)
+        .await?;
+    Ok(StatusCode::OK)
+}
+
+async fn resume_queue(
+    State(state): State<AppState>,
+    caller: QueueAccount,
+    Path(name): Path<String>,
+) -> ApiResult<StatusCode> {
+    caller.require_write()?;
+    state
+        .queue
+        .set_queue_paused(caller.account.id, &name, false)
         .await?;
     Ok(StatusCode::OK)
 }

@@ -386,7 +386,8 @@ impl DeliveryWorker {
         if let Err(error) = self.queue.store().record_attempt(record).await {
             warn!(message.id = %message.id, %error, "could not record a delivery attempt; the lease will expire and it is retried");
         }
-        if has_follow_ups || matches!(outcome, DeliveryOutcome::RetryAt(_)) {
+        // A finished queued message lets the next one of its queue go.
+        if has_follow_ups || matches!(outcome, DeliveryOutcome::RetryAt(_)) || spec.queue_name.is_some() {
             self.queue.wakeup().notify_one();
         }
     }

@@ -28,6 +28,9 @@ pub enum QueueError {
     /// No pending message with that id.
     #[error("message `{0}` was not found")]
     MessageNotFound(String),
+    /// No queue by that name.
+    #[error("queue `{0}` was not found")]
+    QueueNotFound(String),
     /// No schedule with that id.
     #[error("schedule `{0}` was not found")]
     ScheduleNotFound(String),

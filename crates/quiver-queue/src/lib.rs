@@ -10,6 +10,7 @@
 //! - [`signing`]: HS256 delivery signatures.
 //! - [`ssrf`]: the guard against internal destinations.
 //! - [`schedule`], [`scheduling`]: cron schedules and the loop that fires them.
+//! - [`queues`]: FIFO queues and enqueue.
 //! - [`store`]: [`QueueStore`], the storage trait every backend implements.
 //! - [`duration`], [`retry_delay`], [`headers`]: small parsers.
 //! - [`config`]: [`QueueConfig`], the `[queue]` section.
@@ -24,6 +25,7 @@ pub mod headers;
 pub mod keys;
 pub mod message;
 pub mod publish;
+pub mod queues;
 pub mod retry;
 pub mod retry_delay;
 pub mod schedule;

@@ -305,6 +305,7 @@ impl Queue {
                 .map_err(QueueError::DestinationForbidden)?;
             let options = parse_publish_options(&request.headers, &request.query)?;
             self.check_callbacks(&options)?;
+            self.ensure_queue_of(account, &options).await?;
             let message = self.build(account, url, None, None, &options, request, now)?;
             return Ok((vec![message], false));
         }
@@ -321,6 +322,7 @@ impl Queue {
         let headers = merge_headers(&group.default_headers, &request.headers);
         let options = parse_publish_options(&headers, &request.query)?;
         self.check_callbacks(&options)?;
+        self.ensure_queue_of(account, &options).await?;
         let mut messages = Vec::with_capacity(group.endpoints.len());
         for endpoint in &group.endpoints {
             messages.push(self.build(
@@ -334,6 +336,21 @@ impl Queue {
             )?);
         }
         Ok((messages, true))
+    }
+
+    /// Creates the queue a publish names (parallelism 1) if it does not exist yet.
+    async fn ensure_queue_of(&self, account: AccountId, options: &PublishOptions) -> Result<(), QueueError> {
+        if let Some(name) = &options.queue_name {
+            if !is_valid_name(name) {
+                return Err(QueueError::InvalidRequest(format!(
+                    "queue name `{name}` may only use A-Z, a-z, 0-9, `.`, `_` and `-`"
+                )));
+            }
+            self.store
+                .ensure_queue(account, name, 1, self.clock.now())
+                .await?;
+        }
+        Ok(())
     }
 
     fn check_callbacks(&self, options: &PublishOptions) -> Result<(), QueueError> {

@@ -101,7 +101,7 @@ pub struct Page<T> {
 
 /// Where messages, dead letters, events and URL groups live. Every write is durable when it returns.
 #[async_trait]
-pub trait QueueStore: ScheduleStore {
+pub trait QueueStore: ScheduleStore + QueueRecordStore {
     /// Stores messages (with a CREATED event each) in one transaction. A message whose deduplication key
     /// is still live is not stored; the earlier message's id is returned instead.
     async fn enqueue(&self, messages: Vec<NewMessage>, now: Timestamp) -> StoreResult<Vec<Enqueued>>;
@@ -204,4 +204,53 @@ pub trait ScheduleStore: Send + Sync + 'static {
 
     /// When the earliest unpaused schedule fires.
     async fn next_schedule_due(&self) -> StoreResult<Option<Timestamp>>;
+}
+
+/// A FIFO queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueRecord {
+    /// Name.
+    pub name: String,
+    /// Messages delivered at once (in order).
+    pub parallelism: u32,
+    /// Whether delivery is paused.
+    pub paused: bool,
+    /// When it was created.
+    pub created_at: Timestamp,
+    /// When it last changed.
+    pub updated_at: Timestamp,
+    /// Messages waiting or being delivered.
+    pub lag: u64,
+}
+
+/// Where FIFO queues live (part of every queue backend).
+#[async_trait]
+pub trait QueueRecordStore: Send + Sync + 'static {
+    /// Creates a queue, or changes its parallelism and pause state.
+    async fn put_queue(
+        &self,
+        account: AccountId,
+        name: &str,
+        parallelism: u32,
+        paused: bool,
+        now: Timestamp,
+    ) -> StoreResult<()>;
+
+    /// Creates a queue with these settings only if it does not exist.
+    async fn ensure_queue(
+        &self,
+        account: AccountId,
+        name: &str,
+        parallelism: u32,
+        now: Timestamp,
+    ) -> StoreResult<()>;
+
+    /// A queue with its lag.
+    async fn queue(&self, account: AccountId, name: &str) -> StoreResult<Option<QueueRecord>>;
+
+    /// Every queue of the account, by name.
+    async fn queues(&self, account: AccountId) -> StoreResult<Vec<QueueRecord>>;
+
+    /// Deletes a queue (its waiting messages are then delivered without order); `false` if missing.
+    async fn delete_queue(&self, account: AccountId, name: &str) -> StoreResult<bool>;
 }

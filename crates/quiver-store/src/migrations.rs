@@ -39,6 +39,11 @@ pub const QUEUE: &[Migration] = &[
         name: "schedules",
         sql: include_str!("../migrations/queue/0002_schedules.sql"),
     },
+    Migration {
+        version: 3,
+        name: "queues",
+        sql: include_str!("../migrations/queue/0003_queues.sql"),
+    },
 ];
 
 /// The schema of `vectors.db` (namespaces and vectors of every index).

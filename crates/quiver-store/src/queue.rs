@@ -11,7 +11,8 @@ use quiver_queue::message::{
 };
 use quiver_queue::schedule::Schedule;
 use quiver_queue::store::{
-    AttemptRecord, AttemptResolution, Endpoint, Filter, Page, QueueStore, ScheduleStore, UrlGroup,
+    AttemptRecord, AttemptResolution, Endpoint, Filter, Page, QueueRecord, QueueRecordStore, QueueStore,
+    ScheduleStore, UrlGroup,
 };
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OptionalExtension, Row, params, params_from_iter};
@@ -165,8 +166,8 @@ fn insert_message(
     }
     connection
         .prepare_cached(
-            "INSERT INTO messages (id, account_id, due_at, leased, retried, not_before, created_at, spec, body)
-             VALUES (?1, ?2, ?3, 0, ?4, ?5, ?6, ?7, ?8)",
+            "INSERT INTO messages (id, account_id, due_at, leased, retried, not_before, created_at, spec, body, queue_name)
+             VALUES (?1, ?2, ?3, 0, ?4, ?5, ?6, ?7, ?8, ?9)",
         )
         .and_then(|mut s| {
             s.execute(params![
@@ -178,6 +179,7 @@ fn insert_message(
                 message.created_at.as_millis(),
                 encoded.spec,
                 message.body,
+                message.spec.queue_name,
             ])
         })
         .map_err(backend_error)?;
@@ -436,7 +438,17 @@ impl QueueStore for SqliteQueueStore {
                 let mut statement = c
                     .prepare_cached(&format!(
                         "UPDATE messages SET due_at = ?1, leased = 1
-                         WHERE id IN (SELECT id FROM messages WHERE due_at <= ?2 ORDER BY due_at LIMIT ?3)
+                         WHERE id IN (
+                             SELECT m.id FROM messages m
+                             LEFT JOIN queues q ON q.account_id = m.account_id AND q.name = m.queue_name
+                             WHERE m.due_at <= ?2
+                               AND (m.queue_name IS NULL OR q.name IS NULL OR (
+                                   q.paused = 0 AND (
+                                       SELECT COUNT(*) FROM messages older
+                                       WHERE older.account_id = m.account_id AND older.queue_name = m.queue_name
+                                         AND older.rowid < m.rowid
+                                   ) < q.parallelism))
+                             ORDER BY m.due_at LIMIT ?3)
                          RETURNING {MESSAGE_COLUMNS}"
                     ))
                     .map_err(backend_error)?;
@@ -464,9 +476,18 @@ impl QueueStore for SqliteQueueStore {
     async fn next_due(&self) -> StoreResult<Option<Timestamp>> {
         self.database
             .read(|c| {
-                c.query_row("SELECT MIN(due_at) FROM messages", [], |r| {
-                    r.get::<_, Option<i64>>(0)
-                })
+                c.query_row(
+                    "SELECT MIN(m.due_at) FROM messages m
+                     LEFT JOIN queues q ON q.account_id = m.account_id AND q.name = m.queue_name
+                     WHERE m.queue_name IS NULL OR q.name IS NULL OR (
+                         q.paused = 0 AND (
+                             SELECT COUNT(*) FROM messages older
+                             WHERE older.account_id = m.account_id AND older.queue_name = m.queue_name
+                               AND older.rowid < m.rowid
+                         ) < q.parallelism)",
+                    [],
+                    |r| r.get::<_, Option<i64>>(0),
+                )
                 .map(|due| due.map(Timestamp::from_millis))
                 .map_err(read_error)
             })
@@ -843,6 +864,114 @@ impl ScheduleStore for SqliteQueueStore {
                 })
                 .map(|due| due.map(Timestamp::from_millis))
                 .map_err(read_error)
+            })
+            .await
+    }
+}
+
+fn queue_records(
+    connection: &Connection,
+    filter: &str,
+    values: &[&dyn rusqlite::ToSql],
+) -> StoreResult<Vec<QueueRecord>> {
+    let sql = format!(
+        "SELECT q.name, q.parallelism, q.paused, q.created_at, q.updated_at,
+                (SELECT COUNT(*) FROM messages m WHERE m.account_id = q.account_id AND m.queue_name = q.name)
+         FROM queues q {filter} ORDER BY q.name"
+    );
+    let mut statement = connection.prepare(&sql).map_err(read_error)?;
+    let rows = statement
+        .query_map(values, |r| {
+            Ok(QueueRecord {
+                name: r.get(0)?,
+                parallelism: r.get(1)?,
+                paused: r.get(2)?,
+                created_at: Timestamp::from_millis(r.get(3)?),
+                updated_at: Timestamp::from_millis(r.get(4)?),
+                lag: u64::try_from(r.get::<_, i64>(5)?).unwrap_or(0),
+            })
+        })
+        .map_err(read_error)?;
+    rows.collect::<Result<_, _>>().map_err(read_error)
+}
+
+#[async_trait]
+impl QueueRecordStore for SqliteQueueStore {
+    async fn put_queue(
+        &self,
+        account: AccountId,
+        name: &str,
+        parallelism: u32,
+        paused: bool,
+        now: Timestamp,
+    ) -> StoreResult<()> {
+        let name = name.to_owned();
+        self.database
+            .write(move |c| {
+                c.execute(
+                    "INSERT INTO queues (account_id, name, parallelism, paused, created_at, updated_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?5)
+                     ON CONFLICT (account_id, name) DO UPDATE SET parallelism = excluded.parallelism,
+                         paused = excluded.paused, updated_at = excluded.updated_at",
+                    params![account.to_string(), name, parallelism, paused, now.as_millis()],
+                )
+                .map(drop)
+                .map_err(backend_error)
+            })
+            .await
+    }
+
+    async fn ensure_queue(
+        &self,
+        account: AccountId,
+        name: &str,
+        parallelism: u32,
+        now: Timestamp,
+    ) -> StoreResult<()> {
+        let name = name.to_owned();
+        self.database
+            .write(move |c| {
+                c.execute(
+                    "INSERT INTO queues (account_id, name, parallelism, paused, created_at, updated_at)
+                     VALUES (?1, ?2, ?3, 0, ?4, ?4) ON CONFLICT (account_id, name) DO NOTHING",
+                    params![account.to_string(), name, parallelism, now.as_millis()],
+                )
+                .map(drop)
+                .map_err(backend_error)
+            })
+            .await
+    }
+
+    async fn queue(&self, account: AccountId, name: &str) -> StoreResult<Option<QueueRecord>> {
+        let name = name.to_owned();
+        self.database
+            .read(move |c| {
+                Ok(queue_records(
+                    c,
+                    "WHERE q.account_id = ?1 AND q.name = ?2",
+                    &[&account.to_string(), &name],
+                )?
+                .pop())
+            })
+            .await
+    }
+
+    async fn queues(&self, account: AccountId) -> StoreResult<Vec<QueueRecord>> {
+        self.database
+            .read(move |c| queue_records(c, "WHERE q.account_id = ?1", &[&account.to_string()]))
+            .await
+    }
+
+    async fn delete_queue(&self, account: AccountId, name: &str) -> StoreResult<bool> {
+        let name = name.to_owned();
+        self.database
+            .write(move |c| {
+                c.execute(
+                    "DELETE FROM queues WHERE account_id = ?1 AND name = ?2",
+                    [account.to_string(), name],
+                )
+                .map(|n| n == 1)
+                .map_err(backend_error)
             })
             .await
     }
