@@ -142,7 +142,9 @@ impl From<QueueError> for ApiError {
             | QueueError::MessageNotFound(_)
             | QueueError::DeadLetterNotFound(_)
             | QueueError::ScheduleNotFound(_)
-            | QueueError::QueueNotFound(_) => ApiError::not_found(error.to_string()),
+            | QueueError::QueueNotFound(_)
+            | QueueError::WorkflowRunNotFound(_) => ApiError::not_found(error.to_string()),
+            QueueError::WorkflowRunExists { .. } => ApiError::new(StatusCode::CONFLICT, error.to_string()),
             QueueError::PayloadTooLarge { .. } => {
                 ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, error.to_string())
             }

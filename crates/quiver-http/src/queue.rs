@@ -27,6 +27,7 @@ pub fn routes(max_message_bytes: usize) -> Router<AppState> {
     let publish = Router::new()
         .route("/v2/publish/{*destination}", post(publish))
         .route("/v2/enqueue/{queue}/{*destination}", post(enqueue))
+        .route("/v2/trigger/{*url}", post(trigger))
         .layer(DefaultBodyLimit::max(max_message_bytes));
     let batch = Router::new()
         .route("/v2/batch", post(batch))
@@ -57,6 +58,10 @@ pub fn routes(max_message_bytes: usize) -> Router<AppState> {
         .route("/v2/queues/{name}", get(get_queue).delete(delete_queue))
         .route("/v2/queues/{name}/pause", post(pause_queue))
         .route("/v2/queues/{name}/resume", post(resume_queue))
+        .route("/v2/workflows/runs", axum::routing::delete(cancel_runs))
+        .route("/v2/workflows/runs/{id}", get(run_steps).delete(end_run))
+        .route("/v2/workflows/events", get(list_runs))
+        .route("/v2/workflows/logs", get(list_runs))
         .route("/v2/schedules", get(list_schedules))
         .route("/v2/schedules/{*rest}", axum::routing::any(schedules))
         .route("/v2/keys", get(get_keys))
@@ -697,6 +702,159 @@ async fn enqueue(
         PublishOutcome::Url(_) | PublishOutcome::Group(_) => StatusCode::OK,
     };
     Ok((status, Json(publish_outcome_json(&outcome))).into_response())
+}
+
+async fn trigger(
+    State(state): State<AppState>,
+    caller: QueueAccount,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    uri: Uri,
+    headers: HeaderMap,
+    RawBody(body): RawBody,
+) -> ApiResult<Json<Value>> {
+    caller.require_write()?;
+    let (rest, query) = split_publish_uri(&uri);
+    let destination = rest.strip_prefix("/v2/trigger/").unwrap_or(&rest).to_owned();
+    let request = PublishRequest {
+        destination,
+        headers: header_pairs(&headers),
+        query,
+        body: body.to_vec(),
+        caller_ip: Some(peer.ip().to_string()),
+        schedule_id: None,
+    };
+    let (run_id, created_at) = state.queue.trigger(caller.account.id, request).await?;
+    Ok(Json(
+        json!({"workflowRunId": run_id, "workflowCreatedAt": created_at}),
+    ))
+}
+
+/// `DELETE /v2/workflows/runs/{id}`: `?cancel=true` (or no flag) cancels; `?cancel=false` ends the run
+/// normally with the body as its result.
+async fn end_run(
+    State(state): State<AppState>,
+    caller: QueueAccount,
+    Path(id): Path<String>,
+    uri: Uri,
+    RawBody(body): RawBody,
+) -> ApiResult<StatusCode> {
+    caller.require_write()?;
+    let pairs = query_pairs(&uri);
+    if query_one(&pairs, "cancel") == Some("false") {
+        let response = (!body.is_empty()).then(|| String::from_utf8_lossy(&body).into_owned());
+        state.queue.finish_run(caller.account.id, &id, response).await?;
+    } else {
+        state.queue.cancel_run(caller.account.id, &id).await?;
+    }
+    Ok(StatusCode::OK)
+}
+
+/// `DELETE /v2/workflows/runs` (SPEC C1): by `workflowRunIds`, by `workflowUrl` prefix, or all; from
+/// the query or a JSON body.
+async fn cancel_runs(
+    State(state): State<AppState>,
+    caller: QueueAccount,
+    uri: Uri,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Json<Value>> {
+    caller.require_write()?;
+    let pairs = query_pairs(&uri);
+    let mut run_ids = query_list(&pairs, "workflowRunIds");
+    if let Some(from_body) = body_list(&body, "workflowRunIds")? {
+        run_ids.extend(from_body);
+    }
+    let url = match body.get("workflowUrl") {
+        Some(Value::String(url)) if !url.is_empty() => Some(url.clone()),
+        None | Some(Value::Null | Value::String(_)) => query_one(&pairs, "workflowUrl").map(str::to_owned),
+        Some(_) => return Err(ApiError::bad_request("workflowUrl: must be a string")),
+    };
+    let exact = query_one(&pairs, "workflowUrlExactMatch") == Some("true")
+        || body.get("workflowUrlExactMatch") == Some(&Value::Bool(true));
+    let selection = quiver_queue::workflows::RunSelection {
+        run_ids,
+        url: url.map(|u| (u, exact)),
+    };
+    let (cancelled, failures) = state.queue.cancel_runs(caller.account.id, &selection).await?;
+    let mut answer = json!({"cancelled": cancelled});
+    if !failures.is_empty() {
+        answer["errors"] = Value::Array(
+            failures
+                .iter()
+                .map(|f| json!({"workflowRunId": f.run_id, "error": f.error}))
+                .collect(),
+        );
+    }
+    Ok(Json(answer))
+}
+
+/// `GET /v2/workflows/runs/{id}`: the steps of a running run (404 once it has ended).
+async fn run_steps(
+    State(state): State<AppState>,
+    caller: QueueAccount,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    let run = state.queue.workflow_run(caller.account.id, &id).await?;
+    if run.state != quiver_queue::workflow::RunState::Started {
+        return Err(quiver_queue::QueueError::WorkflowRunNotFound(id).into());
+    }
+    Ok((
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        run.history(),
+    )
+        .into_response())
+}
+
+fn run_json(run: &quiver_queue::workflow::WorkflowRun) -> Value {
+    let steps: Vec<Value> = run
+        .steps
+        .iter()
+        .map(|step| {
+            json!({"type": "sequential", "steps": [{
+                "messageId": step.message_id,
+                "out": String::from_utf8_lossy(&step.body),
+                "state": "STEP_SUCCESS",
+                "callType": step.call_type,
+            }]})
+        })
+        .collect();
+    let mut fields = json!({
+        "workflowRunId": run.id,
+        "workflowUrl": run.url,
+        "workflowState": run.state.as_str(),
+        "workflowRunCreatedAt": run.created_at.as_millis(),
+        "steps": steps,
+    });
+    if let Some(at) = run.completed_at {
+        fields["workflowRunCompletedAt"] = json!(at.as_millis());
+    }
+    if let Some(ip) = &run.caller_ip {
+        fields["workflowRunCallerIp"] = json!(ip);
+    }
+    if let Some(response) = &run.response {
+        fields["workflowRunResponse"] = json!(response);
+    }
+    fields
+}
+
+/// `GET /v2/workflows/events` and `/v2/workflows/logs`: runs, newest first, optionally one run or state.
+async fn list_runs(State(state): State<AppState>, caller: QueueAccount, uri: Uri) -> ApiResult<Json<Value>> {
+    let pairs = query_pairs(&uri);
+    let wanted_id = query_one(&pairs, "workflowRunId");
+    let wanted_url = query_one(&pairs, "workflowUrl");
+    let wanted_state = query_one(&pairs, "state");
+    let count = count_from_query(&pairs, 10)?;
+    let runs: Vec<Value> = state
+        .queue
+        .workflow_runs(caller.account.id)
+        .await?
+        .iter()
+        .filter(|run| wanted_id.is_none_or(|id| run.id == id))
+        .filter(|run| wanted_url.is_none_or(|url| run.url == url))
+        .filter(|run| wanted_state.is_none_or(|s| run.state.as_str() == s))
+        .take(count.max(1))
+        .map(run_json)
+        .collect();
+    Ok(Json(json!({"runs": runs})))
 }
 
 fn queue_json(record: &quiver_queue::store::QueueRecord) -> Value {

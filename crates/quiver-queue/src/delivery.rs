@@ -178,6 +178,12 @@ impl DeliveryWorker {
         if let Some(caller) = &spec.caller_ip {
             ours.push(("Caller-Ip", caller));
         }
+        if let Some(run_id) = &spec.workflow_run_id {
+            ours.push(("Workflow-RunId", run_id));
+        }
+        if let Some(url) = &spec.workflow_url {
+            ours.push(("Workflow-Url", url));
+        }
         for (name, value) in ours {
             put(&format!("Upstash-{name}"), value);
             put(&format!("Svc-{name}"), value);
@@ -201,12 +207,20 @@ impl DeliveryWorker {
         if let Err(error) = self.queue.policy().check_url(&spec.url) {
             return failure(error);
         }
+        // A step message of a workflow run carries the run's history instead of its own body.
+        let body = match (&spec.workflow_run_id, spec.workflow_history) {
+            (Some(run_id), true) => match self.queue.store().run(message.account_id, run_id).await {
+                Ok(Some(run)) => run.history(),
+                Ok(None) | Err(_) => message.body.clone(),
+            },
+            (Some(_) | None, _) => message.body.clone(),
+        };
         let signature = self.keys.signing_keys(message.account_id).await.map(|keys| {
             sign(
                 &keys.current,
                 &self.queue.config().signature_issuer,
                 &spec.url,
-                &message.body,
+                &body,
                 wall_clock_now(),
             )
         });
@@ -216,7 +230,7 @@ impl DeliveryWorker {
             .request(method, &spec.url)
             .headers(self.delivery_headers(message, signature))
             .timeout(Duration::from_millis(spec.timeout_ms))
-            .body(message.body.clone());
+            .body(body);
         let response = match request.send().await {
             Ok(response) => response,
             Err(error) => return failure(describe(&error)),

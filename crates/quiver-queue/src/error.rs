@@ -28,6 +28,17 @@ pub enum QueueError {
     /// No pending message with that id.
     #[error("message `{0}` was not found")]
     MessageNotFound(String),
+    /// A workflow run with this id exists already: the trigger is a duplicate.
+    #[error("workflow run `{run_id}` exists already")]
+    WorkflowRunExists {
+        /// The run.
+        run_id: String,
+        /// The message that started it.
+        message_id: String,
+    },
+    /// No workflow run with that id.
+    #[error("workflow run `{0}` was not found")]
+    WorkflowRunNotFound(String),
     /// No queue by that name.
     #[error("queue `{0}` was not found")]
     QueueNotFound(String),

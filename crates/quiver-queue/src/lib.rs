@@ -11,6 +11,7 @@
 //! - [`ssrf`]: the guard against internal destinations.
 //! - [`schedule`], [`scheduling`]: cron schedules and the loop that fires them.
 //! - [`queues`]: FIFO queues and enqueue.
+//! - [`workflow`], [`workflows`]: workflow runs, their history, cancelling them.
 //! - [`store`]: [`QueueStore`], the storage trait every backend implements.
 //! - [`duration`], [`retry_delay`], [`headers`]: small parsers.
 //! - [`config`]: [`QueueConfig`], the `[queue]` section.
@@ -34,6 +35,8 @@ pub mod service;
 pub mod signing;
 pub mod ssrf;
 pub mod store;
+pub mod workflow;
+pub mod workflows;
 
 pub use config::QueueConfig;
 pub use delivery::DeliveryWorker;

@@ -105,6 +105,15 @@ pub struct MessageSpec {
     pub flow_control: Option<FlowControl>,
     /// For callbacks: the message whose attempt they report.
     pub source_message_id: Option<String>,
+    /// The workflow run this message belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow_run_id: Option<String>,
+    /// The workflow's URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow_url: Option<String>,
+    /// A step message of a run: delivered with the run's history as its body.
+    #[serde(default)]
+    pub workflow_history: bool,
 }
 
 /// A message's place in its life.

@@ -45,6 +45,12 @@ pub struct PublishOptions {
     pub flow_control: Option<FlowControl>,
     /// Queue to enqueue into (schedules).
     pub queue_name: Option<String>,
+    /// Workflow run the message belongs to (`Svc-Workflow-RunId`).
+    pub workflow_run_id: Option<String>,
+    /// Whether it starts the run (`Svc-Workflow-Init: true`) or carries a step (`false`).
+    pub workflow_init: Option<bool>,
+    /// The workflow's URL (`Svc-Workflow-Url`).
+    pub workflow_url: Option<String>,
 }
 
 fn invalid(key: &str, message: impl std::fmt::Display) -> QueueError {
@@ -238,6 +244,11 @@ pub fn parse_publish_options(
             "flow-control-key" => flow_control_key = Some(value.trim().to_owned()).filter(|v| !v.is_empty()),
             "flow-control-value" => flow_control_value = Some(value.clone()),
             "queue-name" => options.queue_name = Some(value.trim().to_owned()).filter(|v| !v.is_empty()),
+            "workflow-runid" => {
+                options.workflow_run_id = Some(value.trim().to_owned()).filter(|v| !v.is_empty())
+            }
+            "workflow-init" => options.workflow_init = Some(parse_bool(value)),
+            "workflow-url" => options.workflow_url = Some(value.trim().to_owned()).filter(|v| !v.is_empty()),
             other => {
                 if let Some(name) = other.strip_prefix("forward-") {
                     options.forward_headers.push((canonical(name), value.clone()));

@@ -106,6 +106,14 @@ fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
+/// Whether a message forwards `Upstash-Workflow-Sdk-Version`: it is addressed to the workflow.
+pub(crate) fn forwards_workflow_protocol(options: &PublishOptions) -> bool {
+    options
+        .forward_headers
+        .iter()
+        .any(|(name, _)| name.eq_ignore_ascii_case("upstash-workflow-sdk-version"))
+}
+
 /// Headers of `defaults` not overridden (by name, any case) in `own`, followed by `own`.
 fn merge_headers(defaults: &[(String, String)], own: &[(String, String)]) -> Vec<(String, String)> {
     let mut merged: Vec<(String, String)> = defaults
@@ -195,7 +203,17 @@ impl Queue {
         account: AccountId,
         request: PublishRequest,
     ) -> Result<PublishOutcome, QueueError> {
-        let messages = self.prepare(account, &request).await?;
+        let messages = match self.prepare(account, &request).await {
+            Err(QueueError::WorkflowRunExists { message_id, .. }) => {
+                let url = normalise_url(request.destination.trim());
+                return Ok(PublishOutcome::Url(Published {
+                    message_id: MessageId(message_id),
+                    url,
+                    deduplicated: true,
+                }));
+            }
+            other => other?,
+        };
         let is_group = messages.1;
         let published = self.store_messages(messages.0).await?;
         if is_group {
@@ -237,8 +255,19 @@ impl Queue {
         };
         prepared
             .into_iter()
-            .map(|result| {
-                let (messages, is_group) = result?;
+            .zip(&requests)
+            .map(|(result, request)| {
+                let (messages, is_group) = match result {
+                    Err(QueueError::WorkflowRunExists { message_id, .. }) => {
+                        let url = normalise_url(request.destination.trim());
+                        return Ok(PublishOutcome::Url(Published {
+                            message_id: MessageId(message_id),
+                            url,
+                            deduplicated: true,
+                        }));
+                    }
+                    other => other?,
+                };
                 let mine: Vec<Published> = stored.by_ref().take(messages.len()).collect();
                 Ok(if is_group {
                     PublishOutcome::Group(mine)
@@ -307,6 +336,7 @@ impl Queue {
             self.check_callbacks(&options)?;
             self.ensure_queue_of(account, &options).await?;
             let message = self.build(account, url, None, None, &options, request, now)?;
+            self.track_workflow(account, &options, &message, request).await?;
             return Ok((vec![message], false));
         }
         if !is_valid_name(destination) {
@@ -413,6 +443,14 @@ impl Queue {
             labels: options.labels.clone(),
             flow_control: options.flow_control.clone(),
             source_message_id: None,
+            workflow_run_id: options.workflow_run_id.clone(),
+            workflow_url: options
+                .workflow_run_id
+                .as_ref()
+                .map(|_| options.workflow_url.clone().unwrap_or_else(|| url.clone())),
+            // Messages that forward the workflow SDK's protocol version go to the workflow itself and carry
+            // the run's history; others of the run (third-party calls) carry their own body.
+            workflow_history: options.workflow_run_id.is_some() && forwards_workflow_protocol(options),
         };
         let dedup_key = match (&options.deduplication_id, options.content_based_deduplication) {
             (Some(id), _) => Some(format!("id:{id}|{url}")),

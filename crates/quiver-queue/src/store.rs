@@ -101,7 +101,7 @@ pub struct Page<T> {
 
 /// Where messages, dead letters, events and URL groups live. Every write is durable when it returns.
 #[async_trait]
-pub trait QueueStore: ScheduleStore + QueueRecordStore {
+pub trait QueueStore: ScheduleStore + QueueRecordStore + WorkflowStore {
     /// Stores messages (with a CREATED event each) in one transaction. A message whose deduplication key
     /// is still live is not stored; the earlier message's id is returned instead.
     async fn enqueue(&self, messages: Vec<NewMessage>, now: Timestamp) -> StoreResult<Vec<Enqueued>>;
@@ -253,4 +253,47 @@ pub trait QueueRecordStore: Send + Sync + 'static {
 
     /// Deletes a queue (its waiting messages are then delivered without order); `false` if missing.
     async fn delete_queue(&self, account: AccountId, name: &str) -> StoreResult<bool>;
+}
+
+/// Where workflow runs live (part of every queue backend).
+#[async_trait]
+pub trait WorkflowStore: Send + Sync + 'static {
+    /// Records a new run; `false` (and nothing changes) when a run with its id exists.
+    async fn start_run(&self, run: &crate::workflow::WorkflowRun) -> StoreResult<bool>;
+
+    /// Appends a step to a started run; `false` when the run is missing or has ended.
+    async fn append_step(
+        &self,
+        account: AccountId,
+        run_id: &str,
+        step: &crate::workflow::RunStep,
+    ) -> StoreResult<bool>;
+
+    /// A run.
+    async fn run(
+        &self,
+        account: AccountId,
+        run_id: &str,
+    ) -> StoreResult<Option<crate::workflow::WorkflowRun>>;
+
+    /// Every run of the account, newest first.
+    async fn runs(&self, account: AccountId) -> StoreResult<Vec<crate::workflow::WorkflowRun>>;
+
+    /// Ends a started run in `state`; `false` when it was missing or had ended.
+    async fn finish_run(
+        &self,
+        account: AccountId,
+        run_id: &str,
+        state: crate::workflow::RunState,
+        at: Timestamp,
+        response: Option<String>,
+    ) -> StoreResult<bool>;
+
+    /// The pending messages of a run, and whether each is being delivered right now.
+    async fn run_messages(
+        &self,
+        account: AccountId,
+        run_id: &str,
+        now: Timestamp,
+    ) -> StoreResult<Vec<(MessageId, bool)>>;
 }

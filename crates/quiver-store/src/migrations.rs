@@ -44,6 +44,11 @@ pub const QUEUE: &[Migration] = &[
         name: "queues",
         sql: include_str!("../migrations/queue/0003_queues.sql"),
     },
+    Migration {
+        version: 4,
+        name: "workflow runs",
+        sql: include_str!("../migrations/queue/0004_workflow_runs.sql"),
+    },
 ];
 
 /// The schema of `vectors.db` (namespaces and vectors of every index).

@@ -12,8 +12,9 @@ use quiver_queue::message::{
 use quiver_queue::schedule::Schedule;
 use quiver_queue::store::{
     AttemptRecord, AttemptResolution, Endpoint, Filter, Page, QueueRecord, QueueRecordStore, QueueStore,
-    ScheduleStore, UrlGroup,
+    ScheduleStore, UrlGroup, WorkflowStore,
 };
+use quiver_queue::workflow::{RunState, RunStep, WorkflowRun};
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OptionalExtension, Row, params, params_from_iter};
 
@@ -972,6 +973,169 @@ impl QueueRecordStore for SqliteQueueStore {
                 )
                 .map(|n| n == 1)
                 .map_err(backend_error)
+            })
+            .await
+    }
+}
+
+fn runs_where(
+    connection: &Connection,
+    filter: &str,
+    values: &[&dyn rusqlite::ToSql],
+) -> StoreResult<Vec<WorkflowRun>> {
+    let mut statement = connection
+        .prepare(&format!("SELECT spec FROM workflow_runs {filter}"))
+        .map_err(read_error)?;
+    let rows = statement
+        .query_map(values, |r| r.get::<_, String>(0))
+        .map_err(read_error)?;
+    let mut runs = Vec::new();
+    for row in rows {
+        let text = row.map_err(read_error)?;
+        runs.push(
+            serde_json::from_str(&text).map_err(|e| StoreError::Corrupt(format!("workflow run: {e}")))?,
+        );
+    }
+    Ok(runs)
+}
+
+fn save_run(connection: &Connection, run: &WorkflowRun) -> StoreResult<()> {
+    let spec = to_json(run)?;
+    connection
+        .execute(
+            "INSERT INTO workflow_runs (account_id, id, url, state, created_at, spec) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+             ON CONFLICT (account_id, id) DO UPDATE SET state = excluded.state, spec = excluded.spec",
+            params![run.account_id.to_string(), run.id, run.url, run.state.as_str(), run.created_at.as_millis(), spec],
+        )
+        .map(drop)
+        .map_err(backend_error)
+}
+
+#[async_trait]
+impl WorkflowStore for SqliteQueueStore {
+    async fn start_run(&self, run: &WorkflowRun) -> StoreResult<bool> {
+        let run = run.clone();
+        self.database
+            .write(move |c| {
+                if runs_where(
+                    c,
+                    "WHERE account_id = ?1 AND id = ?2",
+                    &[&run.account_id.to_string(), &run.id],
+                )?
+                .pop()
+                .is_some()
+                {
+                    return Ok(false);
+                }
+                save_run(c, &run)?;
+                Ok(true)
+            })
+            .await
+    }
+
+    async fn append_step(&self, account: AccountId, run_id: &str, step: &RunStep) -> StoreResult<bool> {
+        let (run_id, step) = (run_id.to_owned(), step.clone());
+        self.database
+            .write(move |c| {
+                let Some(mut run) = runs_where(
+                    c,
+                    "WHERE account_id = ?1 AND id = ?2",
+                    &[&account.to_string(), &run_id],
+                )?
+                .pop() else {
+                    return Ok(false);
+                };
+                if run.state != RunState::Started {
+                    return Ok(false);
+                }
+                run.steps.push(step);
+                save_run(c, &run)?;
+                Ok(true)
+            })
+            .await
+    }
+
+    async fn run(&self, account: AccountId, run_id: &str) -> StoreResult<Option<WorkflowRun>> {
+        let run_id = run_id.to_owned();
+        self.database
+            .read(move |c| {
+                Ok(runs_where(
+                    c,
+                    "WHERE account_id = ?1 AND id = ?2",
+                    &[&account.to_string(), &run_id],
+                )?
+                .pop())
+            })
+            .await
+    }
+
+    async fn runs(&self, account: AccountId) -> StoreResult<Vec<WorkflowRun>> {
+        self.database
+            .read(move |c| {
+                runs_where(
+                    c,
+                    "WHERE account_id = ?1 ORDER BY created_at DESC, id",
+                    &[&account.to_string()],
+                )
+            })
+            .await
+    }
+
+    async fn finish_run(
+        &self,
+        account: AccountId,
+        run_id: &str,
+        state: RunState,
+        at: Timestamp,
+        response: Option<String>,
+    ) -> StoreResult<bool> {
+        let run_id = run_id.to_owned();
+        self.database
+            .write(move |c| {
+                let Some(mut run) = runs_where(
+                    c,
+                    "WHERE account_id = ?1 AND id = ?2",
+                    &[&account.to_string(), &run_id],
+                )?
+                .pop() else {
+                    return Ok(false);
+                };
+                if run.state != RunState::Started {
+                    return Ok(false);
+                }
+                run.state = state;
+                run.completed_at = Some(at);
+                run.response = response;
+                save_run(c, &run)?;
+                Ok(true)
+            })
+            .await
+    }
+
+    async fn run_messages(
+        &self,
+        account: AccountId,
+        run_id: &str,
+        now: Timestamp,
+    ) -> StoreResult<Vec<(MessageId, bool)>> {
+        let run_id = run_id.to_owned();
+        self.database
+            .read(move |c| {
+                let mut statement = c
+                    .prepare(
+                        "SELECT id, leased, due_at FROM messages
+                         WHERE account_id = ?1 AND json_extract(spec, '$.workflow_run_id') = ?2",
+                    )
+                    .map_err(read_error)?;
+                let rows = statement
+                    .query_map(params![account.to_string(), run_id], |r| {
+                        Ok((
+                            MessageId(r.get(0)?),
+                            r.get::<_, bool>(1)? && r.get::<_, i64>(2)? > now.as_millis(),
+                        ))
+                    })
+                    .map_err(read_error)?;
+                rows.collect::<Result<_, _>>().map_err(read_error)
             })
             .await
     }

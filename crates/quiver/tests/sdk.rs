@@ -103,3 +103,23 @@ async fn the_official_vector_clients_for_javascript_and_python_drive_the_main_fl
     run_sdk_suite(".venv/bin/python", &["vector_sdk_test.py"], env).await;
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workflows_written_with_the_official_sdk_run_to_completion_and_are_bulk_cancelled() {
+    assert_installed("node_modules/@upstash/workflow");
+    let server = TestServer::embedded().await;
+    let account = server.account().clone();
+    let env = vec![
+        ("QSTASH_URL", server.url("")),
+        ("QSTASH_TOKEN", account.queue_token.clone()),
+        ("QSTASH_CURRENT_SIGNING_KEY", account.current_signing_key.clone()),
+        ("QSTASH_NEXT_SIGNING_KEY", account.next_signing_key.clone()),
+    ];
+    run_sdk_suite(
+        "node",
+        &["--test", "--test-reporter=spec", "workflow.test.mjs"],
+        env,
+    )
+    .await;
+    server.stop().await;
+}

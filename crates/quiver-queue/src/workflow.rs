@@ -1,0 +1,130 @@
+//! Workflow runs: a run starts with a message carrying `Svc-Workflow-RunId` and
+//! `Svc-Workflow-Init: true`; each later message of the run (`Init: false`) appends a step and is
+//! delivered with the run's history (a JSON array of steps, the initial payload first) as its body.
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use quiver_core::{AccountId, Timestamp};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+/// Where a run stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RunState {
+    /// Steps may still come.
+    #[serde(rename = "RUN_STARTED")]
+    Started,
+    /// The workflow finished.
+    #[serde(rename = "RUN_SUCCESS")]
+    Success,
+    /// The workflow failed.
+    #[serde(rename = "RUN_FAILED")]
+    Failed,
+    /// The run was cancelled.
+    #[serde(rename = "RUN_CANCELED")]
+    Canceled,
+}
+
+impl RunState {
+    /// The wire spelling.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            RunState::Started => "RUN_STARTED",
+            RunState::Success => "RUN_SUCCESS",
+            RunState::Failed => "RUN_FAILED",
+            RunState::Canceled => "RUN_CANCELED",
+        }
+    }
+}
+
+/// One entry of a run's history.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunStep {
+    /// The message that carried it.
+    pub message_id: String,
+    /// Its body, byte for byte.
+    pub body: Vec<u8>,
+    /// `step`, `toCallback` or `fromCallback`.
+    pub call_type: String,
+}
+
+/// A workflow run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkflowRun {
+    /// Identifier (`wfr_…`).
+    pub id: String,
+    /// Owner.
+    pub account_id: AccountId,
+    /// The workflow's URL.
+    pub url: String,
+    /// Where it stands.
+    pub state: RunState,
+    /// When it started.
+    pub created_at: Timestamp,
+    /// When it ended.
+    pub completed_at: Option<Timestamp>,
+    /// Who started it.
+    pub caller_ip: Option<String>,
+    /// The initial payload first, then each step in the order it was published.
+    pub steps: Vec<RunStep>,
+    /// The result the workflow reported when it finished.
+    pub response: Option<String>,
+}
+
+impl WorkflowRun {
+    /// The history delivered with each step message: `[{messageId, body (base64), callType}]`.
+    pub fn history(&self) -> Vec<u8> {
+        let steps: Vec<serde_json::Value> = self
+            .steps
+            .iter()
+            .map(|step| json!({"messageId": step.message_id, "body": STANDARD.encode(&step.body), "callType": step.call_type}))
+            .collect();
+        serde_json::Value::Array(steps).to_string().into_bytes()
+    }
+}
+
+/// Why a run could not be cancelled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CancelFailure {
+    /// The run.
+    pub run_id: String,
+    /// Why.
+    pub error: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_history_lists_steps_in_order_with_base64_bodies() {
+        let run = WorkflowRun {
+            id: "wfr_1".into(),
+            account_id: AccountId::random(),
+            url: "http://x".into(),
+            state: RunState::Started,
+            created_at: Timestamp::EPOCH,
+            completed_at: None,
+            caller_ip: None,
+            steps: vec![
+                RunStep {
+                    message_id: "msg_a".into(),
+                    body: b"init".to_vec(),
+                    call_type: "step".into(),
+                },
+                RunStep {
+                    message_id: "msg_b".into(),
+                    body: br#"{"stepId":1}"#.to_vec(),
+                    call_type: "step".into(),
+                },
+            ],
+            response: None,
+        };
+        let history: serde_json::Value = serde_json::from_slice(&run.history()).unwrap();
+        assert_eq!(
+            history[0],
+            json!({"messageId": "msg_a", "body": STANDARD.encode("init"), "callType": "step"})
+        );
+        assert_eq!(history[1]["messageId"], "msg_b");
+    }
+}

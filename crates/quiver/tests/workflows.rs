@@ -1,0 +1,216 @@
+//! Workflow runs through HTTP, with the headers the official workflow SDK sends: start, step history,
+//! duplicate start, end, single and bulk cancel (SPEC C1), a run whose step is in flight.
+
+use std::time::Duration;
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use quiver_testkit::{Receiver, Reply, TestServer};
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+
+const WAIT: Duration = Duration::from_secs(20);
+
+async fn send(request: reqwest::RequestBuilder) -> (StatusCode, Value) {
+    let response = request.send().await.unwrap();
+    let status = response.status();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+fn workflow_headers(run: &str, init: bool, url: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("Upstash-Workflow-RunId", run.to_owned()),
+        ("Upstash-Workflow-Init", init.to_string()),
+        ("Upstash-Workflow-Url", url.to_owned()),
+        ("Upstash-Forward-Upstash-Workflow-Sdk-Version", "1".to_owned()),
+        ("Content-Type", "application/json".to_owned()),
+    ]
+}
+
+async fn trigger_by_batch(server: &TestServer, run: &str, url: &str, extra: &[(&str, &str)]) -> Value {
+    let mut headers: serde_json::Map<String, Value> = workflow_headers(run, true, url)
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), Value::String(v)))
+        .collect();
+    for (name, value) in extra {
+        headers.insert((*name).to_owned(), Value::String((*value).to_owned()));
+    }
+    let (status, answers) = send(
+        server
+            .queue(Method::POST, "/v2/batch")
+            .json(&json!([{"destination": url, "headers": headers, "body": "{\"order\":1}"}])),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{answers}");
+    answers[0].clone()
+}
+
+async fn publish_step(server: &TestServer, run: &str, url: &str, body: &str) -> StatusCode {
+    let mut request = server
+        .queue(Method::POST, &format!("/v2/publish/{url}"))
+        .body(body.to_owned());
+    for (name, value) in workflow_headers(run, false, url) {
+        request = request.header(name, value);
+    }
+    request.send().await.unwrap().status()
+}
+
+#[tokio::test]
+async fn a_run_starts_carries_its_history_to_each_step_and_ends() {
+    let server = TestServer::embedded().await;
+    let receiver = Receiver::start().await;
+    let url = receiver.url("/workflow");
+    let started = trigger_by_batch(&server, "wfr_one", &url, &[]).await;
+    assert_eq!(started["deduplicated"], false);
+    let first = receiver.wait_for(1, WAIT).await.remove(0);
+    let initial: Value = serde_json::from_slice(&first.body).unwrap();
+    assert_eq!(
+        initial.as_array().unwrap().len(),
+        1,
+        "the first call carries the history: the payload alone"
+    );
+    assert_eq!(initial[0]["body"], STANDARD.encode(r#"{"order":1}"#));
+    assert_eq!(first.header("upstash-workflow-runid"), Some("wfr_one"));
+    assert_eq!(first.header("upstash-workflow-url"), Some(url.as_str()));
+    assert_eq!(first.header("upstash-workflow-sdk-version"), Some("1"));
+
+    let step = r#"{"stepId":1,"stepName":"charge","stepType":"Run","out":"\"ok\"","concurrent":1}"#;
+    assert_eq!(publish_step(&server, "wfr_one", &url, step).await, StatusCode::OK);
+    let second = receiver.wait_for(2, WAIT).await.remove(1);
+    let history: Value = serde_json::from_slice(&second.body).unwrap();
+    assert_eq!(history[0]["body"], STANDARD.encode(r#"{"order":1}"#));
+    assert_eq!(
+        history[0]["messageId"],
+        first.header("upstash-message-id").unwrap()
+    );
+    assert_eq!(history[1]["body"], STANDARD.encode(step));
+    assert_eq!(history[1]["callType"], "step");
+    let (status, steps) = send(server.queue(Method::GET, "/v2/workflows/runs/wfr_one")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(steps, history);
+
+    let duplicate = trigger_by_batch(&server, "wfr_one", &url, &[]).await;
+    assert_eq!(duplicate["deduplicated"], true);
+    assert_eq!(
+        duplicate["messageId"],
+        first.header("upstash-message-id").unwrap()
+    );
+
+    let (status, _) = send(
+        server
+            .queue(Method::DELETE, "/v2/workflows/runs/wfr_one?cancel=false")
+            .body("\"done\""),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        publish_step(&server, "wfr_one", &url, step).await,
+        StatusCode::BAD_REQUEST,
+        "a finished run takes no steps"
+    );
+    let (status, _) = send(server.queue(Method::GET, "/v2/workflows/runs/wfr_one")).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (_, logs) = send(server.queue(Method::GET, "/v2/workflows/events?workflowRunId=wfr_one")).await;
+    assert_eq!(logs["runs"][0]["workflowState"], "RUN_SUCCESS");
+    assert_eq!(logs["runs"][0]["workflowRunResponse"], "\"done\"");
+
+    let (status, triggered) = send(
+        server
+            .queue(Method::POST, &format!("/v2/trigger/{url}"))
+            .body("{}"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{triggered}");
+    assert!(triggered["workflowRunId"].as_str().unwrap().starts_with("wfr_"));
+    assert!(triggered["workflowCreatedAt"].is_i64());
+}
+
+#[tokio::test]
+async fn bulk_cancel_by_ids_by_url_prefix_or_everything() {
+    let server = TestServer::embedded().await;
+    let delayed = [("Upstash-Delay", "1h")];
+    for (run, url) in [
+        ("wfr_a", "https://shop.example.com/a"),
+        ("wfr_b", "https://shop.example.com/b/flow"),
+        ("wfr_c", "https://other.example.com/c"),
+        ("wfr_d", "https://other.example.com/d"),
+    ] {
+        trigger_by_batch(&server, run, url, &delayed).await;
+    }
+    let (_, by_body) = send(
+        server
+            .queue(Method::DELETE, "/v2/workflows/runs")
+            .json(&json!({"workflowRunIds": ["wfr_a"]})),
+    )
+    .await;
+    assert_eq!(by_body, json!({"cancelled": 1}));
+    let (_, by_prefix) = send(server.queue(
+        Method::DELETE,
+        "/v2/workflows/runs?workflowUrl=https://shop.example.com/b",
+    ))
+    .await;
+    assert_eq!(by_prefix, json!({"cancelled": 1}));
+    let (_, by_query_ids) =
+        send(server.queue(Method::DELETE, "/v2/workflows/runs?workflowRunIds=wfr_c")).await;
+    assert_eq!(by_query_ids, json!({"cancelled": 1}));
+    let (_, everything) = send(server.queue(Method::DELETE, "/v2/workflows/runs").body("{}")).await;
+    assert_eq!(everything, json!({"cancelled": 1}));
+    let (_, again) = send(server.queue(Method::DELETE, "/v2/workflows/runs")).await;
+    assert_eq!(again, json!({"cancelled": 0}), "nothing is left to cancel");
+
+    let (_, logs) = send(server.queue(Method::GET, "/v2/workflows/events?count=10")).await;
+    let states: Vec<&str> = logs["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["workflowState"].as_str().unwrap())
+        .collect();
+    assert_eq!(states, ["RUN_CANCELED"; 4]);
+    let (_, pending) = send(server.queue(Method::GET, "/v2/events?state=CANCELED")).await;
+    assert_eq!(
+        pending["events"].as_array().unwrap().len(),
+        4,
+        "each run's pending message was cancelled"
+    );
+    let (status, _) = send(server.queue(Method::DELETE, "/v2/workflows/runs/wfr_zzz")).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn a_run_whose_step_is_in_flight_is_reported_and_kept_then_cancelled_on_repeat() {
+    let server = TestServer::embedded().await;
+    let receiver = Receiver::start().await;
+    receiver.reply_next(Reply::status(200).after(Duration::from_millis(800)));
+    let url = receiver.url("/slow");
+    trigger_by_batch(&server, "wfr_busy", &url, &[]).await;
+    trigger_by_batch(
+        &server,
+        "wfr_idle",
+        "https://example.com/idle",
+        &[("Upstash-Delay", "1h")],
+    )
+    .await;
+    receiver.wait_for(1, WAIT).await;
+
+    let (status, answer) = send(server.queue(Method::DELETE, "/v2/workflows/runs")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(answer["cancelled"], 1, "{answer}");
+    assert_eq!(answer["errors"][0]["workflowRunId"], "wfr_busy");
+    let (_, logs) = send(server.queue(Method::GET, "/v2/workflows/events?workflowRunId=wfr_busy")).await;
+    assert_eq!(
+        logs["runs"][0]["workflowState"], "RUN_STARTED",
+        "the busy run kept its state"
+    );
+
+    for _ in 0..2_000 {
+        let (_, retry) = send(server.queue(Method::DELETE, "/v2/workflows/runs")).await;
+        if retry["cancelled"] == 1 {
+            let (_, logs) =
+                send(server.queue(Method::GET, "/v2/workflows/events?workflowRunId=wfr_busy")).await;
+            assert_eq!(logs["runs"][0]["workflowState"], "RUN_CANCELED");
+            return;
+        }
+        tokio::task::yield_now().await;
+    }
+    panic!("repeating the bulk cancel never cancelled the busy run");
+}

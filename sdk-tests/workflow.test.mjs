@@ -1,0 +1,81 @@
+// Runs workflows written with the official @upstash/workflow SDK, served by a small local Node app,
+// against a running Quiver. Started by crates/quiver/tests/sdk.rs with QSTASH_URL, QSTASH_TOKEN,
+// QSTASH_CURRENT_SIGNING_KEY and QSTASH_NEXT_SIGNING_KEY set.
+import { test, after } from "node:test";
+import assert from "node:assert/strict";
+import http from "node:http";
+import { serve, Client } from "@upstash/workflow";
+
+const finished = [];
+const sleeping = [];
+
+const { handler: threeSteps } = serve(async (context) => {
+  const input = context.requestPayload;
+  const first = await context.run("first", async () => input.n + 1);
+  const second = await context.run("second", async () => first * 10);
+  await context.run("record", async () => {
+    finished.push({ runId: context.workflowRunId, input, first, second });
+  });
+});
+
+const { handler: sleepy } = serve(async (context) => {
+  await context.run("before", async () => {
+    sleeping.push(context.workflowRunId);
+  });
+  await context.sleep("nap", 3600);
+  await context.run("after", async () => {
+    finished.push({ runId: context.workflowRunId, woke: true });
+  });
+});
+
+const server = http.createServer(async (request, response) => {
+  const chunks = [];
+  for await (const chunk of request) chunks.push(chunk);
+  const url = `http://127.0.0.1:${server.address().port}${request.url}`;
+  const fetchRequest = new Request(url, {
+    method: request.method,
+    headers: request.headers,
+    body: ["GET", "HEAD"].includes(request.method) ? undefined : Buffer.concat(chunks),
+  });
+  const handler = request.url.startsWith("/sleepy") ? sleepy : threeSteps;
+  try {
+    const answer = await handler(fetchRequest);
+    response.writeHead(answer.status, Object.fromEntries(answer.headers));
+    response.end(Buffer.from(await answer.arrayBuffer()));
+  } catch (error) {
+    console.error("workflow handler failed", error);
+    response.writeHead(500);
+    response.end(String(error));
+  }
+});
+await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+const base = `http://127.0.0.1:${server.address().port}`;
+after(() => server.close());
+
+const client = new Client({ baseUrl: process.env.QSTASH_URL, token: process.env.QSTASH_TOKEN });
+
+async function eventually(check) {
+  for (let i = 0; i < 300; i++) {
+    const value = await check();
+    if (value) return value;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error("condition not met in time");
+}
+
+test("a three-step workflow runs to completion", async () => {
+  const { workflowRunId } = await client.trigger({ url: `${base}/three-steps`, body: { n: 4 } });
+  const done = await eventually(() => finished.find((f) => f.runId === workflowRunId));
+  assert.deepEqual(done, { runId: workflowRunId, input: { n: 4 }, first: 5, second: 50 });
+});
+
+test("a sleeping run is bulk-cancelled mid-way", async () => {
+  const { workflowRunId } = await client.trigger({ url: `${base}/sleepy`, body: {} });
+  await eventually(() => sleeping.includes(workflowRunId));
+  const result = await eventually(async () => {
+    const answer = await client.cancel({ ids: [workflowRunId] }).catch(() => client.cancel([workflowRunId]));
+    return answer.cancelled === 1 && answer;
+  });
+  assert.equal(result.cancelled, 1);
+  assert.ok(!finished.some((f) => f.runId === workflowRunId && f.woke));
+});
