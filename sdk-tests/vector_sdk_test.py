@@ -8,6 +8,7 @@ import os
 import sys
 
 from upstash_vector import Index, Vector
+from upstash_vector.types import Data
 from upstash_vector.types import SparseVector, FusionAlgorithm, WeightingStrategy
 
 
@@ -56,6 +57,13 @@ def main():
     ])
     hits = sparse.query(sparse_vector=SparseVector([2, 3], [1.0, 1.0]), top_k=5, weighting_strategy=WeightingStrategy.IDF)
     check([h.id for h in hits][0] == "s2", f"sparse query with IDF: {hits}")
+
+    sparse.upsert(vectors=[
+        Data(id="t1", data="Cats sleep most of the day.", metadata={"kind": "pets"}),
+        Data(id="t2", data="Compilers translate programs.", metadata={"kind": "code"}),
+    ])
+    hits = sparse.query(data="sleepy cats", top_k=2, include_data=True)
+    check(hits[0].id == "t1" and hits[0].data == "Cats sleep most of the day.", f"query by text (BM25): {hits}")
 
     hybrid = Index(url=os.environ["VECTOR_URL"], token=os.environ["HYBRID_TOKEN"])
     hybrid.upsert(vectors=[

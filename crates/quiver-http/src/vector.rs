@@ -17,7 +17,9 @@ use quiver_admin::catalog::IndexSettings;
 use quiver_vector::VectorError;
 use quiver_vector::filter::Filter;
 use quiver_vector::record::IndexSpec;
+use quiver_vector::record::Record;
 use quiver_vector::service::{IndexRef, MetadataUpdate, Query, Selection, Update};
+use quiver_vector::text::{QueryMode, TextModels, embed};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -49,9 +51,9 @@ pub fn routes(body_limit: usize) -> Router<AppState> {
             ("reset", "reset"),
             ("random", "random"),
             ("resumable-query", "resumable-query"),
-            ("upsert-data", "data"),
-            ("query-data", "data"),
-            ("resumable-query-data", "data"),
+            ("upsert-data", "upsert-data"),
+            ("query-data", "query"),
+            ("resumable-query-data", "resumable-query"),
         ] {
             let handler = match handler {
                 "upsert" => any(upsert),
@@ -63,7 +65,7 @@ pub fn routes(body_limit: usize) -> Router<AppState> {
                 "reset" => any(reset),
                 "random" => any(random),
                 "resumable-query" => any(resumable_query),
-                _ => any(embedding_endpoint),
+                _ => any(upsert_data),
             };
             router = router
                 .route(&format!("/{path}"), handler.clone())
@@ -119,7 +121,9 @@ fn vector_error(error: ApiError) -> ApiError {
 impl From<VectorError> for ApiError {
     fn from(error: VectorError) -> ApiError {
         let api = match error {
-            VectorError::DimensionMismatch { .. } | VectorError::WrongParts(_) => {
+            VectorError::DimensionMismatch { .. }
+            | VectorError::WrongParts(_)
+            | VectorError::NoEmbeddingModel => {
                 ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, error.to_string())
             }
             VectorError::InvalidRequest(_) | VectorError::Filter(_) | VectorError::LimitExceeded(_) => {
@@ -144,6 +148,13 @@ pub struct VectorCaller {
 }
 
 impl VectorCaller {
+    fn models(&self) -> TextModels {
+        TextModels {
+            dense: self.settings.embedding_model,
+            sparse: self.settings.sparse_embedding_model,
+        }
+    }
+
     fn require_write(&self, path: &str) -> Result<(), ApiError> {
         if self.read_only {
             let endpoint = path
@@ -243,10 +254,6 @@ fn object_of(body: &Value) -> Result<&Map<String, Value>, ApiError> {
     }
 }
 
-fn wire(result: Result<Response, ApiError>) -> Handled {
-    result.map_err(vector_error)
-}
-
 async fn upsert(
     State(state): State<AppState>,
     caller: VectorCaller,
@@ -270,31 +277,102 @@ async fn upsert(
     Ok(success("Success"))
 }
 
-fn parse_query(caller: &VectorCaller, object: &Map<String, Value>) -> Result<(Query, Include), ApiError> {
-    if object.contains_key("data") {
-        return Err(embedding_unavailable(&caller.settings));
+fn query_mode_of(object: &Map<String, Value>) -> Result<QueryMode, ApiError> {
+    match text_of(object, "queryMode")? {
+        None | Some("") => Ok(QueryMode::Hybrid),
+        Some(text) if text.eq_ignore_ascii_case("HYBRID") => Ok(QueryMode::Hybrid),
+        Some(text) if text.eq_ignore_ascii_case("DENSE") => Ok(QueryMode::Dense),
+        Some(text) if text.eq_ignore_ascii_case("SPARSE") => Ok(QueryMode::Sparse),
+        Some(other) => Err(ApiError::bad_request(format!(
+            "queryMode: `{other}` is not allowed; expected HYBRID, DENSE or SPARSE"
+        ))),
     }
+}
+
+fn parse_query(caller: &VectorCaller, object: &Map<String, Value>) -> Result<(Query, Include), ApiError> {
     let filter = match text_of(object, "filter")? {
         Some(text) => Filter::parse(text).map_err(|e| ApiError::bad_request(e.to_string()))?,
         None => None,
     };
+    let (vector, sparse) = match text_of(object, "data")? {
+        Some(text) => embed(
+            &caller.index.spec,
+            caller.models(),
+            text,
+            Some(query_mode_of(object)?),
+        )?,
+        None => (
+            object
+                .get("vector")
+                .filter(|v| !v.is_null())
+                .map(|v| dense_of(v, "vector"))
+                .transpose()?,
+            object
+                .get("sparseVector")
+                .filter(|v| !v.is_null())
+                .map(|v| sparse_of(v, "sparseVector"))
+                .transpose()?,
+        ),
+    };
     let query = Query {
-        vector: object
-            .get("vector")
-            .filter(|v| !v.is_null())
-            .map(|v| dense_of(v, "vector"))
-            .transpose()?,
-        sparse: object
-            .get("sparseVector")
-            .filter(|v| !v.is_null())
-            .map(|v| sparse_of(v, "sparseVector"))
-            .transpose()?,
+        vector,
+        sparse,
         top_k: count_of(object, "topK")?.unwrap_or(10),
         filter,
         weighting: weighting_of(object)?,
         fusion: fusion_of(object)?,
     };
     Ok((query, Include::from(object)?))
+}
+
+async fn upsert_data(
+    State(state): State<AppState>,
+    caller: VectorCaller,
+    params: Option<Path<HashMap<String, String>>>,
+    uri: axum::http::Uri,
+    JsonBody(body): JsonBody,
+) -> Handled {
+    caller.require_write(uri.path())?;
+    let item = |value: &Value| -> Result<Record, ApiError> {
+        let Value::Object(object) = value else {
+            return Err(ApiError::bad_request("each item must be a JSON object"));
+        };
+        let id = id_of(
+            object
+                .get("id")
+                .ok_or_else(|| ApiError::bad_request("id: is required"))?,
+            "id",
+        )?;
+        let data = text_of(object, "data")?
+            .ok_or_else(|| ApiError::bad_request("data: is required"))?
+            .to_owned();
+        let metadata = match object.get("metadata") {
+            None | Some(Value::Null) => None,
+            Some(value @ Value::Object(_)) => Some(value.clone()),
+            Some(_) => return Err(ApiError::bad_request("metadata: must be a JSON object")),
+        };
+        let (vector, sparse) = embed(&caller.index.spec, caller.models(), &data, None)?;
+        Ok(Record {
+            id,
+            vector,
+            sparse,
+            metadata,
+            data: Some(data),
+        })
+    };
+    let records = match &body {
+        Value::Array(items) => items.iter().map(item).collect::<Result<Vec<_>, _>>(),
+        Value::Object(_) => item(&body).map(|r| vec![r]),
+        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => Err(ApiError::bad_request(
+            "request body must be a {id, data} object or an array of them",
+        )),
+    }
+    .map_err(vector_error)?;
+    state
+        .vectors
+        .upsert(&caller.index, &namespace_of(&params), records)
+        .await?;
+    Ok(success("Success"))
 }
 
 async fn query(
@@ -764,25 +842,4 @@ async fn resumable_end(
         .unwrap_or_else(|p| p.into_inner())
         .remove(&uuid);
     Ok(success("Success"))
-}
-
-fn embedding_unavailable(settings: &quiver_admin::catalog::VectorSettings) -> ApiError {
-    if settings.embedding_model.is_none() && settings.sparse_embedding_model.is_none() {
-        vector_error(ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "Embedding data for this index is not allowed. The index must be created with an embedding model to use it.",
-        ))
-    } else {
-        vector_error(ApiError::new(
-            StatusCode::NOT_IMPLEMENTED,
-            "embedding text on the server is not available in this version; upsert and query with vectors instead",
-        ))
-    }
-}
-
-async fn embedding_endpoint(caller: VectorCaller, uri: axum::http::Uri) -> Handled {
-    if uri.path().contains("upsert-data") {
-        caller.require_write(uri.path())?;
-    }
-    wire(Err(embedding_unavailable(&caller.settings)))
 }

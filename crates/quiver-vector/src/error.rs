@@ -38,6 +38,9 @@ pub enum VectorError {
     /// No such resumable query (never started, ended, or expired).
     #[error("resumable query `{0}` does not exist or has expired")]
     ResumableQueryNotFound(String),
+    /// Text was sent to an index without an embedding model.
+    #[error("{}", crate::text::NO_EMBEDDING_MODEL)]
+    NoEmbeddingModel,
     /// The operation needs something this index does not have.
     #[error("{0}")]
     Unsupported(String),

@@ -7,6 +7,7 @@
 //! - [`score`]: distance kernels and the wire's normalised scores.
 //! - [`filter`]: the metadata filter language.
 //! - [`record`]: records and index settings.
+//! - [`text`]: raw text to vectors with the index's hosted models (BM25 built in).
 //! - [`store`]: [`VectorStore`], the storage trait every backend implements.
 //! - [`mod@error`]: [`VectorError`], every way a vector operation fails.
 #![warn(missing_docs)]
@@ -20,6 +21,7 @@ pub mod record;
 pub mod score;
 pub mod service;
 pub mod store;
+pub mod text;
 
 pub use error::VectorError;
 pub use service::Vectors;

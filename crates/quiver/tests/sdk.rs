@@ -81,7 +81,7 @@ async fn the_official_vector_clients_for_javascript_and_python_drive_the_main_fl
         .create_vector_index(json!({"name": "sdk", "region": "us-east-1", "similarity_function": "COSINE", "dimension_count": 3}))
         .await;
     let sparse = server
-        .create_vector_index(json!({"name": "sdk-sparse", "region": "us-east-1", "index_type": "SPARSE"}))
+        .create_vector_index(json!({"name": "sdk-sparse", "region": "us-east-1", "index_type": "SPARSE", "sparse_embedding_model": "BM25"}))
         .await;
     let hybrid = server
         .create_vector_index(json!({"name": "sdk-hybrid", "region": "us-east-1", "index_type": "HYBRID", "similarity_function": "COSINE", "dimension_count": 2}))
