@@ -5,6 +5,7 @@
 //! - [`extract`]: [`extract::JsonBody`] (JSON whatever the content type) and field parsing.
 //! - [`auth`]: the HTTP Basic extractor of the management API.
 //! - [`management`]: `/v2/vector/index...` and `/v2/search...`.
+//! - [`queue_control`]: schedules, FIFO queues and workflow runs.
 //! - [`queue`], [`queue_wire`]: the message queue API (`/v2/publish`, `/v2/topics`, ...) and its shapes.
 //! - [`vector`], [`vector_wire`]: the vector REST API (token per index) and its shapes.
 //! - [`stats`]: index statistics (SPEC A1) and the metering middleware that feeds them.
@@ -16,6 +17,7 @@ pub mod error;
 pub mod extract;
 pub mod management;
 pub mod queue;
+pub mod queue_control;
 pub mod queue_wire;
 pub mod router;
 pub mod stats;

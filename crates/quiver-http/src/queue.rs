@@ -17,9 +17,7 @@ use serde_json::{Value, json};
 use crate::auth::QueueAccount;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Fields, JsonBody, RawBody};
-use crate::queue_wire::{
-    dead_letter_json, event_json, message_json, publish_outcome_json, schedule_json, url_group_json,
-};
+use crate::queue_wire::{dead_letter_json, event_json, message_json, publish_outcome_json, url_group_json};
 use crate::router::AppState;
 
 /// The queue routes. Publish bodies may be as large as the maximum message size; batches four times that.
@@ -27,7 +25,7 @@ pub fn routes(max_message_bytes: usize) -> Router<AppState> {
     let publish = Router::new()
         .route("/v2/publish/{*destination}", post(publish))
         .route("/v2/enqueue/{queue}/{*destination}", post(enqueue))
-        .route("/v2/trigger/{*url}", post(trigger))
+        .route("/v2/trigger/{*url}", post(crate::queue_control::trigger))
         .layer(DefaultBodyLimit::max(max_message_bytes));
     let batch = Router::new()
         .route("/v2/batch", post(batch))
@@ -54,22 +52,40 @@ pub fn routes(max_message_bytes: usize) -> Router<AppState> {
             "/v2/topics/{name}/endpoints",
             post(add_endpoints).delete(remove_endpoints),
         )
-        .route("/v2/queues", get(list_queues).post(upsert_queue))
-        .route("/v2/queues/{name}", get(get_queue).delete(delete_queue))
-        .route("/v2/queues/{name}/pause", post(pause_queue))
-        .route("/v2/queues/{name}/resume", post(resume_queue))
-        .route("/v2/workflows/runs", axum::routing::delete(cancel_runs))
-        .route("/v2/workflows/runs/{id}", get(run_steps).delete(end_run))
-        .route("/v2/workflows/events", get(list_runs))
-        .route("/v2/workflows/logs", get(list_runs))
-        .route("/v2/schedules", get(list_schedules))
-        .route("/v2/schedules/{*rest}", axum::routing::any(schedules))
+        .route(
+            "/v2/queues",
+            get(crate::queue_control::list_queues).post(crate::queue_control::upsert_queue),
+        )
+        .route(
+            "/v2/queues/{name}",
+            get(crate::queue_control::get_queue).delete(crate::queue_control::delete_queue),
+        )
+        .route("/v2/queues/{name}/pause", post(crate::queue_control::pause_queue))
+        .route(
+            "/v2/queues/{name}/resume",
+            post(crate::queue_control::resume_queue),
+        )
+        .route(
+            "/v2/workflows/runs",
+            axum::routing::delete(crate::queue_control::cancel_runs),
+        )
+        .route(
+            "/v2/workflows/runs/{id}",
+            get(crate::queue_control::run_steps).delete(crate::queue_control::end_run),
+        )
+        .route("/v2/workflows/events", get(crate::queue_control::list_runs))
+        .route("/v2/workflows/logs", get(crate::queue_control::list_runs))
+        .route("/v2/schedules", get(crate::queue_control::list_schedules))
+        .route(
+            "/v2/schedules/{*rest}",
+            axum::routing::any(crate::queue_control::schedules),
+        )
         .route("/v2/keys", get(get_keys))
         .route("/v2/keys/rotate", post(rotate_keys))
 }
 
 /// Request headers as (name, value) pairs, repeated names joined with `", "`.
-fn header_pairs(headers: &HeaderMap) -> Vec<(String, String)> {
+pub(crate) fn header_pairs(headers: &HeaderMap) -> Vec<(String, String)> {
     let mut pairs: Vec<(String, String)> = Vec::new();
     for (name, value) in headers {
         let Ok(value) = value.to_str() else { continue };
@@ -94,7 +110,7 @@ fn is_config_query_key(key: &str) -> bool {
 
 /// Splits a publish URI into the destination (with the query parameters that belong to it) and the
 /// configuration query parameters.
-fn split_publish_uri(uri: &Uri) -> (String, Vec<(String, String)>) {
+pub(crate) fn split_publish_uri(uri: &Uri) -> (String, Vec<(String, String)>) {
     let path = uri.path();
     let destination = path.strip_prefix("/v2/publish/").unwrap_or(path).to_owned();
     let Some(query) = uri.query() else {
@@ -241,7 +257,7 @@ async fn cancel_message(
 }
 
 /// Query pairs of a request.
-fn query_pairs(uri: &Uri) -> Vec<(String, String)> {
+pub(crate) fn query_pairs(uri: &Uri) -> Vec<(String, String)> {
     uri.query()
         .map(|q| {
             url::form_urlencoded::parse(q.as_bytes())
@@ -252,7 +268,7 @@ fn query_pairs(uri: &Uri) -> Vec<(String, String)> {
 }
 
 /// Every value of `key`: repeated keys and comma-joined values both count.
-fn query_list(pairs: &[(String, String)], key: &str) -> Vec<String> {
+pub(crate) fn query_list(pairs: &[(String, String)], key: &str) -> Vec<String> {
     pairs
         .iter()
         .filter(|(k, _)| k == key)
@@ -266,7 +282,7 @@ fn query_list(pairs: &[(String, String)], key: &str) -> Vec<String> {
         .collect()
 }
 
-fn query_one<'a>(pairs: &'a [(String, String)], key: &str) -> Option<&'a str> {
+pub(crate) fn query_one<'a>(pairs: &'a [(String, String)], key: &str) -> Option<&'a str> {
     pairs
         .iter()
         .find(|(k, _)| k == key)
@@ -275,7 +291,7 @@ fn query_one<'a>(pairs: &'a [(String, String)], key: &str) -> Option<&'a str> {
 }
 
 /// A list of ids from a JSON body field, if the body has it.
-fn body_list(body: &Value, key: &str) -> Result<Option<Vec<String>>, ApiError> {
+pub(crate) fn body_list(body: &Value, key: &str) -> Result<Option<Vec<String>>, ApiError> {
     match body.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Array(items)) => items
@@ -375,7 +391,7 @@ fn filter_from_query(pairs: &[(String, String)]) -> Result<Filter, ApiError> {
     })
 }
 
-fn count_from_query(pairs: &[(String, String)], default: usize) -> Result<usize, ApiError> {
+pub(crate) fn count_from_query(pairs: &[(String, String)], default: usize) -> Result<usize, ApiError> {
     query_one(pairs, "count")
         .map(|v| {
             v.parse::<usize>()
@@ -702,316 +718,6 @@ async fn enqueue(
         PublishOutcome::Url(_) | PublishOutcome::Group(_) => StatusCode::OK,
     };
     Ok((status, Json(publish_outcome_json(&outcome))).into_response())
-}
-
-async fn trigger(
-    State(state): State<AppState>,
-    caller: QueueAccount,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    uri: Uri,
-    headers: HeaderMap,
-    RawBody(body): RawBody,
-) -> ApiResult<Json<Value>> {
-    caller.require_write()?;
-    let (rest, query) = split_publish_uri(&uri);
-    let destination = rest.strip_prefix("/v2/trigger/").unwrap_or(&rest).to_owned();
-    let request = PublishRequest {
-        destination,
-        headers: header_pairs(&headers),
-        query,
-        body: body.to_vec(),
-        caller_ip: Some(peer.ip().to_string()),
-        schedule_id: None,
-    };
-    let (run_id, created_at) = state.queue.trigger(caller.account.id, request).await?;
-    Ok(Json(
-        json!({"workflowRunId": run_id, "workflowCreatedAt": created_at}),
-    ))
-}
-
-/// `DELETE /v2/workflows/runs/{id}`: `?cancel=true` (or no flag) cancels; `?cancel=false` ends the run
-/// normally with the body as its result.
-async fn end_run(
-    State(state): State<AppState>,
-    caller: QueueAccount,
-    Path(id): Path<String>,
-    uri: Uri,
-    RawBody(body): RawBody,
-) -> ApiResult<StatusCode> {
-    caller.require_write()?;
-    let pairs = query_pairs(&uri);
-    if query_one(&pairs, "cancel") == Some("false") {
-        let response = (!body.is_empty()).then(|| String::from_utf8_lossy(&body).into_owned());
-        state.queue.finish_run(caller.account.id, &id, response).await?;
-    } else {
-        state.queue.cancel_run(caller.account.id, &id).await?;
-    }
-    Ok(StatusCode::OK)
-}
-
-/// `DELETE /v2/workflows/runs` (SPEC C1): by `workflowRunIds`, by `workflowUrl` prefix, or all; from
-/// the query or a JSON body.
-async fn cancel_runs(
-    State(state): State<AppState>,
-    caller: QueueAccount,
-    uri: Uri,
-    JsonBody(body): JsonBody,
-) -> ApiResult<Json<Value>> {
-    caller.require_write()?;
-    let pairs = query_pairs(&uri);
-    let mut run_ids = query_list(&pairs, "workflowRunIds");
-    if let Some(from_body) = body_list(&body, "workflowRunIds")? {
-        run_ids.extend(from_body);
-    }
-    let url = match body.get("workflowUrl") {
-        Some(Value::String(url)) if !url.is_empty() => Some(url.clone()),
-        None | Some(Value::Null | Value::String(_)) => query_one(&pairs, "workflowUrl").map(str::to_owned),
-        Some(_) => return Err(ApiError::bad_request("workflowUrl: must be a string")),
-    };
-    let exact = query_one(&pairs, "workflowUrlExactMatch") == Some("true")
-        || body.get("workflowUrlExactMatch") == Some(&Value::Bool(true));
-    let selection = quiver_queue::workflows::RunSelection {
-        run_ids,
-        url: url.map(|u| (u, exact)),
-    };
-    let (cancelled, failures) = state.queue.cancel_runs(caller.account.id, &selection).await?;
-    let mut answer = json!({"cancelled": cancelled});
-    if !failures.is_empty() {
-        answer["errors"] = Value::Array(
-            failures
-                .iter()
-                .map(|f| json!({"workflowRunId": f.run_id, "error": f.error}))
-                .collect(),
-        );
-    }
-    Ok(Json(answer))
-}
-
-/// `GET /v2/workflows/runs/{id}`: the steps of a running run (404 once it has ended).
-async fn run_steps(
-    State(state): State<AppState>,
-    caller: QueueAccount,
-    Path(id): Path<String>,
-) -> ApiResult<Response> {
-    let run = state.queue.workflow_run(caller.account.id, &id).await?;
-    if run.state != quiver_queue::workflow::RunState::Started {
-        return Err(quiver_queue::QueueError::WorkflowRunNotFound(id).into());
-    }
-    Ok((
-        [(axum::http::header::CONTENT_TYPE, "application/json")],
-        run.history(),
-    )
-        .into_response())
-}
-
-fn run_json(run: &quiver_queue::workflow::WorkflowRun) -> Value {
-    let steps: Vec<Value> = run
-        .steps
-        .iter()
-        .map(|step| {
-            json!({"type": "sequential", "steps": [{
-                "messageId": step.message_id,
-                "out": String::from_utf8_lossy(&step.body),
-                "state": "STEP_SUCCESS",
-                "callType": step.call_type,
-            }]})
-        })
-        .collect();
-    let mut fields = json!({
-        "workflowRunId": run.id,
-        "workflowUrl": run.url,
-        "workflowState": run.state.as_str(),
-        "workflowRunCreatedAt": run.created_at.as_millis(),
-        "steps": steps,
-    });
-    if let Some(at) = run.completed_at {
-        fields["workflowRunCompletedAt"] = json!(at.as_millis());
-    }
-    if let Some(ip) = &run.caller_ip {
-        fields["workflowRunCallerIp"] = json!(ip);
-    }
-    if let Some(response) = &run.response {
-        fields["workflowRunResponse"] = json!(response);
-    }
-    fields
-}
-
-/// `GET /v2/workflows/events` and `/v2/workflows/logs`: runs, newest first, optionally one run or state.
-async fn list_runs(State(state): State<AppState>, caller: QueueAccount, uri: Uri) -> ApiResult<Json<Value>> {
-    let pairs = query_pairs(&uri);
-    let wanted_id = query_one(&pairs, "workflowRunId");
-    let wanted_url = query_one(&pairs, "workflowUrl");
-    let wanted_state = query_one(&pairs, "state");
-    let count = count_from_query(&pairs, 10)?;
-    let runs: Vec<Value> = state
-        .queue
-        .workflow_runs(caller.account.id)
-        .await?
-        .iter()
-        .filter(|run| wanted_id.is_none_or(|id| run.id == id))
-        .filter(|run| wanted_url.is_none_or(|url| run.url == url))
-        .filter(|run| wanted_state.is_none_or(|s| run.state.as_str() == s))
-        .take(count.max(1))
-        .map(run_json)
-        .collect();
-    Ok(Json(json!({"runs": runs})))
-}
-
-fn queue_json(record: &quiver_queue::store::QueueRecord) -> Value {
-    json!({
-        "name": record.name,
-        "createdAt": record.created_at.as_millis(),
-        "updatedAt": record.updated_at.as_millis(),
-        "parallelism": record.parallelism,
-        "lag": record.lag,
-        "paused": record.paused,
-    })
-}
-
-async fn upsert_queue(
-    State(state): State<AppState>,
-    caller: QueueAccount,
-    JsonBody(body): JsonBody,
-) -> ApiResult<StatusCode> {
-    caller.require_write()?;
-    let fields = Fields::of(&body)?;
-    let name = fields.required_str("queueName")?;
-    let parallelism = fields.optional_u32("parallelism")?.unwrap_or(1);
-    let paused = match body.get("paused") {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(paused)) => *paused,
-        Some(_) => return Err(ApiError::bad_request("paused: must be true or false")),
-    };
-    state
-        .queue
-        .upsert_queue(caller.account.id, name, parallelism, paused)
-        .await?;
-    Ok(StatusCode::OK)
-}
-
-async fn list_queues(State(state): State<AppState>, caller: QueueAccount) -> ApiResult<Json<Vec<Value>>> {
-    Ok(Json(
-        state
-            .queue
-            .queue_records(caller.account.id)
-            .await?
-            .iter()
-            .map(queue_json)
-            .collect(),
-    ))
-}
-
-async fn get_queue(
-    State(state): State<AppState>,
-    caller: QueueAccount,
-    Path(name): Path<String>,
-) -> ApiResult<Json<Value>> {
-    Ok(Json(queue_json(
-        &state.queue.queue_record(caller.account.id, &name).await?,
-    )))
-}
-
-async fn delete_queue(
-    State(state): State<AppState>,
-    caller: QueueAccount,
-    Path(name): Path<String>,
-) -> ApiResult<StatusCode> {
-    caller.require_write()?;
-    state.queue.delete_queue(caller.account.id, &name).await?;
-    Ok(StatusCode::OK)
-}
-
-async fn pause_queue(
-    State(state): State<AppState>,
-    caller: QueueAccount,
-    Path(name): Path<String>,
-) -> ApiResult<StatusCode> {
-    caller.require_write()?;
-    state
-        .queue
-        .set_queue_paused(caller.account.id, &name, true)
-        .await?;
-    Ok(StatusCode::OK)
-}
-
-async fn resume_queue(
-    State(state): State<AppState>,
-    caller: QueueAccount,
-    Path(name): Path<String>,
-) -> ApiResult<StatusCode> {
-    caller.require_write()?;
-    state
-        .queue
-        .set_queue_paused(caller.account.id, &name, false)
-        .await?;
-    Ok(StatusCode::OK)
-}
-
-async fn list_schedules(State(state): State<AppState>, caller: QueueAccount) -> ApiResult<Json<Vec<Value>>> {
-    let schedules = state.queue.schedules(caller.account.id).await?;
-    Ok(Json(schedules.iter().map(schedule_json).collect()))
-}
-
-/// Everything under `/v2/schedules/`: create (`POST /v2/schedules/<destination>`), read and delete
-/// (`GET`/`DELETE /v2/schedules/<id>`), pause and resume (`PATCH` or `POST .../<id>/pause|resume`).
-async fn schedules(
-    State(state): State<AppState>,
-    caller: QueueAccount,
-    method: axum::http::Method,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    uri: Uri,
-    headers: HeaderMap,
-    RawBody(body): RawBody,
-) -> ApiResult<Response> {
-    let path = uri.path().strip_prefix("/v2/schedules/").unwrap_or_default();
-    let is_id = |text: &str| !text.is_empty() && !text.contains('/') && !text.contains(':');
-    let toggle = path
-        .strip_suffix("/pause")
-        .map(|id| (id, true))
-        .or_else(|| path.strip_suffix("/resume").map(|id| (id, false)))
-        .filter(|(id, _)| is_id(id));
-    use axum::http::Method;
-    match (method, toggle) {
-        (Method::PATCH | Method::POST, Some((id, paused))) => {
-            caller.require_write()?;
-            state
-                .queue
-                .set_schedule_paused(caller.account.id, id, paused)
-                .await?;
-            Ok(StatusCode::OK.into_response())
-        }
-        (Method::POST, None) => {
-            caller.require_write()?;
-            let (destination, query) = split_publish_uri(&uri);
-            let destination = destination
-                .strip_prefix("/v2/schedules/")
-                .unwrap_or(&destination)
-                .to_owned();
-            let request = PublishRequest {
-                destination,
-                headers: header_pairs(&headers),
-                query,
-                body: body.to_vec(),
-                caller_ip: Some(peer.ip().to_string()),
-                schedule_id: None,
-            };
-            let id = state.queue.create_schedule(caller.account.id, request).await?;
-            Ok(Json(json!({"scheduleId": id})).into_response())
-        }
-        (Method::GET, None) if is_id(path) => Ok(Json(schedule_json(
-            &state.queue.schedule(caller.account.id, path).await?,
-        ))
-        .into_response()),
-        (Method::DELETE, None) if is_id(path) => {
-            caller.require_write()?;
-            state.queue.delete_schedule(caller.account.id, path).await?;
-            Ok(StatusCode::OK.into_response())
-        }
-        (method, _) => Err(ApiError::new(
-            StatusCode::METHOD_NOT_ALLOWED,
-            format!("method {method} is not allowed on {}", uri.path()),
-        )),
-    }
 }
 
 async fn get_keys(caller: QueueAccount) -> Json<Value> {

@@ -4,6 +4,7 @@
 //! - [`migrations`]: schema versions per database file, applied at open.
 //! - [`admin`]: [`SqliteAdminStore`], the management domain's store (`catalog.db`).
 //! - [`queue`]: [`SqliteQueueStore`], the queue domain's store (`queue.db`).
+//! - [`queue_control`]: schedules, FIFO queue records and workflow runs in `queue.db`.
 //! - [`vectors`]: [`SqliteVectorStore`], the vector engine's store (`vectors.db`).
 //! - [`config`]: [`StorageConfig`], the `[storage]` section.
 #![warn(missing_docs)]
@@ -13,6 +14,7 @@ pub mod config;
 pub mod database;
 pub mod migrations;
 pub mod queue;
+pub mod queue_control;
 pub mod vectors;
 
 pub use admin::SqliteAdminStore;

@@ -4,6 +4,7 @@
 //! - [`namespace`]: one namespace's records, insertion order and dense index.
 //! - [`dense`]: the [`dense::DenseIndex`] trait and exact search.
 //! - [`hnsw`]: the HNSW graph used for dense search.
+//! - [`search`]: one query against one namespace, and hybrid fusion.
 //! - [`score`]: distance kernels and the wire's normalised scores.
 //! - [`filter`]: the metadata filter language.
 //! - [`record`]: records and index settings.
@@ -19,6 +20,7 @@ pub mod hnsw;
 pub mod namespace;
 pub mod record;
 pub mod score;
+pub mod search;
 pub mod service;
 pub mod store;
 pub mod text;
