@@ -8,8 +8,9 @@ use std::time::Duration;
 use quiver_core::{Clock, IndexId, StoreError};
 use tokio_util::sync::CancellationToken;
 
+use crate::stats::earliest_minute;
 use crate::store::AdminStore;
-use crate::usage::MinuteUsage;
+use crate::usage::{MinuteUsage, Period, SLOT_MINUTES, slot_of};
 
 /// How often buckets are flushed to the store.
 pub const FLUSH_EVERY: Duration = Duration::from_secs(10);
@@ -136,6 +137,68 @@ impl Meter {
         }
     }
 
+    /// What [`crate::stats::compute`] needs to answer `period` at `now_minute`: usage keyed by the
+    /// first minute it covers, oldest first. Intervals that are whole slots (and everything before the
+    /// period's first point) come from [`SLOT_MINUTES`] rollups; one-minute and three-minute points from
+    /// minutes.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn usage_for(
+        &self,
+        index: IndexId,
+        period: Period,
+        now_minute: i64,
+    ) -> Result<Vec<(i64, MinuteUsage)>, StoreError> {
+        let earliest = slot_of(earliest_minute(period, now_minute));
+        let (width, _) = period.shape();
+        let first_start = period
+            .point_starts(now_minute)
+            .first()
+            .copied()
+            .unwrap_or(now_minute);
+        let split = if width % SLOT_MINUTES == 0 {
+            now_minute + 1
+        } else {
+            slot_of(first_start).max(earliest)
+        };
+        let mut usage = self.slots(index, earliest, split - 1).await?;
+        if split <= now_minute {
+            usage.extend(self.minutes(index, split, now_minute).await?);
+        }
+        Ok(usage)
+    }
+
+    /// Usage of `index` per slot for slots covering minutes `from..=to` (`from` a slot start): stored
+    /// slots merged with unflushed minutes, keyed by slot start, oldest first.
+    async fn slots(&self, index: IndexId, from: i64, to: i64) -> Result<Vec<(i64, MinuteUsage)>, StoreError> {
+        if to < from {
+            return Ok(Vec::new());
+        }
+        let mut merged: BTreeMap<i64, MinuteUsage> = self
+            .store
+            .usage_slots(index, from, slot_of(to))
+            .await?
+            .into_iter()
+            .collect();
+        for (minute, usage) in self.pending_of(index, from, to) {
+            merged.entry(slot_of(minute)).or_default().merge(&usage);
+        }
+        Ok(merged.into_iter().collect())
+    }
+
+    /// Unflushed usage of `index` for minutes `from..=to`, oldest first.
+    fn pending_of(&self, index: IndexId, from: i64, to: i64) -> Vec<(i64, MinuteUsage)> {
+        let pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        let mut found: Vec<(i64, MinuteUsage)> = pending
+            .iter()
+            .filter(|((pending_index, minute), _)| *pending_index == index && (from..=to).contains(minute))
+            .map(|((_, minute), usage)| (*minute, usage.clone()))
+            .collect();
+        found.sort_by_key(|(minute, _)| *minute);
+        found
+    }
+
     /// Usage of `index` for minutes `from..=to`: stored minutes merged with unflushed ones, oldest first.
     ///
     /// # Errors
@@ -148,11 +211,8 @@ impl Meter {
     ) -> Result<Vec<(i64, MinuteUsage)>, StoreError> {
         let mut merged: BTreeMap<i64, MinuteUsage> =
             self.store.usage(index, from, to).await?.into_iter().collect();
-        let pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
-        for ((pending_index, minute), usage) in pending.iter() {
-            if *pending_index == index && (from..=to).contains(minute) {
-                merged.entry(*minute).or_default().merge(usage);
-            }
+        for (minute, usage) in self.pending_of(index, from, to) {
+            merged.entry(minute).or_default().merge(&usage);
         }
         Ok(merged.into_iter().collect())
     }

@@ -123,7 +123,9 @@ pub fn compute(
     let mut snapshots: Vec<Option<(u64, u64)>> = Vec::with_capacity(starts.len());
     for start in &starts {
         let mut interval = MinuteUsage::default();
-        for (_, usage) in minutes.iter().filter(|(m, _)| *m >= *start && *m < start + width) {
+        let first = minutes.partition_point(|(m, _)| *m < *start);
+        let end = minutes.partition_point(|(m, _)| *m < start + width);
+        for (_, usage) in &minutes[first..end.max(first)] {
             interval.merge(usage);
         }
         let time = start * 60;

@@ -48,8 +48,18 @@ pub trait AdminStore: Send + Sync + 'static {
     /// Removes the index if `account` owns it; `false` when it did not exist for that account.
     async fn delete_index(&self, account: AccountId, id: IndexId) -> StoreResult<bool>;
 
-    /// Adds usage to the stored minutes, merging with what each minute already holds.
+    /// Adds usage to the stored minutes and to their [`crate::usage::SLOT_MINUTES`] slots, merging with
+    /// what each already holds, in minute order (so the latest snapshot wins).
     async fn add_usage(&self, usage: Vec<(IndexId, i64, crate::usage::MinuteUsage)>) -> StoreResult<()>;
+
+    /// The stored usage of an index per slot of [`crate::usage::SLOT_MINUTES`] minutes, for slots
+    /// starting at minutes `from..=to`, keyed by each slot's first minute, oldest first.
+    async fn usage_slots(
+        &self,
+        index: IndexId,
+        from: i64,
+        to: i64,
+    ) -> StoreResult<Vec<(i64, crate::usage::MinuteUsage)>>;
 
     /// The stored usage of an index for minutes `from..=to`, oldest first.
     async fn usage(

@@ -18,10 +18,10 @@ pub async fn conformance(store: Arc<dyn AdminStore>) {
     indexes_round_trip_and_are_scoped_to_their_owner(&*store).await;
     index_updates_replace_the_whole_record(&*store).await;
     taken_endpoints_and_tokens_conflict(&*store).await;
-    usage_merges_per_minute_and_reads_back_in_order(&*store).await;
+    usage_merges_per_minute_and_per_slot_in_order(&*store).await;
 }
 
-async fn usage_merges_per_minute_and_reads_back_in_order(store: &dyn AdminStore) {
+async fn usage_merges_per_minute_and_per_slot_in_order(store: &dyn AdminStore) {
     use crate::usage::MinuteUsage;
     let index = IndexId::random();
     let minute = |queries: u64, vector_count: Option<u64>| MinuteUsage {
@@ -53,6 +53,16 @@ async fn usage_merges_per_minute_and_reads_back_in_order(store: &dyn AdminStore)
     );
     assert!(store.usage(index, 12, 20).await.unwrap().is_empty());
     assert!(store.usage(IndexId::random(), 0, 100).await.unwrap().is_empty());
+
+    // Slots of 12 minutes roll the same minutes up, in minute order: the latest snapshot wins.
+    store.add_usage(vec![(index, 12, minute(4, None))]).await.unwrap();
+    let slots = store.usage_slots(index, 0, 12).await.unwrap();
+    let summary: Vec<_> = slots
+        .iter()
+        .map(|(slot, usage)| (*slot, usage.queries, usage.vector_count))
+        .collect();
+    assert_eq!(summary, vec![(0, 6, Some(7)), (12, 4, None)]);
+    assert_eq!(store.usage_slots(index, 12, 24).await.unwrap().len(), 1);
 }
 
 fn email(text: &str) -> Email {

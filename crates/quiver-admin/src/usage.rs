@@ -123,6 +123,15 @@ impl MinuteUsage {
     }
 }
 
+/// Minutes per stored rollup slot. Every stats interval (12 to 180 minutes) and every day and month
+/// boundary is a multiple of it, so long periods are answered from slots.
+pub const SLOT_MINUTES: i64 = 12;
+
+/// The first minute of the slot holding `minute`.
+pub const fn slot_of(minute: i64) -> i64 {
+    minute.div_euclid(SLOT_MINUTES) * SLOT_MINUTES
+}
+
 /// A stats period of the wire (`period=`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Period {

@@ -10,7 +10,7 @@ use axum::response::Response;
 use http_body::Body as _;
 use quiver_admin::catalog::{IndexKind, IndexRecord, IndexSettings};
 use quiver_admin::meter::{UsageEvent, UsageKind};
-use quiver_admin::stats::{Holdings, Point, VectorStats, compute, earliest_minute, monthly_cost};
+use quiver_admin::stats::{Holdings, Point, VectorStats, compute, monthly_cost};
 use quiver_admin::usage::{PERIODS, Period, wire_time};
 use quiver_core::IndexId;
 use quiver_vector::record::IndexSpec;
@@ -203,10 +203,7 @@ async fn holdings(state: &AppState, record: &IndexRecord) -> ApiResult<Holdings>
 
 async fn stats_of(state: &AppState, record: &IndexRecord, period: Period) -> ApiResult<VectorStats> {
     let now = state.meter.current_minute();
-    let minutes = state
-        .meter
-        .minutes(record.id, earliest_minute(period, now), now)
-        .await?;
+    let minutes = state.meter.usage_for(record.id, period, now).await?;
     Ok(compute(
         &minutes,
         period,

@@ -235,6 +235,11 @@ impl App {
         &self.catalog.admin
     }
 
+    /// The catalogue store, which also holds per-minute usage (for tools that seed or inspect it).
+    pub fn admin_store(&self) -> Arc<dyn quiver_admin::AdminStore> {
+        Arc::clone(&self.catalog.store) as Arc<dyn quiver_admin::AdminStore>
+    }
+
     /// Stops the process in order: stop accepting connections and let in-flight requests finish, stop
     /// background loops, wait for in-flight work up to the grace period, then flush the stores.
     pub async fn shutdown(self) {

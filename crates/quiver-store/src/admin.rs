@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use quiver_admin::account::{Account, Email};
 use quiver_admin::catalog::{IndexKind, IndexName, IndexRecord, IndexSettings};
 use quiver_admin::store::AdminStore;
-use quiver_admin::usage::MinuteUsage;
+use quiver_admin::usage::{MinuteUsage, slot_of};
 use quiver_core::plan::PlanType;
 use quiver_core::store::StoreResult;
 use quiver_core::{AccountId, IndexId, StoreError, Timestamp};
@@ -34,7 +34,9 @@ impl SqliteAdminStore {
     /// # Errors
     /// The file cannot be opened or migrated.
     pub fn open(data_dir: &Path, config: &StorageConfig) -> StoreResult<SqliteAdminStore> {
-        let database = Database::open(&data_dir.join("catalog.db"), migrations::CATALOG, config)?;
+        let path = data_dir.join("catalog.db");
+        let database = Database::open(&path, migrations::CATALOG, config)?;
+        fill_usage_slots(&path)?;
         Ok(SqliteAdminStore { database })
     }
 
@@ -42,6 +44,101 @@ impl SqliteAdminStore {
     pub fn database(&self) -> &Database {
         &self.database
     }
+}
+
+/// Rolls stored minutes up into slots when the slot table is empty and minutes exist: once, after the
+/// slot table is created.
+fn fill_usage_slots(path: &Path) -> StoreResult<()> {
+    let mut c = rusqlite::Connection::open(path).map_err(backend_error)?;
+    c.busy_timeout(std::time::Duration::from_secs(30))
+        .map_err(backend_error)?;
+    let needed: bool = c
+        .query_row(
+            "SELECT NOT EXISTS (SELECT 1 FROM usage_slots) AND EXISTS (SELECT 1 FROM usage_minutes)",
+            [],
+            |r| r.get(0),
+        )
+        .map_err(backend_error)?;
+    if !needed {
+        return Ok(());
+    }
+    let t = c.transaction().map_err(backend_error)?;
+    let minutes: Vec<(String, i64, String)> = {
+        let mut statement = t
+            .prepare("SELECT index_id, minute, usage FROM usage_minutes ORDER BY index_id, minute")
+            .map_err(backend_error)?;
+        let rows = statement
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .map_err(backend_error)?;
+        rows.collect::<rusqlite::Result<_>>().map_err(backend_error)?
+    };
+    for (key, minute, text) in minutes {
+        let usage: MinuteUsage =
+            serde_json::from_str(&text).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        merge_usage(&t, "usage_slots", "slot", &key, slot_of(minute), &usage)?;
+    }
+    t.commit().map_err(backend_error)
+}
+
+/// Merges `added` into the row of `table` keyed by (`key`, `at`).
+fn merge_usage(
+    c: &rusqlite::Connection,
+    table: &str,
+    column: &str,
+    key: &str,
+    at: i64,
+    added: &MinuteUsage,
+) -> StoreResult<()> {
+    let stored: Option<String> = c
+        .prepare_cached(&format!(
+            "SELECT usage FROM {table} WHERE index_id = ?1 AND {column} = ?2"
+        ))
+        .and_then(|mut s| s.query_row(params![key, at], |r| r.get(0)).optional())
+        .map_err(backend_error)?;
+    let mut merged: MinuteUsage = match stored {
+        Some(text) => serde_json::from_str(&text).map_err(|e| StoreError::Corrupt(e.to_string()))?,
+        None => MinuteUsage::default(),
+    };
+    merged.merge(added);
+    let text = serde_json::to_string(&merged).map_err(|e| StoreError::Backend(e.to_string()))?;
+    c.prepare_cached(&format!(
+        "INSERT INTO {table} (index_id, {column}, usage) VALUES (?1, ?2, ?3)
+         ON CONFLICT (index_id, {column}) DO UPDATE SET usage = excluded.usage"
+    ))
+    .and_then(|mut s| s.execute(params![key, at, text]))
+    .map_err(backend_error)?;
+    Ok(())
+}
+
+/// Rows of `table` for one index with `column` in `from..=to`, oldest first.
+fn read_usage(
+    c: &rusqlite::Connection,
+    table: &str,
+    column: &str,
+    index: IndexId,
+    from: i64,
+    to: i64,
+) -> StoreResult<Vec<(i64, MinuteUsage)>> {
+    let mut statement = c
+        .prepare_cached(&format!(
+            "SELECT {column}, usage FROM {table} WHERE index_id = ?1 AND {column} BETWEEN ?2 AND ?3
+             ORDER BY {column}"
+        ))
+        .map_err(read_error)?;
+    let rows = statement
+        .query_map(params![index.to_string(), from, to], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+        })
+        .map_err(read_error)?;
+    let mut found = Vec::new();
+    for row in rows {
+        let (at, text) = row.map_err(read_error)?;
+        found.push((
+            at,
+            serde_json::from_str(&text).map_err(|e| StoreError::Corrupt(e.to_string()))?,
+        ));
+    }
+    Ok(found)
 }
 
 fn parse<T: FromStr>(text: &str, what: &str) -> rusqlite::Result<T> {
@@ -314,30 +411,14 @@ impl AdminStore for SqliteAdminStore {
             .await
     }
 
-    async fn add_usage(&self, usage: Vec<(IndexId, i64, MinuteUsage)>) -> StoreResult<()> {
+    async fn add_usage(&self, mut usage: Vec<(IndexId, i64, MinuteUsage)>) -> StoreResult<()> {
+        usage.sort_by_key(|(index, minute, _)| (*index, *minute));
         self.database
             .write(move |c| {
                 for (index, minute, added) in usage {
                     let key = index.to_string();
-                    let stored: Option<String> = c
-                        .prepare_cached("SELECT usage FROM usage_minutes WHERE index_id = ?1 AND minute = ?2")
-                        .and_then(|mut s| s.query_row(params![key, minute], |r| r.get(0)).optional())
-                        .map_err(backend_error)?;
-                    let mut merged: MinuteUsage = match stored {
-                        Some(text) => {
-                            serde_json::from_str(&text).map_err(|e| StoreError::Corrupt(e.to_string()))?
-                        }
-                        None => MinuteUsage::default(),
-                    };
-                    merged.merge(&added);
-                    let text =
-                        serde_json::to_string(&merged).map_err(|e| StoreError::Backend(e.to_string()))?;
-                    c.prepare_cached(
-                        "INSERT INTO usage_minutes (index_id, minute, usage) VALUES (?1, ?2, ?3)
-                         ON CONFLICT (index_id, minute) DO UPDATE SET usage = excluded.usage",
-                    )
-                    .and_then(|mut s| s.execute(params![key, minute, text]))
-                    .map_err(backend_error)?;
+                    merge_usage(c, "usage_minutes", "minute", &key, minute, &added)?;
+                    merge_usage(c, "usage_slots", "slot", &key, slot_of(minute), &added)?;
                 }
                 Ok(())
             })
@@ -346,23 +427,13 @@ impl AdminStore for SqliteAdminStore {
 
     async fn usage(&self, index: IndexId, from: i64, to: i64) -> StoreResult<Vec<(i64, MinuteUsage)>> {
         self.database
-            .read(move |c| {
-                let mut statement = c
-                    .prepare_cached(
-                        "SELECT minute, usage FROM usage_minutes WHERE index_id = ?1 AND minute BETWEEN ?2 AND ?3
-                         ORDER BY minute",
-                    )
-                    .map_err(read_error)?;
-                let rows = statement
-                    .query_map(params![index.to_string(), from, to], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
-                    .map_err(read_error)?;
-                let mut minutes = Vec::new();
-                for row in rows {
-                    let (minute, text) = row.map_err(read_error)?;
-                    minutes.push((minute, serde_json::from_str(&text).map_err(|e| StoreError::Corrupt(e.to_string()))?));
-                }
-                Ok(minutes)
-            })
+            .read(move |c| read_usage(c, "usage_minutes", "minute", index, from, to))
+            .await
+    }
+
+    async fn usage_slots(&self, index: IndexId, from: i64, to: i64) -> StoreResult<Vec<(i64, MinuteUsage)>> {
+        self.database
+            .read(move |c| read_usage(c, "usage_slots", "slot", index, from, to))
             .await
     }
 

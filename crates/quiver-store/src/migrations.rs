@@ -25,6 +25,11 @@ pub const CATALOG: &[Migration] = &[
         name: "usage per minute",
         sql: include_str!("../migrations/catalog/0002_usage.sql"),
     },
+    Migration {
+        version: 3,
+        name: "usage per 12 minutes",
+        sql: include_str!("../migrations/catalog/0003_usage_slots.sql"),
+    },
 ];
 
 /// The schema of `queue.db` (messages, dead letters, events, URL groups).

@@ -69,6 +69,19 @@ pub(crate) enum BenchCommand {
         #[arg(long)]
         dir: Option<PathBuf>,
     },
+    /// Index statistics read over HTTP with days of per-minute usage stored, and the cost metering
+    /// adds to each vector request.
+    Stats {
+        /// Days of minute usage to store before reading.
+        #[arg(long, default_value_t = 30)]
+        days: i64,
+        /// Reads per measured period.
+        #[arg(long, default_value_t = 200)]
+        reads: usize,
+        /// Directory for the server's data (default: a temporary directory).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
 }
 
 const BENCH_SCHEMA: &[Migration] = &[Migration {
@@ -201,6 +214,7 @@ pub(crate) async fn run(command: BenchCommand, config: &Config) -> Result<()> {
             connections,
             dir,
         } => crate::bench_queue::queue(config, seconds, connections, dir).await,
+        BenchCommand::Stats { days, reads, dir } => crate::bench_stats::stats(config, days, reads, dir).await,
         BenchCommand::Vector {
             count,
             dimension,

@@ -2,6 +2,7 @@
 
 mod bench;
 mod bench_queue;
+mod bench_stats;
 mod bench_vector;
 
 use std::io::Write;

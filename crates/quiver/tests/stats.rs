@@ -222,3 +222,86 @@ async fn stats_of_another_accounts_or_an_unknown_index_are_404_and_search_stats_
     assert_eq!(status, StatusCode::OK);
     assert_eq!(global["rerank_count"], 0);
 }
+
+/// The `y` of every point of `series` in a stats answer.
+fn ys(stats: &Value, series: &str) -> Vec<f64> {
+    stats[series]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|point| point["y"].as_f64().unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn stored_and_unflushed_usage_land_in_the_right_points_across_a_month_boundary() {
+    let mut server = TestServer::embedded().await;
+    // 2026-01-31 23:50:05 UTC: ten minutes before a day and a month begin.
+    server
+        .clock()
+        .set(quiver_core::Timestamp::from_millis(1_769_903_405_000));
+    let record = server.create_vector_index(json!({"name": "m", "region": "us-east-1", "similarity_function": "COSINE", "dimension_count": 2})).await;
+    let (id, token) = (
+        record["id"].as_str().unwrap().to_owned(),
+        record["token"].as_str().unwrap().to_owned(),
+    );
+    for _ in 0..2 {
+        vector_call(&server, &token, "/query", json!({"vector": [1.0, 0.0]})).await;
+    }
+    server.restart().await; // flushes January's usage to the store
+    server.clock().advance(Duration::from_secs(15 * 60)); // 2026-02-01 00:05:05
+    for _ in 0..3 {
+        vector_call(&server, &token, "/query", json!({"vector": [1.0, 0.0]})).await;
+    }
+
+    for flushed in [false, true] {
+        let stats = |period: &'static str| {
+            let server = &server;
+            let id = id.clone();
+            async move {
+                get(server, &format!("/v2/vector/index/{id}/stats?period={period}"))
+                    .await
+                    .1
+            }
+        };
+        let hour = stats("1h").await;
+        assert_eq!(
+            (
+                hour["daily_query_count"].as_u64(),
+                hour["monthly_query_count"].as_u64()
+            ),
+            (Some(3), Some(3)),
+            "flushed {flushed}"
+        );
+        let points = ys(&hour, "daily_query_requests");
+        assert_eq!(
+            (points[59], points[44], points.iter().sum::<f64>()),
+            (3.0, 2.0, 5.0),
+            "1h, flushed {flushed}"
+        );
+        // Three-minute points: 00:03 holds February's queries, 23:48 (five points back) January's.
+        let points = ys(&stats("3h").await, "daily_query_requests");
+        assert_eq!(
+            (points[59], points[54], points.iter().sum::<f64>()),
+            (3.0, 2.0, 5.0),
+            "3h, flushed {flushed}"
+        );
+        // Points of 12, 24, 72 and 180 minutes all start at midnight: January's queries are one point back.
+        for (period, last) in [("12h", 59), ("1d", 59), ("3d", 59), ("30d", 239)] {
+            let answer = stats(period).await;
+            let points = ys(&answer, "daily_query_requests");
+            assert_eq!(points.len(), last + 1);
+            assert_eq!(
+                (points[last], points[last - 1]),
+                (3.0, 2.0),
+                "{period}, flushed {flushed}"
+            );
+            assert_eq!(answer["monthly_query_count"], 3, "{period}");
+        }
+        let points = ys(&stats("7d").await, "daily_query_requests");
+        assert_eq!(points[58] + points[59], 5.0, "7d");
+        assert_eq!(points.iter().sum::<f64>(), 5.0, "7d");
+        server.restart().await; // the second round reads February from the store too
+    }
+    server.stop().await;
+}
