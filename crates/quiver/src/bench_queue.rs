@@ -17,9 +17,7 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
-use quiver_core::SystemClock;
-use quiver_server::credentials::dev_credentials;
-use quiver_server::{App, AppOptions, Config};
+use quiver_server::Config;
 use tokio::net::TcpListener;
 
 /// A hyper server that answers every request with 200 and does nothing else: the peer.
@@ -147,19 +145,7 @@ pub(crate) async fn queue(
     connections: usize,
     dir: Option<std::path::PathBuf>,
 ) -> Result<()> {
-    let parent = dir.unwrap_or_else(std::env::temp_dir);
-    std::fs::create_dir_all(&parent)?;
-    let scratch = tempfile::tempdir_in(&parent)?;
-    let mut config = config.clone();
-    config.server.bind = "127.0.0.1:0".parse()?;
-    config.server.data_dir = scratch.path().to_owned();
-    config.server.dev = true;
-    let app = App::start(AppOptions {
-        config,
-        clock: SystemClock::shared(),
-        bootstrap: dev_credentials(),
-    })
-    .await?;
+    let (app, _scratch, parent) = crate::bench::start_server(config, dir).await?;
     let base = format!("http://{}", app.local_addr());
     let token = format!("Bearer {}", app.bootstrap().account.queue_token);
     let arrivals = Arc::new(Arrivals {

@@ -7,8 +7,8 @@ use anyhow::{Context, Result};
 use quiver_admin::meter::{Meter, UsageEvent, UsageKind};
 use quiver_admin::usage::{Latencies, MinuteUsage};
 use quiver_core::{IndexId, SystemClock};
-use quiver_server::credentials::{DEV_ADMIN_API_KEY, DEV_ADMIN_EMAIL, dev_credentials};
-use quiver_server::{App, AppOptions, Config};
+use quiver_server::Config;
+use quiver_server::credentials::{DEV_ADMIN_API_KEY, DEV_ADMIN_EMAIL};
 use serde_json::json;
 
 const MINUTES_PER_DAY: i64 = 24 * 60;
@@ -109,19 +109,7 @@ pub(crate) async fn stats(
     reads: usize,
     dir: Option<std::path::PathBuf>,
 ) -> Result<()> {
-    let parent = dir.unwrap_or_else(std::env::temp_dir);
-    std::fs::create_dir_all(&parent)?;
-    let scratch = tempfile::tempdir_in(&parent)?;
-    let mut config = config.clone();
-    config.server.bind = "127.0.0.1:0".parse()?;
-    config.server.data_dir = scratch.path().to_owned();
-    config.server.dev = true;
-    let app = App::start(AppOptions {
-        config,
-        clock: SystemClock::shared(),
-        bootstrap: dev_credentials(),
-    })
-    .await?;
+    let (app, _scratch, parent) = crate::bench::start_server(config, dir).await?;
     let base = format!("http://{}", app.local_addr());
     let client = reqwest::Client::builder().no_proxy().build()?;
     let record: serde_json::Value = client
