@@ -22,6 +22,7 @@ pub mod queue_wire;
 pub mod router;
 pub mod stats;
 pub mod vector;
+mod vector_resumable;
 pub mod vector_wire;
 
 pub use config::HttpConfig;

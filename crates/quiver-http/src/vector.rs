@@ -3,7 +3,6 @@
 //! where no input is needed, an empty body, `[]`, `{}` or `null` all mean "none".
 
 use std::collections::HashMap;
-use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::{DefaultBodyLimit, FromRequestParts, Path, Request, State};
@@ -27,6 +26,7 @@ use crate::auth::bearer_token;
 use crate::error::{ApiError, Envelope};
 use crate::extract::JsonBody;
 use crate::router::AppState;
+use crate::vector_resumable::{resumable_end, resumable_next, resumable_query};
 use crate::vector_wire::{
     DenseInfo, Include, InfoOut, SparseInfo, VectorOut, count_of, dense_of, flag, fusion_of, id_of, ids_of,
     namespaces_out, record_of, sparse_of, text_of, weighting_of,
@@ -34,8 +34,6 @@ use crate::vector_wire::{
 
 /// Most vectors a fetch by prefix returns.
 const PREFIX_FETCH_LIMIT: usize = 1000;
-/// Default and most `maxIdle` of a resumable query, in seconds.
-const DEFAULT_MAX_IDLE_SECS: u64 = 3600;
 
 /// The vector routes, at the root and under `/vector/{endpoint}`.
 pub fn routes(body_limit: usize) -> Router<AppState> {
@@ -114,7 +112,7 @@ async fn add_status_to_errors(request: Request, next: Next) -> Response {
     }
 }
 
-fn vector_error(error: ApiError) -> ApiError {
+pub(crate) fn vector_error(error: ApiError) -> ApiError {
     error.in_envelope(Envelope::WithStatus)
 }
 
@@ -142,7 +140,7 @@ impl From<VectorError> for ApiError {
 /// The index a request addresses, and whether its token only reads.
 #[derive(Debug, Clone)]
 pub struct VectorCaller {
-    index: IndexRef,
+    pub(crate) index: IndexRef,
     settings: quiver_admin::catalog::VectorSettings,
     read_only: bool,
 }
@@ -231,13 +229,13 @@ struct Success<T> {
     result: T,
 }
 
-fn success<T: Serialize>(result: T) -> Response {
+pub(crate) fn success<T: Serialize>(result: T) -> Response {
     Json(Success { result }).into_response()
 }
 
-type Handled = Result<Response, ApiError>;
+pub(crate) type Handled = Result<Response, ApiError>;
 
-fn namespace_of(params: &Option<Path<HashMap<String, String>>>) -> String {
+pub(crate) fn namespace_of(params: &Option<Path<HashMap<String, String>>>) -> String {
     params
         .as_ref()
         .and_then(|Path(map)| map.get("namespace").cloned())
@@ -245,7 +243,7 @@ fn namespace_of(params: &Option<Path<HashMap<String, String>>>) -> String {
 }
 
 /// The body as an object; `None` for "no input" (`null`, `[]`, `{}` count as none only where allowed).
-fn object_of(body: &Value) -> Result<&Map<String, Value>, ApiError> {
+pub(crate) fn object_of(body: &Value) -> Result<&Map<String, Value>, ApiError> {
     match body {
         Value::Object(object) => Ok(object),
         Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) | Value::Array(_) => Err(
@@ -289,7 +287,10 @@ fn query_mode_of(object: &Map<String, Value>) -> Result<QueryMode, ApiError> {
     }
 }
 
-fn parse_query(caller: &VectorCaller, object: &Map<String, Value>) -> Result<(Query, Include), ApiError> {
+pub(crate) fn parse_query(
+    caller: &VectorCaller,
+    object: &Map<String, Value>,
+) -> Result<(Query, Include), ApiError> {
     let filter = match text_of(object, "filter")? {
         Some(text) => Filter::parse(text).map_err(|e| ApiError::bad_request(e.to_string()))?,
         None => None,
@@ -751,95 +752,4 @@ async fn random(
         .random(&caller.index, &namespace_of(&params))
         .await?;
     Ok(success(found.map(|r| VectorOut::record(r, include, None))))
-}
-
-#[derive(Debug, Serialize)]
-struct ResumableStart {
-    uuid: String,
-    scores: Vec<VectorOut>,
-}
-
-fn include_cache() -> &'static std::sync::Mutex<HashMap<String, Include>> {
-    static INCLUDES: std::sync::OnceLock<std::sync::Mutex<HashMap<String, Include>>> =
-        std::sync::OnceLock::new();
-    INCLUDES.get_or_init(|| std::sync::Mutex::new(HashMap::new()))
-}
-
-async fn resumable_query(
-    State(state): State<AppState>,
-    caller: VectorCaller,
-    params: Option<Path<HashMap<String, String>>>,
-    JsonBody(body): JsonBody,
-) -> Handled {
-    let object = object_of(&body)?;
-    let (query, include) = parse_query(&caller, object).map_err(vector_error)?;
-    let max_idle = count_of(object, "maxIdle")
-        .map_err(vector_error)?
-        .map_or(DEFAULT_MAX_IDLE_SECS, |s| s as u64)
-        .min(DEFAULT_MAX_IDLE_SECS);
-    let (uuid, hits) = state
-        .vectors
-        .start_resumable(
-            &caller.index,
-            &namespace_of(&params),
-            query,
-            Duration::from_secs(max_idle),
-        )
-        .await?;
-    include_cache()
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .insert(uuid.clone(), include);
-    Ok(success(ResumableStart {
-        uuid,
-        scores: hits.into_iter().map(|h| VectorOut::hit(h, include)).collect(),
-    }))
-}
-
-fn uuid_of(body: &Value) -> Result<String, ApiError> {
-    let object = object_of(body)?;
-    text_of(object, "uuid")
-        .map_err(vector_error)?
-        .map(str::to_owned)
-        .ok_or_else(|| vector_error(ApiError::bad_request("uuid: is required")))
-}
-
-async fn resumable_next(
-    State(state): State<AppState>,
-    caller: VectorCaller,
-    JsonBody(body): JsonBody,
-) -> Handled {
-    let uuid = uuid_of(&body)?;
-    let additional = count_of(object_of(&body)?, "additionalK")
-        .map_err(vector_error)?
-        .unwrap_or(10);
-    let hits = state
-        .vectors
-        .next_resumable(&caller.index, &uuid, additional)
-        .await?;
-    let include = include_cache()
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .get(&uuid)
-        .copied()
-        .unwrap_or_default();
-    Ok(success(
-        hits.into_iter()
-            .map(|h| VectorOut::hit(h, include))
-            .collect::<Vec<_>>(),
-    ))
-}
-
-async fn resumable_end(
-    State(state): State<AppState>,
-    caller: VectorCaller,
-    JsonBody(body): JsonBody,
-) -> Handled {
-    let uuid = uuid_of(&body)?;
-    state.vectors.end_resumable(&caller.index, &uuid)?;
-    include_cache()
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .remove(&uuid);
-    Ok(success("Success"))
 }
