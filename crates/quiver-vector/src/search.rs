@@ -162,3 +162,48 @@ pub fn fuse(dense: Vec<Hit>, sparse: Vec<Hit>, fusion: Fusion) -> Vec<Hit> {
     fused.sort_by(|a, b| b.score.total_cmp(&a.score));
     fused
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hit(id: &str, score: f32) -> Hit {
+        Hit {
+            score,
+            record: Record {
+                id: id.into(),
+                vector: None,
+                sparse: None,
+                metadata: None,
+                data: None,
+            },
+        }
+    }
+
+    #[test]
+    fn rrf_sums_reciprocal_ranks_from_one() {
+        let fused = fuse(
+            vec![hit("a", 0.9), hit("b", 0.8)],
+            vec![hit("b", 5.0), hit("c", 1.0)],
+            Fusion::Rrf,
+        );
+        let ids: Vec<&str> = fused.iter().map(|h| h.record.id.as_str()).collect();
+        assert_eq!(ids, ["b", "a", "c"]);
+        assert!((fused[0].score - (1.0 / 62.0 + 1.0 / 61.0)).abs() < 1e-7);
+        assert!((fused[1].score - 1.0 / 61.0).abs() < 1e-7);
+    }
+
+    #[test]
+    fn dbsf_normalises_by_three_population_sigmas_and_uses_a_half_when_flat() {
+        let fused = fuse(
+            vec![hit("a", 1.0), hit("b", 0.0)],
+            vec![hit("c", 2.0)],
+            Fusion::Dbsf,
+        );
+        // Dense: mean 0.5, sigma 0.5 -> a = (1 - (0.5 - 1.5)) / 3 = 2/3, b = 1/3. Sparse: sigma 0 -> 0.5.
+        let score = |id: &str| fused.iter().find(|h| h.record.id == id).unwrap().score;
+        assert!((score("a") - 2.0 / 3.0).abs() < 1e-6);
+        assert!((score("b") - 1.0 / 3.0).abs() < 1e-6);
+        assert_eq!(score("c"), 0.5);
+    }
+}

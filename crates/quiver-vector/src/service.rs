@@ -4,11 +4,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock};
-use std::time::Duration;
 
 use quiver_core::plan::PlanLimits;
-use quiver_core::secret::random_below;
-use quiver_core::{Clock, IndexId, Timestamp};
+use quiver_core::{Clock, IndexId};
 use serde_json::Value;
 use tokio::sync::Mutex;
 
@@ -17,6 +15,13 @@ use crate::filter::Filter;
 use crate::namespace::Namespace;
 use crate::record::{IndexSpec, Record, SparseVector, StoredRecord};
 use crate::store::{Change, VectorStore};
+
+mod checks;
+mod namespaces;
+mod resumable;
+
+use checks::{check_dense, check_record, normalise_sparse};
+use resumable::Resumable;
 
 /// The index an operation addresses, as the catalogue describes it.
 #[derive(Debug, Clone)]
@@ -143,21 +148,6 @@ struct LoadedIndex {
     namespaces: RwLock<BTreeMap<String, Namespace>>,
 }
 
-#[derive(Debug, Clone)]
-struct Resumable {
-    index: IndexId,
-    namespace: String,
-    query: Query,
-    returned: usize,
-    max_idle: Duration,
-    last_used: Timestamp,
-}
-
-/// Most resumable queries alive at once per process.
-const MAX_RESUMABLE_QUERIES: usize = 10_000;
-/// Most non-zero entries of a sparse vector.
-const MAX_SPARSE_ENTRIES: usize = 1_000;
-
 /// Every index's vectors.
 pub struct Vectors {
     store: Arc<dyn VectorStore>,
@@ -182,93 +172,6 @@ fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
 
 fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
     lock.write().unwrap_or_else(|p| p.into_inner())
-}
-
-fn check_dense(spec: &IndexSpec, vector: &[f32]) -> Result<(), VectorError> {
-    if vector.len() != spec.dimension {
-        return Err(VectorError::DimensionMismatch {
-            got: vector.len(),
-            expected: spec.dimension,
-        });
-    }
-    if vector.iter().any(|x| !x.is_finite()) {
-        return Err(VectorError::InvalidRequest(
-            "vector values must be finite numbers".into(),
-        ));
-    }
-    Ok(())
-}
-
-/// Sorts a sparse vector by index and checks it.
-fn normalise_sparse(mut sparse: SparseVector) -> Result<SparseVector, VectorError> {
-    if sparse.indices.len() != sparse.values.len() {
-        return Err(VectorError::InvalidRequest(
-            "sparseVector: indices and values must have the same length".into(),
-        ));
-    }
-    if sparse.indices.len() > MAX_SPARSE_ENTRIES {
-        return Err(VectorError::InvalidRequest(format!(
-            "sparseVector: at most {MAX_SPARSE_ENTRIES} non-zero entries"
-        )));
-    }
-    let mut pairs: Vec<(u32, f32)> = sparse
-        .indices
-        .iter()
-        .copied()
-        .zip(sparse.values.iter().copied())
-        .collect();
-    pairs.sort_by_key(|(index, _)| *index);
-    if pairs.windows(2).any(|w| w[0].0 == w[1].0) {
-        return Err(VectorError::InvalidRequest(
-            "sparseVector: indices must be distinct".into(),
-        ));
-    }
-    sparse.indices = pairs.iter().map(|(i, _)| *i).collect();
-    sparse.values = pairs.iter().map(|(_, v)| *v).collect();
-    Ok(sparse)
-}
-
-fn check_record(spec: &IndexSpec, mut record: Record) -> Result<Record, VectorError> {
-    match (&record.vector, spec.has_dense()) {
-        (Some(vector), true) => check_dense(spec, vector)?,
-        (None, true) => {
-            return Err(VectorError::WrongParts(format!(
-                "vector `{}` needs a dense vector on this {} index",
-                record.id, spec.index_type
-            )));
-        }
-        (Some(_), false) => {
-            return Err(VectorError::WrongParts(format!(
-                "this {} index does not take dense vectors",
-                spec.index_type
-            )));
-        }
-        (None, false) => {}
-    }
-    record.sparse = match (record.sparse.take(), spec.has_sparse()) {
-        (Some(sparse), true) => Some(normalise_sparse(sparse)?),
-        (None, true) => {
-            return Err(VectorError::WrongParts(format!(
-                "vector `{}` needs a sparse vector on this {} index",
-                record.id, spec.index_type
-            )));
-        }
-        (Some(_), false) => {
-            return Err(VectorError::WrongParts(format!(
-                "this {} index does not take sparse vectors",
-                spec.index_type
-            )));
-        }
-        (None, false) => None,
-    };
-    if let Some(metadata) = &record.metadata
-        && !metadata.is_object()
-    {
-        return Err(VectorError::InvalidRequest(
-            "metadata must be a JSON object".into(),
-        ));
-    }
-    Ok(record)
 }
 
 /// RFC 7396 merge patch.
@@ -791,218 +694,6 @@ impl Vectors {
         }
         Ok(info)
     }
-
-    /// Every namespace, the default one (`""`) first.
-    ///
-    /// # Errors
-    /// Store failures on first load.
-    pub async fn namespaces(&self, index: &IndexRef) -> Result<Vec<String>, VectorError> {
-        let state = self.loaded(index).await?;
-        Ok(read(&state.namespaces).keys().cloned().collect())
-    }
-
-    /// Deletes a namespace and its records.
-    ///
-    /// # Errors
-    /// The default namespace (400) or an unknown one (404); store failures.
-    pub async fn delete_namespace(&self, index: &IndexRef, namespace: &str) -> Result<(), VectorError> {
-        if namespace.is_empty() {
-            return Err(VectorError::InvalidRequest(
-                "the default namespace cannot be deleted".into(),
-            ));
-        }
-        let state = self.loaded(index).await?;
-        let _writing = state.writes.lock().await;
-        if !read(&state.namespaces).contains_key(namespace) {
-            return Err(VectorError::NamespaceNotFound {
-                namespace: namespace.to_owned(),
-                index: index.name.clone(),
-            });
-        }
-        self.store
-            .apply(
-                index.id,
-                vec![Change::DropNamespace {
-                    namespace: namespace.to_owned(),
-                }],
-            )
-            .await?;
-        write(&state.namespaces).remove(namespace);
-        Ok(())
-    }
-
-    /// Renames a namespace; with `delete_existing`, an existing target is replaced.
-    ///
-    /// # Errors
-    /// The default namespace on either side or an existing target without `delete_existing` (400), an
-    /// unknown source (404); store failures.
-    pub async fn rename_namespace(
-        &self,
-        index: &IndexRef,
-        from: &str,
-        to: &str,
-        delete_existing: bool,
-    ) -> Result<(), VectorError> {
-        if from.is_empty() || to.is_empty() {
-            return Err(VectorError::InvalidRequest(
-                "the default namespace cannot be renamed or replaced".into(),
-            ));
-        }
-        let state = self.loaded(index).await?;
-        let _writing = state.writes.lock().await;
-        let target_exists = {
-            let namespaces = read(&state.namespaces);
-            if !namespaces.contains_key(from) {
-                return Err(VectorError::NamespaceNotFound {
-                    namespace: from.to_owned(),
-                    index: index.name.clone(),
-                });
-            }
-            namespaces.contains_key(to)
-        };
-        if from == to {
-            return Ok(());
-        }
-        if target_exists && !delete_existing {
-            return Err(VectorError::InvalidRequest(format!(
-                "namespace {to} already exists; set deleteExisting to replace it"
-            )));
-        }
-        let mut changes = Vec::new();
-        if target_exists {
-            changes.push(Change::DropNamespace {
-                namespace: to.to_owned(),
-            });
-        }
-        changes.push(Change::RenameNamespace {
-            from: from.to_owned(),
-            to: to.to_owned(),
-        });
-        self.store.apply(index.id, changes).await?;
-        let mut namespaces = write(&state.namespaces);
-        if let Some(moved) = namespaces.remove(from) {
-            namespaces.insert(to.to_owned(), moved);
-        }
-        Ok(())
-    }
-
-    /// A random record of the namespace, if any.
-    ///
-    /// # Errors
-    /// Store failures on first load.
-    pub async fn random(&self, index: &IndexRef, namespace: &str) -> Result<Option<Record>, VectorError> {
-        let state = self.loaded(index).await?;
-        let namespaces = read(&state.namespaces);
-        let Some(found) = namespaces.get(namespace) else {
-            return Ok(None);
-        };
-        if found.is_empty() {
-            return Ok(None);
-        }
-        let pick = random_below(u32::try_from(found.len()).unwrap_or(u32::MAX)) as usize;
-        Ok(found.records().nth(pick).cloned())
-    }
-
-    /// Starts a resumable query: the first `top_k` results and the query's id.
-    ///
-    /// # Errors
-    /// As [`Vectors::query`]; too many resumable queries alive.
-    pub async fn start_resumable(
-        &self,
-        index: &IndexRef,
-        namespace: &str,
-        query: Query,
-        max_idle: Duration,
-    ) -> Result<(String, Vec<Hit>), VectorError> {
-        let hits = self.query(index, namespace, query.clone()).await?;
-        let now = self.clock.now();
-        let id = quiver_core::IndexId::random().to_string();
-        let mut resumable = self.resumable.lock().unwrap_or_else(|p| p.into_inner());
-        resumable.retain(|_, r| now.duration_since(r.last_used) <= r.max_idle);
-        if resumable.len() >= MAX_RESUMABLE_QUERIES {
-            return Err(VectorError::LimitExceeded(format!(
-                "at most {MAX_RESUMABLE_QUERIES} resumable queries may be active"
-            )));
-        }
-        resumable.insert(
-            id.clone(),
-            Resumable {
-                index: index.id,
-                namespace: namespace.to_owned(),
-                query,
-                returned: hits.len(),
-                max_idle,
-                last_used: now,
-            },
-        );
-        Ok((id, hits))
-    }
-
-    /// The next `additional_k` results of a resumable query.
-    ///
-    /// # Errors
-    /// An unknown, ended or expired query (404).
-    pub async fn next_resumable(
-        &self,
-        index: &IndexRef,
-        id: &str,
-        additional_k: usize,
-    ) -> Result<Vec<Hit>, VectorError> {
-        let now = self.clock.now();
-        let (namespace, mut query, returned) = {
-            let mut resumable = self.resumable.lock().unwrap_or_else(|p| p.into_inner());
-            let alive = resumable
-                .get(id)
-                .is_some_and(|r| r.index == index.id && now.duration_since(r.last_used) <= r.max_idle);
-            if !alive {
-                resumable.remove(id);
-                return Err(VectorError::ResumableQueryNotFound(id.to_owned()));
-            }
-            let entry = resumable
-                .get_mut(id)
-                .ok_or_else(|| VectorError::ResumableQueryNotFound(id.to_owned()))?;
-            entry.last_used = now;
-            (entry.namespace.clone(), entry.query.clone(), entry.returned)
-        };
-        query.top_k = returned + additional_k;
-        let unlimited = IndexRef {
-            limits: PlanLimits {
-                max_reads_per_request: -1,
-                ..index.limits
-            },
-            ..index.clone()
-        };
-        let hits: Vec<Hit> = self
-            .query(&unlimited, &namespace, query)
-            .await?
-            .into_iter()
-            .skip(returned)
-            .collect();
-        if let Some(entry) = self
-            .resumable
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get_mut(id)
-        {
-            entry.returned = returned + hits.len();
-        }
-        Ok(hits)
-    }
-
-    /// Ends a resumable query.
-    ///
-    /// # Errors
-    /// An unknown or already ended query (404).
-    pub fn end_resumable(&self, index: &IndexRef, id: &str) -> Result<(), VectorError> {
-        let mut resumable = self.resumable.lock().unwrap_or_else(|p| p.into_inner());
-        match resumable.get(id) {
-            Some(entry) if entry.index == index.id => {
-                resumable.remove(id);
-                Ok(())
-            }
-            Some(_) | None => Err(VectorError::ResumableQueryNotFound(id.to_owned())),
-        }
-    }
 }
 
 #[cfg(test)]
@@ -1010,47 +701,6 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::search::fuse;
-
-    fn hit(id: &str, score: f32) -> Hit {
-        Hit {
-            score,
-            record: Record {
-                id: id.into(),
-                vector: None,
-                sparse: None,
-                metadata: None,
-                data: None,
-            },
-        }
-    }
-
-    #[test]
-    fn rrf_sums_reciprocal_ranks_from_one() {
-        let fused = fuse(
-            vec![hit("a", 0.9), hit("b", 0.8)],
-            vec![hit("b", 5.0), hit("c", 1.0)],
-            Fusion::Rrf,
-        );
-        let ids: Vec<&str> = fused.iter().map(|h| h.record.id.as_str()).collect();
-        assert_eq!(ids, ["b", "a", "c"]);
-        assert!((fused[0].score - (1.0 / 62.0 + 1.0 / 61.0)).abs() < 1e-7);
-        assert!((fused[1].score - 1.0 / 61.0).abs() < 1e-7);
-    }
-
-    #[test]
-    fn dbsf_normalises_by_three_population_sigmas_and_uses_a_half_when_flat() {
-        let fused = fuse(
-            vec![hit("a", 1.0), hit("b", 0.0)],
-            vec![hit("c", 2.0)],
-            Fusion::Dbsf,
-        );
-        // Dense: mean 0.5, sigma 0.5 -> a = (1 - (0.5 - 1.5)) / 3 = 2/3, b = 1/3. Sparse: sigma 0 -> 0.5.
-        let score = |id: &str| fused.iter().find(|h| h.record.id == id).unwrap().score;
-        assert!((score("a") - 2.0 / 3.0).abs() < 1e-6);
-        assert!((score("b") - 1.0 / 3.0).abs() < 1e-6);
-        assert_eq!(score("c"), 0.5);
-    }
 
     #[test]
     fn merge_patch_follows_rfc_7396() {

@@ -1,0 +1,170 @@
+//! URL groups: named sets of endpoints a publish fans out to, with default headers.
+
+use quiver_core::AccountId;
+
+use super::{Queue, is_valid_name};
+use crate::error::QueueError;
+use crate::publish::parse_publish_options;
+use crate::store::{Endpoint, UrlGroup};
+
+impl Queue {
+    /// A URL group.
+    ///
+    /// # Errors
+    /// [`QueueError::UrlGroupNotFound`]; store failures.
+    pub async fn url_group(&self, account: AccountId, name: &str) -> Result<UrlGroup, QueueError> {
+        self.store
+            .url_group(account, name)
+            .await?
+            .ok_or_else(|| QueueError::UrlGroupNotFound(name.to_owned()))
+    }
+
+    /// Every URL group.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn url_groups(&self, account: AccountId) -> Result<Vec<UrlGroup>, QueueError> {
+        Ok(self.store.url_groups(account).await?)
+    }
+
+    fn check_group_name(name: &str) -> Result<(), QueueError> {
+        if is_valid_name(name) {
+            Ok(())
+        } else {
+            Err(QueueError::InvalidRequest(format!(
+                "url group name `{name}` may only use A-Z, a-z, 0-9, `.`, `_` and `-`"
+            )))
+        }
+    }
+
+    /// Adds endpoints to a group (creating it), updating an endpoint with the same name or URL.
+    ///
+    /// # Errors
+    /// An invalid name or URL (400); an internal URL (400); store failures.
+    pub async fn add_endpoints(
+        &self,
+        account: AccountId,
+        name: &str,
+        endpoints: Vec<Endpoint>,
+    ) -> Result<(), QueueError> {
+        Self::check_group_name(name)?;
+        if endpoints.is_empty() {
+            return Err(QueueError::InvalidRequest(
+                "endpoints: at least one endpoint is required".into(),
+            ));
+        }
+        for endpoint in &endpoints {
+            let parsed = url::Url::parse(&endpoint.url).map_err(|e| {
+                QueueError::InvalidRequest(format!("endpoints: `{}` is not a valid URL: {e}", endpoint.url))
+            })?;
+            if !matches!(parsed.scheme(), "http" | "https") {
+                return Err(QueueError::InvalidRequest(format!(
+                    "endpoints: `{}` must be an http or https URL",
+                    endpoint.url
+                )));
+            }
+            self.policy
+                .check_url(&endpoint.url)
+                .map_err(QueueError::DestinationForbidden)?;
+        }
+        let _guard = self.group_changes.lock().await;
+        let now = self.clock.now();
+        let mut group = self
+            .store
+            .url_group(account, name)
+            .await?
+            .unwrap_or_else(|| UrlGroup {
+                name: name.to_owned(),
+                created_at: now,
+                updated_at: now,
+                endpoints: Vec::new(),
+                default_headers: Vec::new(),
+            });
+        for endpoint in endpoints {
+            let existing = group
+                .endpoints
+                .iter_mut()
+                .find(|e| match (&e.name, &endpoint.name) {
+                    (Some(a), Some(b)) => a == b,
+                    (None, None) | (Some(_), None) | (None, Some(_)) => e.url == endpoint.url,
+                });
+            match existing {
+                Some(slot) => *slot = endpoint,
+                None => group.endpoints.push(endpoint),
+            }
+        }
+        group.updated_at = now;
+        Ok(self.store.put_url_group(account, &group).await?)
+    }
+
+    /// Removes endpoints matching each reference (by name and/or URL); deletes the group when none remain.
+    ///
+    /// # Errors
+    /// A reference with neither name nor URL (400); an unknown group (404); store failures.
+    pub async fn remove_endpoints(
+        &self,
+        account: AccountId,
+        name: &str,
+        references: Vec<(Option<String>, Option<String>)>,
+    ) -> Result<(), QueueError> {
+        if references.is_empty() {
+            return Err(QueueError::InvalidRequest(
+                "endpoints: at least one endpoint is required".into(),
+            ));
+        }
+        if references.iter().any(|(n, u)| n.is_none() && u.is_none()) {
+            return Err(QueueError::InvalidRequest(
+                "endpoints: each endpoint needs a name or a url".into(),
+            ));
+        }
+        let _guard = self.group_changes.lock().await;
+        let mut group = self.url_group(account, name).await?;
+        group.endpoints.retain(|endpoint| {
+            !references.iter().any(|(ref_name, ref_url)| {
+                let name_matches = ref_name
+                    .as_ref()
+                    .is_none_or(|n| endpoint.name.as_ref() == Some(n));
+                let url_matches = ref_url.as_ref().is_none_or(|u| &endpoint.url == u);
+                name_matches && url_matches
+            })
+        });
+        if group.endpoints.is_empty() {
+            self.store.delete_url_group(account, name).await?;
+        } else {
+            group.updated_at = self.clock.now();
+            self.store.put_url_group(account, &group).await?;
+        }
+        Ok(())
+    }
+
+    /// Deletes a URL group.
+    ///
+    /// # Errors
+    /// [`QueueError::UrlGroupNotFound`]; store failures.
+    pub async fn delete_url_group(&self, account: AccountId, name: &str) -> Result<(), QueueError> {
+        let _guard = self.group_changes.lock().await;
+        if self.store.delete_url_group(account, name).await? {
+            Ok(())
+        } else {
+            Err(QueueError::UrlGroupNotFound(name.to_owned()))
+        }
+    }
+
+    /// Replaces a group's default headers (merged under each later publish's own headers).
+    ///
+    /// # Errors
+    /// Malformed configuration in the headers (400); an unknown group (404); store failures.
+    pub async fn set_default_headers(
+        &self,
+        account: AccountId,
+        name: &str,
+        headers: Vec<(String, String)>,
+    ) -> Result<(), QueueError> {
+        parse_publish_options(&headers, &[])?;
+        let _guard = self.group_changes.lock().await;
+        let mut group = self.url_group(account, name).await?;
+        group.default_headers = headers;
+        group.updated_at = self.clock.now();
+        Ok(self.store.put_url_group(account, &group).await?)
+    }
+}
