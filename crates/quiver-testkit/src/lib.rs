@@ -4,7 +4,9 @@
 //!   [`quiver_core::ManualClock`]; it can be restarted on the same data.
 //! - [`receiver`]: [`Receiver`], a local HTTP endpoint that records every request and answers with
 //!   chosen statuses, bodies or delays.
+//! - [`calls`]: request helpers: send and read JSON, publish, create and call vector indexes.
 
+pub mod calls;
 pub mod receiver;
 pub mod server;
 

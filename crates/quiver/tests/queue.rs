@@ -6,34 +6,13 @@ use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE, URL_SAFE_NO_PAD};
 use quiver_core::Clock;
 use quiver_queue::signing::hmac_sha256;
+use quiver_testkit::calls::{publish, send};
 use quiver_testkit::{Receiver, RecordedRequest, Reply, TestServer};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 const WAIT: Duration = Duration::from_secs(20);
-
-async fn send(request: reqwest::RequestBuilder) -> (StatusCode, Value) {
-    let response = request.send().await.expect("the server answers");
-    let status = response.status();
-    let text = response.text().await.expect("a body");
-    (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
-}
-
-async fn publish(
-    server: &TestServer,
-    destination: &str,
-    headers: &[(&str, &str)],
-    body: &str,
-) -> (StatusCode, Value) {
-    let mut request = server
-        .queue(Method::POST, &format!("/v2/publish/{destination}"))
-        .body(body.to_owned());
-    for (name, value) in headers {
-        request = request.header(*name, *value);
-    }
-    send(request).await
-}
 
 async fn events_of(server: &TestServer, message_id: &str) -> Vec<Value> {
     let (status, body) = send(server.queue(Method::GET, &format!("/v2/events?messageId={message_id}"))).await;
@@ -373,124 +352,6 @@ async fn a_successful_attempt_calls_back_once_and_no_failure_callback_fires() {
     assert_eq!(callback.uri.path(), "/cb");
     assert_eq!(callback.json()["status"], 201);
     assert_eq!(callback.json()["body"], STANDARD.encode("made"));
-}
-
-#[tokio::test]
-async fn a_url_group_fans_out_to_every_endpoint_with_its_default_headers() {
-    let server = TestServer::embedded().await;
-    let first = Receiver::start().await;
-    let second = Receiver::start().await;
-    let body = json!({"endpoints": [{"name": "one", "url": first.url("/1")}, {"url": second.url("/2")}]});
-    let (status, _) = send(
-        server
-            .queue(Method::POST, "/v2/topics/orders/endpoints")
-            .json(&body),
-    )
-    .await;
-    assert_eq!(status, StatusCode::OK);
-    let headers = json!({"headers": {"Svc-Header-Forward": ["true"], "Svc-Forward-X-Default": "from-group", "Svc-Retries": "2"}});
-    let (status, _) = send(server.queue(Method::PATCH, "/v2/topics/orders").json(&headers)).await;
-    assert_eq!(status, StatusCode::OK);
-
-    let (status, group) = send(server.queue(Method::GET, "/v2/topics/orders")).await;
-    assert_eq!(status, StatusCode::OK);
-    assert_eq!(group["name"], "orders");
-    assert_eq!(
-        group["endpoints"],
-        json!([{"name": "one", "url": first.url("/1")}, {"url": second.url("/2")}])
-    );
-    assert!(group["createdAt"].is_i64() && group["updatedAt"].is_i64());
-
-    let (status, published) = publish(
-        &server,
-        "orders",
-        &[("X-Custom", "passed"), ("Svc-Forward-X-Default", "own")],
-        "order 1",
-    )
-    .await;
-    assert_eq!(status, StatusCode::OK, "{published}");
-    let published = published.as_array().expect("a bare array for a group");
-    assert_eq!(published.len(), 2);
-    assert_eq!(published[0]["url"], first.url("/1"));
-
-    for receiver in [&first, &second] {
-        let delivered = receiver.wait_for(1, WAIT).await.remove(0);
-        assert_eq!(&delivered.body[..], b"order 1");
-        assert_eq!(delivered.header("upstash-topic-name"), Some("orders"));
-        assert_eq!(
-            delivered.header("x-custom"),
-            Some("passed"),
-            "header forwarding came from the group"
-        );
-        assert_eq!(
-            delivered.header("x-default"),
-            Some("own"),
-            "the publish's own header wins"
-        );
-    }
-    let (_, message) = send(server.queue(
-        Method::GET,
-        &format!(
-            "/v2/events?messageId={}",
-            published[0]["messageId"].as_str().unwrap()
-        ),
-    ))
-    .await;
-    assert_eq!(
-        message["events"][0]["maxRetries"], 2,
-        "retries came from the group defaults"
-    );
-    assert_eq!(message["events"][0]["topicName"], "orders");
-    assert_eq!(message["events"][0]["endpointName"], "one");
-}
-
-#[tokio::test]
-async fn removing_endpoints_by_name_or_url_deletes_the_group_with_its_last_endpoint() {
-    let server = TestServer::embedded().await;
-    let body = json!({"endpoints": [{"name": "a", "url": "http://127.0.0.1:9/a"}, {"url": "http://127.0.0.1:9/b"}, {"name": "c", "url": "http://127.0.0.1:9/c"}]});
-    send(server.queue(Method::POST, "/v2/topics/g/endpoints").json(&body)).await;
-
-    let (status, error) = send(
-        server
-            .queue(Method::DELETE, "/v2/topics/g/endpoints")
-            .json(&json!({"endpoints": [{}]})),
-    )
-    .await;
-    assert_eq!(status, StatusCode::BAD_REQUEST, "{error}");
-    let (status, _) = send(
-        server
-            .queue(Method::DELETE, "/v2/topics/g/endpoints")
-            .json(&json!({"endpoints": [{"name": "a"}, {"url": "http://127.0.0.1:9/b"}]})),
-    )
-    .await;
-    assert_eq!(status, StatusCode::OK);
-    let (_, group) = send(server.queue(Method::GET, "/v2/topics/g")).await;
-    assert_eq!(
-        group["endpoints"],
-        json!([{"name": "c", "url": "http://127.0.0.1:9/c"}])
-    );
-    let (status, _) = send(
-        server
-            .queue(Method::DELETE, "/v2/topics/g/endpoints")
-            .json(&json!({"endpoints": [{"name": "c"}]})),
-    )
-    .await;
-    assert_eq!(status, StatusCode::OK);
-    let (status, _) = send(server.queue(Method::GET, "/v2/topics/g")).await;
-    assert_eq!(
-        status,
-        StatusCode::NOT_FOUND,
-        "the group went with its last endpoint"
-    );
-    let (_, groups) = send(server.queue(Method::GET, "/v2/topics")).await;
-    assert_eq!(groups, json!([]));
-    let (status, _) = send(
-        server
-            .queue(Method::DELETE, "/v2/topics/missing/endpoints")
-            .json(&json!({"endpoints": [{"name": "x"}]})),
-    )
-    .await;
-    assert_eq!(status, StatusCode::NOT_FOUND);
 }
 
 #[tokio::test]
