@@ -1,7 +1,8 @@
 """Drives a running Quiver with the official upstash-vector client (PyPI).
 
 Started by crates/quiver/tests/sdk.rs with VECTOR_URL, VECTOR_TOKEN (a 3-dimension COSINE index),
-SPARSE_TOKEN (a SPARSE index) and HYBRID_TOKEN (a 2-dimension HYBRID index) set.
+SPARSE_TOKEN (a SPARSE index), HYBRID_TOKEN (a 2-dimension HYBRID index), TEXT_TOKEN (a dense index
+with ALL_MINILM_L6_V2) and TEXT_HYBRID_TOKEN (a HYBRID index with ALL_MINILM_L6_V2 and BM25) set.
 """
 
 import os
@@ -9,7 +10,7 @@ import sys
 
 from upstash_vector import Index, Vector
 from upstash_vector.types import Data
-from upstash_vector.types import SparseVector, FusionAlgorithm, WeightingStrategy
+from upstash_vector.types import SparseVector, FusionAlgorithm, QueryMode, WeightingStrategy
 
 
 def check(condition, message):
@@ -72,6 +73,25 @@ def main():
     ])
     hits = hybrid.query(vector=[1.0, 0.0], sparse_vector=SparseVector([1], [1.0]), fusion_algorithm=FusionAlgorithm.DBSF)
     check(hits[0].id == "h1", f"hybrid query: {hits}")
+
+    docs = [
+        Data(id="cat", data="A cat is sleeping on the warm windowsill.", metadata={"topic": "pets"}),
+        Data(id="rates", data="The central bank raised interest rates again.", metadata={"topic": "money"}),
+        Data(id="soup", data="Tomato soup is best served with grilled cheese.", metadata={"topic": "food"}),
+    ]
+    text = Index(url=os.environ["VECTOR_URL"], token=os.environ["TEXT_TOKEN"])
+    text.upsert(vectors=docs)
+    hits = text.query(data="my kitten naps in the sun", top_k=2, include_metadata=True, include_data=True)
+    check(hits[0].id == "cat" and hits[0].metadata == {"topic": "pets"}, f"dense query by text: {hits}")
+    hits = text.query(data="lunch ideas", top_k=1, filter="topic = 'food'", include_vectors=True)
+    check(hits[0].id == "soup" and len(hits[0].vector) == 384, f"dense text query with a filter: {hits}")
+
+    text_hybrid = Index(url=os.environ["VECTOR_URL"], token=os.environ["TEXT_HYBRID_TOKEN"])
+    text_hybrid.upsert(vectors=docs)
+    hits = text_hybrid.query(data="interest rates", top_k=1)
+    check(hits[0].id == "rates", f"hybrid query by text: {hits}")
+    hits = text_hybrid.query(data="feline", top_k=1, query_mode=QueryMode.DENSE)
+    check(hits[0].id == "cat", f"hybrid query by text, dense part only: {hits}")
     print("upstash-vector: all checks passed")
 
 

@@ -275,6 +275,15 @@ impl Admin {
         }
     }
 
+    /// Checks a new vector index's settings without storing anything (what
+    /// [`Admin::create_vector_index`] checks first).
+    ///
+    /// # Errors
+    /// As [`Admin::create_vector_index`], store failures aside.
+    pub fn check_vector_index(&self, request: &NewVectorIndex) -> Result<(), AdminError> {
+        vector_settings(request).map(|_| ())
+    }
+
     /// Creates a vector index owned by `owner`.
     ///
     /// # Errors

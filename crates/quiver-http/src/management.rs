@@ -261,6 +261,15 @@ async fn create_vector_index(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Json<IndexResponse>> {
     let request = parse_new_vector_index(&body)?;
+    state.admin.check_vector_index(&request)?;
+    // A dense model must be installed before an index can use it.
+    if let Some(model) = request.embedding_model {
+        state
+            .embedders
+            .dir()
+            .check(model)
+            .map_err(|e| ApiError::bad_request(format!("embedding_model: {e}")))?;
+    }
     let record = state.admin.create_vector_index(&owner, request).await?;
     Ok(Json(full_response(&state, &owner, record).await?))
 }

@@ -22,6 +22,8 @@ pub struct AppState {
     pub queue: quiver_queue::Queue,
     /// The vector engine.
     pub vectors: std::sync::Arc<quiver_vector::Vectors>,
+    /// Dense text-embedding models.
+    pub embedders: std::sync::Arc<quiver_embed::Embedders>,
     /// Usage metering.
     pub meter: std::sync::Arc<quiver_admin::meter::Meter>,
     /// HTTP limits.

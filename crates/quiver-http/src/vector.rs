@@ -3,6 +3,7 @@
 //! where no input is needed, an empty body, `[]`, `{}` or `null` all mean "none".
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{DefaultBodyLimit, FromRequestParts, Path, Request, State};
@@ -13,6 +14,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use axum::{Json, Router};
 use quiver_admin::catalog::IndexSettings;
+use quiver_embed::{EmbedError, Embedders};
 use quiver_vector::VectorError;
 use quiver_vector::filter::Filter;
 use quiver_vector::record::IndexSpec;
@@ -131,6 +133,16 @@ impl From<VectorError> for ApiError {
                 ApiError::not_found(error.to_string())
             }
             VectorError::Unsupported(_) => ApiError::new(StatusCode::NOT_IMPLEMENTED, error.to_string()),
+            VectorError::Embedding(ref inner) => match inner {
+                EmbedError::NotInstalled { .. } | EmbedError::Unsupported(_) => {
+                    ApiError::bad_request(error.to_string())
+                }
+                EmbedError::Stopped => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, error.to_string()),
+                EmbedError::BadModel(_)
+                | EmbedError::Checksum { .. }
+                | EmbedError::Io(_)
+                | EmbedError::Tokenizer(_) => ApiError::internal(&error),
+            },
             VectorError::Store(inner) => inner.into(),
         };
         vector_error(api)
@@ -287,7 +299,8 @@ fn query_mode_of(object: &Map<String, Value>) -> Result<QueryMode, ApiError> {
     }
 }
 
-pub(crate) fn parse_query(
+pub(crate) async fn parse_query(
+    embedders: &Arc<Embedders>,
     caller: &VectorCaller,
     object: &Map<String, Value>,
 ) -> Result<(Query, Include), ApiError> {
@@ -297,11 +310,15 @@ pub(crate) fn parse_query(
     };
     let (vector, sparse) = match text_of(object, "data")? {
         Some(text) => embed(
+            embedders,
             &caller.index.spec,
             caller.models(),
-            text,
+            vec![text.to_owned()],
             Some(query_mode_of(object)?),
-        )?,
+        )
+        .await?
+        .pop()
+        .unwrap_or_default(),
         None => (
             object
                 .get("vector")
@@ -352,16 +369,15 @@ async fn upsert_data(
             Some(value @ Value::Object(_)) => Some(value.clone()),
             Some(_) => return Err(ApiError::bad_request("metadata: must be a JSON object")),
         };
-        let (vector, sparse) = embed(&caller.index.spec, caller.models(), &data, None)?;
         Ok(Record {
             id,
-            vector,
-            sparse,
+            vector: None,
+            sparse: None,
             metadata,
             data: Some(data),
         })
     };
-    let records = match &body {
+    let mut records = match &body {
         Value::Array(items) => items.iter().map(item).collect::<Result<Vec<_>, _>>(),
         Value::Object(_) => item(&body).map(|r| vec![r]),
         Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => Err(ApiError::bad_request(
@@ -369,6 +385,15 @@ async fn upsert_data(
         )),
     }
     .map_err(vector_error)?;
+    let texts = records
+        .iter()
+        .map(|r| r.data.clone().unwrap_or_default())
+        .collect();
+    let embedded = embed(&state.embedders, &caller.index.spec, caller.models(), texts, None).await?;
+    for (record, (vector, sparse)) in records.iter_mut().zip(embedded) {
+        record.vector = vector;
+        record.sparse = sparse;
+    }
     state
         .vectors
         .upsert(&caller.index, &namespace_of(&params), records)
@@ -383,12 +408,17 @@ async fn query(
     JsonBody(body): JsonBody,
 ) -> Handled {
     let namespace = namespace_of(&params);
-    let run = |object: &Map<String, Value>| parse_query(&caller, object).map_err(vector_error);
+    let embedders = &state.embedders;
+    let run = async |object: &Map<String, Value>| {
+        parse_query(embedders, &caller, object)
+            .await
+            .map_err(vector_error)
+    };
     match &body {
         Value::Array(items) if items.len() != 1 => {
             let mut all = Vec::with_capacity(items.len());
             for item in items {
-                let (query, include) = run(object_of(item)?)?;
+                let (query, include) = run(object_of(item)?).await?;
                 let hits = state.vectors.query(&caller.index, &namespace, query).await?;
                 all.push(
                     hits.into_iter()
@@ -399,7 +429,7 @@ async fn query(
             Ok(success(all))
         }
         Value::Array(items) => {
-            let (query, include) = run(object_of(&items[0])?)?;
+            let (query, include) = run(object_of(&items[0])?).await?;
             let hits = state.vectors.query(&caller.index, &namespace, query).await?;
             Ok(success(
                 hits.into_iter()
@@ -408,7 +438,7 @@ async fn query(
             ))
         }
         other @ (Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) | Value::Object(_)) => {
-            let (query, include) = run(object_of(other)?)?;
+            let (query, include) = run(object_of(other)?).await?;
             let hits = state.vectors.query(&caller.index, &namespace, query).await?;
             Ok(success(
                 hits.into_iter()

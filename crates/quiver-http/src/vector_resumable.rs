@@ -36,7 +36,9 @@ pub(crate) async fn resumable_query(
     JsonBody(body): JsonBody,
 ) -> Handled {
     let object = object_of(&body)?;
-    let (query, include) = parse_query(&caller, object).map_err(vector_error)?;
+    let (query, include) = parse_query(&state.embedders, &caller, object)
+        .await
+        .map_err(vector_error)?;
     let max_idle = count_of(object, "maxIdle")
         .map_err(vector_error)?
         .map_or(DEFAULT_MAX_IDLE_SECS, |s| s as u64)

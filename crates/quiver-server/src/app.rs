@@ -192,10 +192,15 @@ impl App {
         ));
         tracker.spawn(Arc::clone(&meter).run(shutdown.child_token()));
 
+        let embedders = Arc::new(quiver_embed::Embedders::new(
+            config.embeddings.models_dir(&config.server.data_dir),
+            config.embeddings.threads,
+        ));
         let state = AppState {
             admin: catalog.admin.clone(),
             queue,
             vectors,
+            embedders,
             meter,
             config: config.http.clone(),
         };

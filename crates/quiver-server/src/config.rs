@@ -4,6 +4,7 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
+use quiver_embed::EmbedConfig;
 use quiver_http::HttpConfig;
 use quiver_queue::QueueConfig;
 use quiver_store::StorageConfig;
@@ -40,6 +41,8 @@ pub struct Config {
     pub http: HttpConfig,
     /// Embedded store.
     pub storage: StorageConfig,
+    /// Text-embedding models.
+    pub embeddings: EmbedConfig,
     /// Message queue.
     pub queue: QueueConfig,
 }
@@ -129,6 +132,7 @@ impl Config {
             ("queue.max_message_bytes", self.queue.max_message_bytes),
             ("queue.delivery_concurrency", self.queue.delivery_concurrency),
             ("queue.claim_batch", self.queue.claim_batch),
+            ("embeddings.threads", self.embeddings.threads),
         ];
         for (key, value) in positive {
             if value == 0 {

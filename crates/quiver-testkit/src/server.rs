@@ -29,7 +29,7 @@ impl TestServer {
     }
 
     /// A server whose configuration `adjust` may change (the bind address and data directory are set
-    /// by the test kit).
+    /// by the test kit; the models directory comes from `QUIVER_MODELS_DIR` when it is set).
     ///
     /// # Panics
     /// When the server cannot start.
@@ -38,6 +38,10 @@ impl TestServer {
         let mut config = Config::default();
         // Test receivers listen on loopback; SSRF tests turn this back off in `adjust`.
         config.queue.allow_private_destinations = true;
+        // The models `scripts/test` installed (ALL_MINILM_L6_V2); without it, dense models are missing.
+        if let Some(dir) = std::env::var_os("QUIVER_MODELS_DIR") {
+            config.embeddings.models_dir = dir.into();
+        }
         adjust(&mut config);
         config.server.bind = "127.0.0.1:0".parse().expect("a valid address");
         config.server.data_dir = data_dir.path().to_owned();

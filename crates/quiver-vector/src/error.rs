@@ -41,6 +41,9 @@ pub enum VectorError {
     /// Text was sent to an index without an embedding model.
     #[error("{}", crate::text::NO_EMBEDDING_MODEL)]
     NoEmbeddingModel,
+    /// The index's embedding model is not installed or cannot run.
+    #[error(transparent)]
+    Embedding(#[from] quiver_embed::EmbedError),
     /// The operation needs something this index does not have.
     #[error("{0}")]
     Unsupported(String),

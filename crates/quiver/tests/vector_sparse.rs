@@ -177,10 +177,6 @@ async fn a_bm25_sparse_index_embeds_text_on_upsert_and_query() {
     let in_namespace = ok(&server, &idx, "/query-data/other", json!({"data": "cats"})).await;
     assert_eq!(in_namespace[0]["id"], "n1");
 
-    let dense = index(&server, json!({"name": "bge", "region": "us-east-1", "similarity_function": "COSINE", "embedding_model": "BGE_SMALL_EN_V1_5"})).await;
-    let (status, error, _) = call(&server, &dense, "/query-data", json!({"data": "hello"})).await;
-    assert_eq!(status, StatusCode::NOT_IMPLEMENTED, "{error}");
-    assert_eq!(error["status"], 501);
     let (status, error, _) = call(&server, &idx, "/upsert-data", json!({"id": "x"})).await;
     assert_eq!(
         (status, error["error"].clone()),
