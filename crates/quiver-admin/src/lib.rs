@@ -12,6 +12,7 @@ pub mod account;
 pub mod catalog;
 mod endpoint_names;
 pub mod error;
+pub mod limits;
 pub mod meter;
 pub mod service;
 pub mod stats;

@@ -169,6 +169,19 @@ impl Meter {
         Ok(usage)
     }
 
+    /// Everything `index` used in minutes `from..=to` (`from` a slot start, as every UTC day and month
+    /// start is), stored and unflushed, summed.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn totals(&self, index: IndexId, from: i64, to: i64) -> Result<MinuteUsage, StoreError> {
+        let mut total = MinuteUsage::default();
+        for (_, usage) in self.slots(index, from, to).await? {
+            total.merge(&usage);
+        }
+        Ok(total)
+    }
+
     /// Usage of `index` per slot for slots covering minutes `from..=to` (`from` a slot start): stored
     /// slots merged with unflushed minutes, keyed by slot start, oldest first.
     async fn slots(&self, index: IndexId, from: i64, to: i64) -> Result<Vec<(i64, MinuteUsage)>, StoreError> {

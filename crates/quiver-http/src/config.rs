@@ -10,6 +10,9 @@ pub struct HttpConfig {
     pub management_body_limit_bytes: usize,
     /// Largest vector API request body; larger ones get 413.
     pub vector_body_limit_bytes: usize,
+    /// Whether the plans' per-second query and write rates are enforced (429). Daily and monthly quotas
+    /// always are.
+    pub enforce_rate_limits: bool,
 }
 
 impl Default for HttpConfig {
@@ -17,6 +20,7 @@ impl Default for HttpConfig {
         HttpConfig {
             management_body_limit_bytes: 1 << 20,
             vector_body_limit_bytes: 64 << 20,
+            enforce_rate_limits: true,
         }
     }
 }

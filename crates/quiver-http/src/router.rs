@@ -24,6 +24,8 @@ pub struct AppState {
     pub vectors: std::sync::Arc<quiver_vector::Vectors>,
     /// Dense text-embedding models.
     pub embedders: std::sync::Arc<quiver_embed::Embedders>,
+    /// Time-based plan limits (rates, daily and monthly quotas).
+    pub limiter: std::sync::Arc<quiver_admin::limits::Limiter>,
     /// Usage metering.
     pub meter: std::sync::Arc<quiver_admin::meter::Meter>,
     /// HTTP limits.

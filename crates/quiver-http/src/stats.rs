@@ -5,10 +5,12 @@ use std::time::Instant;
 
 use axum::Json;
 use axum::extract::{Path, Query, Request, State};
+use axum::http::StatusCode;
 use axum::middleware::Next;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use http_body::Body as _;
 use quiver_admin::catalog::{IndexKind, IndexRecord, IndexSettings};
+use quiver_admin::limits::{AdmitError, LimitExceeded};
 use quiver_admin::meter::{UsageEvent, UsageKind};
 use quiver_admin::stats::{Holdings, Point, VectorStats, compute, monthly_cost};
 use quiver_admin::usage::{PERIODS, Period, wire_time};
@@ -21,6 +23,7 @@ use crate::auth::ManagementAccount;
 use crate::error::{ApiError, ApiResult};
 use crate::management::TimeSeriesPoint;
 use crate::router::AppState;
+use crate::vector::vector_error;
 
 /// Operations that change an index; everything else on the vector API is a query.
 const UPDATE_ENDPOINTS: [&str; 7] = [
@@ -71,13 +74,14 @@ pub async fn meter_vector_usage(State(state): State<AppState>, request: Request,
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
-    let response = next.run(request).await;
-    if !response.status().is_success() {
-        return response;
-    }
-    let Some(token) = token else { return response };
-    let Ok((record, _)) = state.admin.index_by_token(&token).await else {
-        return response;
+    let record = match &token {
+        Some(token) => state
+            .admin
+            .index_by_token(token)
+            .await
+            .ok()
+            .map(|(record, _)| record),
+        None => None,
     };
     let endpoint = path
         .strip_prefix("/vector/")
@@ -89,6 +93,20 @@ pub async fn meter_vector_usage(State(state): State<AppState>, request: Request,
     } else {
         UsageKind::Query
     };
+    // Unknown tokens go on to the handler, which answers 401.
+    let Some(record) = record else {
+        return next.run(request).await;
+    };
+    let admission = match state.limiter.admit(record.id, kind, &record.limits()).await {
+        Ok(admission) => admission,
+        Err(AdmitError::Exceeded(exceeded)) => return limit_response(&exceeded),
+        Err(AdmitError::Store(error)) => return vector_error(ApiError::from(error)).into_response(),
+    };
+    let response = next.run(request).await;
+    if !response.status().is_success() {
+        state.limiter.release(admission);
+        return response;
+    }
     let snapshot = match (kind, index_ref(&record)) {
         (UsageKind::Update, Some(index)) => state
             .vectors
@@ -99,6 +117,9 @@ pub async fn meter_vector_usage(State(state): State<AppState>, request: Request,
         (UsageKind::Update | UsageKind::Query, _) => None,
     };
     let response_bytes = response.body().size_hint().exact().unwrap_or(0);
+    state
+        .limiter
+        .add_bandwidth(admission, request_bytes + response_bytes);
     state.meter.record(UsageEvent {
         index: record.id,
         kind,
@@ -106,6 +127,17 @@ pub async fn meter_vector_usage(State(state): State<AppState>, request: Request,
         bytes: request_bytes + response_bytes,
         snapshot,
     });
+    response
+}
+
+/// 429 with `Retry-After` and the vector routes' error shape.
+fn limit_response(exceeded: &LimitExceeded) -> Response {
+    let mut response =
+        vector_error(ApiError::new(StatusCode::TOO_MANY_REQUESTS, exceeded.to_string())).into_response();
+    response.headers_mut().insert(
+        axum::http::header::RETRY_AFTER,
+        axum::http::HeaderValue::from(exceeded.retry_after_secs()),
+    );
     response
 }
 

@@ -201,6 +201,11 @@ impl App {
             queue,
             vectors,
             embedders,
+            limiter: Arc::new(quiver_admin::limits::Limiter::new(
+                Arc::clone(&meter),
+                Arc::clone(&options.clock),
+                config.http.enforce_rate_limits,
+            )),
             meter,
             config: config.http.clone(),
         };

@@ -74,6 +74,11 @@ impl TestServer {
         self.app.as_ref().expect("the server is running")
     }
 
+    /// The catalogue store, for tests that lay down history (usage) the API cannot create.
+    pub fn admin_store(&self) -> std::sync::Arc<dyn quiver_admin::AdminStore> {
+        self.app().admin_store()
+    }
+
     /// `http://127.0.0.1:PORT` followed by `path`.
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.app().local_addr())

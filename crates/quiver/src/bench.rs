@@ -126,6 +126,8 @@ pub(crate) async fn start_server(
     config.server.bind = "127.0.0.1:0".parse()?;
     config.server.data_dir = scratch.path().to_owned();
     config.server.dev = true;
+    // Benchmarks measure beyond one index's plan rate (1,000 requests per second).
+    config.http.enforce_rate_limits = false;
     let app = quiver_server::App::start(quiver_server::AppOptions {
         config,
         clock: quiver_core::SystemClock::shared(),

@@ -202,7 +202,7 @@ pub(crate) async fn embed(config: &Config, bench: EmbedBench) -> Result<()> {
     let record: Value = client
         .post(format!("{base}/v2/vector/index"))
         .basic_auth(DEV_ADMIN_EMAIL, Some(DEV_ADMIN_API_KEY))
-        .json(&json!({"name": "bench", "region": "us-east-1", "similarity_function": "COSINE", "embedding_model": "ALL_MINILM_L6_V2"}))
+        .json(&json!({"name": "bench", "region": "us-east-1", "similarity_function": "COSINE", "embedding_model": "ALL_MINILM_L6_V2", "type": "payg"}))
         .send()
         .await?
         .error_for_status()?

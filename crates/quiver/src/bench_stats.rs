@@ -115,7 +115,7 @@ pub(crate) async fn stats(
     let record: serde_json::Value = client
         .post(format!("{base}/v2/vector/index"))
         .basic_auth(DEV_ADMIN_EMAIL, Some(DEV_ADMIN_API_KEY))
-        .json(&json!({"name": "bench", "region": "us-east-1", "similarity_function": "COSINE", "dimension_count": 4}))
+        .json(&json!({"name": "bench", "region": "us-east-1", "similarity_function": "COSINE", "dimension_count": 4, "type": "payg"}))
         .send()
         .await?
         .error_for_status()?
