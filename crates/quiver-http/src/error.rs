@@ -142,6 +142,7 @@ impl From<QueueError> for ApiError {
             | QueueError::MessageNotFound(_)
             | QueueError::DeadLetterNotFound(_)
             | QueueError::ScheduleNotFound(_)
+            | QueueError::FlowControlNotFound(_)
             | QueueError::QueueNotFound(_)
             | QueueError::WorkflowRunNotFound(_) => ApiError::not_found(error.to_string()),
             QueueError::WorkflowRunExists { .. } => ApiError::new(StatusCode::CONFLICT, error.to_string()),

@@ -18,6 +18,7 @@ pub mod extract;
 pub mod management;
 pub mod queue;
 pub mod queue_control;
+mod queue_flow;
 pub mod queue_wire;
 pub mod router;
 pub mod stats;

@@ -65,6 +65,16 @@ pub fn routes(max_message_bytes: usize) -> Router<AppState> {
             "/v2/queues/{name}/resume",
             post(crate::queue_control::resume_queue),
         )
+        .route("/v2/flowControl", get(crate::queue_flow::list_flow_controls))
+        .route("/v2/flowControl/{key}", get(crate::queue_flow::get_flow_control))
+        .route(
+            "/v2/flowControl/{key}/{action}",
+            post(crate::queue_flow::change_flow_control),
+        )
+        .route(
+            "/v2/globalParallelism",
+            get(crate::queue_flow::global_parallelism),
+        )
         .route(
             "/v2/workflows/runs",
             axum::routing::delete(crate::queue_control::cancel_runs),

@@ -400,8 +400,12 @@ impl DeliveryWorker {
         if let Err(error) = self.queue.store().record_attempt(record).await {
             warn!(message.id = %message.id, %error, "could not record a delivery attempt; the lease will expire and it is retried");
         }
-        // A finished queued message lets the next one of its queue go.
-        if has_follow_ups || matches!(outcome, DeliveryOutcome::RetryAt(_)) || spec.queue_name.is_some() {
+        // A finished queued or flow-controlled message lets the next one of its queue or key go.
+        if has_follow_ups
+            || matches!(outcome, DeliveryOutcome::RetryAt(_))
+            || spec.queue_name.is_some()
+            || spec.flow_control.is_some()
+        {
             self.queue.wakeup().notify_one();
         }
     }

@@ -45,6 +45,9 @@ pub enum QueueError {
     /// No schedule with that id.
     #[error("schedule `{0}` was not found")]
     ScheduleNotFound(String),
+    /// No flow-control key by that name.
+    #[error("flow control key `{0}` was not found")]
+    FlowControlNotFound(String),
     /// No dead letter with that id.
     #[error("dlq message `{0}` was not found")]
     DeadLetterNotFound(String),

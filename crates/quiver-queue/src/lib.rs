@@ -22,6 +22,7 @@ pub mod config;
 pub mod delivery;
 pub mod duration;
 pub mod error;
+pub mod flow;
 pub mod headers;
 pub mod keys;
 pub mod message;

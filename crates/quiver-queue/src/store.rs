@@ -101,7 +101,9 @@ pub struct Page<T> {
 
 /// Where messages, dead letters, events and URL groups live. Every write is durable when it returns.
 #[async_trait]
-pub trait QueueStore: ScheduleStore + QueueRecordStore + WorkflowStore {
+pub trait QueueStore:
+    ScheduleStore + QueueRecordStore + WorkflowStore + crate::flow::FlowControlStore
+{
     /// Stores messages (with a CREATED event each) in one transaction. A message whose deduplication key
     /// is still live is not stored; the earlier message's id is returned instead.
     async fn enqueue(&self, messages: Vec<NewMessage>, now: Timestamp) -> StoreResult<Vec<Enqueued>>;

@@ -5,6 +5,7 @@
 //! - [`admin`]: [`SqliteAdminStore`], the management domain's store (`catalog.db`).
 //! - [`queue`]: [`SqliteQueueStore`], the queue domain's store (`queue.db`).
 //! - [`queue_control`]: schedules, FIFO queue records and workflow runs in `queue.db`.
+//! - [`flow_control`]: flow-control keys and the claim step for keyed messages in `queue.db`.
 //! - [`vectors`]: [`SqliteVectorStore`], the vector engine's store (`vectors.db`).
 //! - [`config`]: [`StorageConfig`], the `[storage]` section.
 #![warn(missing_docs)]
@@ -12,6 +13,7 @@
 pub mod admin;
 pub mod config;
 pub mod database;
+pub mod flow_control;
 pub mod migrations;
 pub mod queue;
 pub mod queue_control;

@@ -54,6 +54,11 @@ pub const QUEUE: &[Migration] = &[
         name: "workflow runs",
         sql: include_str!("../migrations/queue/0004_workflow_runs.sql"),
     },
+    Migration {
+        version: 5,
+        name: "flow control",
+        sql: include_str!("../migrations/queue/0005_flow_control.sql"),
+    },
 ];
 
 /// The schema of `vectors.db` (namespaces and vectors of every index).

@@ -59,6 +59,14 @@ fn account_of(text: &str, column: usize) -> rusqlite::Result<AccountId> {
     text.parse().map_err(|e| corrupt(column, e))
 }
 
+/// A message of a FIFO queue (alias `m`, its queue `q`) may start only while fewer than the queue's
+/// parallelism older messages of the queue remain, and never while the queue is paused.
+const QUEUE_CONDITION: &str = "(m.queue_name IS NULL OR q.name IS NULL OR (
+    q.paused = 0 AND (
+        SELECT COUNT(*) FROM messages older
+        WHERE older.account_id = m.account_id AND older.queue_name = m.queue_name AND older.rowid < m.rowid
+    ) < q.parallelism))";
+
 const MESSAGE_COLUMNS: &str = "id, account_id, retried, not_before, created_at, spec, body";
 
 fn message_from_row(row: &Row<'_>) -> rusqlite::Result<Message> {
@@ -162,8 +170,9 @@ fn insert_message(
     }
     connection
         .prepare_cached(
-            "INSERT INTO messages (id, account_id, due_at, leased, retried, not_before, created_at, spec, body, queue_name)
-             VALUES (?1, ?2, ?3, 0, ?4, ?5, ?6, ?7, ?8, ?9)",
+            "INSERT INTO messages (id, account_id, due_at, leased, retried, not_before, created_at, spec, body, queue_name,
+                 flow_key)
+             VALUES (?1, ?2, ?3, 0, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
         )
         .and_then(|mut s| {
             s.execute(params![
@@ -176,9 +185,13 @@ fn insert_message(
                 encoded.spec,
                 message.body,
                 message.spec.queue_name,
+                message.spec.flow_control.as_ref().map(|f| &f.key),
             ])
         })
         .map_err(backend_error)?;
+    if let Some(flow) = &message.spec.flow_control {
+        crate::flow_control::upsert_key(connection, &account, flow)?;
+    }
     let created = NewEvent {
         time: now,
         state: MessageState::Created,
@@ -437,25 +450,31 @@ impl QueueStore for SqliteQueueStore {
                          WHERE id IN (
                              SELECT m.id FROM messages m
                              LEFT JOIN queues q ON q.account_id = m.account_id AND q.name = m.queue_name
-                             WHERE m.due_at <= ?2
-                               AND (m.queue_name IS NULL OR q.name IS NULL OR (
-                                   q.paused = 0 AND (
-                                       SELECT COUNT(*) FROM messages older
-                                       WHERE older.account_id = m.account_id AND older.queue_name = m.queue_name
-                                         AND older.rowid < m.rowid
-                                   ) < q.parallelism))
+                             WHERE m.due_at <= ?2 AND m.flow_key IS NULL AND {QUEUE_CONDITION}
                              ORDER BY m.due_at LIMIT ?3)
                          RETURNING {MESSAGE_COLUMNS}"
                     ))
                     .map_err(backend_error)?;
-                let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+                let wanted = i64::try_from(limit).unwrap_or(i64::MAX);
                 let rows = statement
                     .query_map(
-                        params![lease_until.as_millis(), now.as_millis(), limit],
+                        params![lease_until.as_millis(), now.as_millis(), wanted],
                         message_from_row,
                     )
                     .map_err(read_error)?;
-                let claimed: Vec<Message> = rows.collect::<Result<_, _>>().map_err(read_error)?;
+                let mut claimed: Vec<Message> = rows.collect::<Result<_, _>>().map_err(read_error)?;
+                let room = limit.saturating_sub(claimed.len());
+                if room > 0 {
+                    for id in crate::flow_control::claim_keyed(c, now, room, QUEUE_CONDITION)? {
+                        let message = c
+                            .prepare_cached(&format!(
+                                "UPDATE messages SET due_at = ?1, leased = 1 WHERE id = ?2 RETURNING {MESSAGE_COLUMNS}"
+                            ))
+                            .and_then(|mut s| s.query_row(params![lease_until.as_millis(), id], message_from_row))
+                            .map_err(read_error)?;
+                        claimed.push(message);
+                    }
+                }
                 for message in &claimed {
                     let active = NewEvent {
                         time: now,
@@ -472,20 +491,23 @@ impl QueueStore for SqliteQueueStore {
     async fn next_due(&self) -> StoreResult<Option<Timestamp>> {
         self.database
             .read(|c| {
-                c.query_row(
-                    "SELECT MIN(m.due_at) FROM messages m
-                     LEFT JOIN queues q ON q.account_id = m.account_id AND q.name = m.queue_name
-                     WHERE m.queue_name IS NULL OR q.name IS NULL OR (
-                         q.paused = 0 AND (
-                             SELECT COUNT(*) FROM messages older
-                             WHERE older.account_id = m.account_id AND older.queue_name = m.queue_name
-                               AND older.rowid < m.rowid
-                         ) < q.parallelism)",
-                    [],
-                    |r| r.get::<_, Option<i64>>(0),
-                )
-                .map(|due| due.map(Timestamp::from_millis))
-                .map_err(read_error)
+                let unkeyed = c
+                    .query_row(
+                        &format!(
+                            "SELECT MIN(m.due_at) FROM messages m
+                             LEFT JOIN queues q ON q.account_id = m.account_id AND q.name = m.queue_name
+                             WHERE m.flow_key IS NULL AND {QUEUE_CONDITION}"
+                        ),
+                        [],
+                        |r| r.get::<_, Option<i64>>(0),
+                    )
+                    .map(|due| due.map(Timestamp::from_millis))
+                    .map_err(read_error)?;
+                let keyed = crate::flow_control::next_keyed_due(c, QUEUE_CONDITION)?;
+                Ok(match (unkeyed, keyed) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                })
             })
             .await
     }

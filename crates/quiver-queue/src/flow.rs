@@ -1,0 +1,162 @@
+//! Flow control: messages published with the same `Flow-Control-Key` (per account) share its limits. At
+//! most `parallelism` of them are delivered at once, and at most `rate` deliveries start per `period`;
+//! the rest wait (the waitlist). The latest publish sets a key's limits unless they are pinned through
+//! the API; a paused key starts nothing until it is resumed.
+
+use async_trait::async_trait;
+use quiver_core::store::StoreResult;
+use quiver_core::{AccountId, Timestamp};
+
+use crate::error::QueueError;
+use crate::service::Queue;
+
+/// A key's limits and its current use (the wire's `FlowControlInfo`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlowControlState {
+    /// The key.
+    pub key: String,
+    /// Messages of the key waiting to start.
+    pub wait_list_size: u64,
+    /// Most deliveries at once; 0 means no limit.
+    pub parallelism_max: u32,
+    /// Deliveries in flight now.
+    pub parallelism_count: u64,
+    /// Most deliveries started per period; 0 means no limit.
+    pub rate_max: u32,
+    /// Deliveries started in the current period.
+    pub rate_count: u64,
+    /// The rate's period in seconds.
+    pub rate_period_secs: u64,
+    /// When the current period started.
+    pub rate_period_start: Timestamp,
+    /// Whether the parallelism is pinned.
+    pub pinned_parallelism: bool,
+    /// Whether the rate (and its period) is pinned.
+    pub pinned_rate: bool,
+    /// Whether the key is paused.
+    pub paused: bool,
+}
+
+/// A change made through the flow-control API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlowControlChange {
+    /// Start nothing until resumed.
+    Pause,
+    /// Start again.
+    Resume,
+    /// Fix these limits (those given) until unpinned, and start a new rate period.
+    Pin {
+        /// Most deliveries at once.
+        parallelism: Option<u32>,
+        /// Most deliveries per period.
+        rate: Option<u32>,
+        /// The period in seconds.
+        period_secs: Option<u64>,
+    },
+    /// Let publishes set these limits again.
+    Unpin {
+        /// Unpin the parallelism.
+        parallelism: bool,
+        /// Unpin the rate.
+        rate: bool,
+    },
+    /// Start a new rate period now, with nothing started in it.
+    ResetRate,
+}
+
+/// Where flow-control keys live (part of every queue backend). Enforcement is the backend's
+/// `claim_due`, which must never lease a keyed message past its key's limits.
+#[async_trait]
+pub trait FlowControlStore: Send + Sync + 'static {
+    /// A key's state, or `None` when the account never used it.
+    async fn flow_control(
+        &self,
+        account: AccountId,
+        key: &str,
+        now: Timestamp,
+    ) -> StoreResult<Option<FlowControlState>>;
+
+    /// Every key of the account, by key.
+    async fn flow_controls(&self, account: AccountId, now: Timestamp) -> StoreResult<Vec<FlowControlState>>;
+
+    /// Messages of the account being delivered now (leased, lease not expired).
+    async fn in_flight(&self, account: AccountId, now: Timestamp) -> StoreResult<u64>;
+
+    /// Applies `change` at `now`; `false` when the key does not exist.
+    async fn change_flow_control(
+        &self,
+        account: AccountId,
+        key: &str,
+        change: FlowControlChange,
+        now: Timestamp,
+    ) -> StoreResult<bool>;
+}
+
+impl Queue {
+    /// A key's state.
+    ///
+    /// # Errors
+    /// [`QueueError::FlowControlNotFound`] for a key the account never used; store failures.
+    pub async fn flow_control(&self, account: AccountId, key: &str) -> Result<FlowControlState, QueueError> {
+        self.store()
+            .flow_control(account, key, self.clock().now())
+            .await?
+            .ok_or_else(|| QueueError::FlowControlNotFound(key.to_owned()))
+    }
+
+    /// Every key of the account.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn flow_controls(&self, account: AccountId) -> Result<Vec<FlowControlState>, QueueError> {
+        Ok(self.store().flow_controls(account, self.clock().now()).await?)
+    }
+
+    /// The most deliveries in flight at once across the process, and the account's deliveries now.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn global_parallelism(&self, account: AccountId) -> Result<(usize, u64), QueueError> {
+        let count = self.store().in_flight(account, self.clock().now()).await?;
+        Ok((self.config().delivery_concurrency, count))
+    }
+
+    /// Pauses, resumes, pins, unpins or resets a key, and lets the delivery worker look again.
+    ///
+    /// # Errors
+    /// [`QueueError::FlowControlNotFound`] for an unknown key; [`QueueError::InvalidRequest`] for a pin
+    /// without any limit or with a zero; store failures.
+    pub async fn change_flow_control(
+        &self,
+        account: AccountId,
+        key: &str,
+        change: FlowControlChange,
+    ) -> Result<(), QueueError> {
+        if let FlowControlChange::Pin {
+            parallelism,
+            rate,
+            period_secs,
+        } = change
+        {
+            if parallelism.is_none() && rate.is_none() && period_secs.is_none() {
+                return Err(QueueError::InvalidRequest(
+                    "pin needs at least one of parallelism, rate or period".into(),
+                ));
+            }
+            if parallelism == Some(0) || rate == Some(0) || period_secs == Some(0) {
+                return Err(QueueError::InvalidRequest(
+                    "parallelism, rate and period must be at least 1".into(),
+                ));
+            }
+        }
+        let found = self
+            .store()
+            .change_flow_control(account, key, change, self.clock().now())
+            .await?;
+        if !found {
+            return Err(QueueError::FlowControlNotFound(key.to_owned()));
+        }
+        self.wakeup().notify_one();
+        Ok(())
+    }
+}
