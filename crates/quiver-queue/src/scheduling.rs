@@ -157,34 +157,55 @@ impl Queue {
         let now = self.clock().now();
         let due = self.store().due_schedules(now, FIRE_BATCH).await?;
         let fired = due.len();
-        for mut schedule in due {
-            let request = PublishRequest {
-                destination: schedule.destination.clone(),
-                headers: schedule.headers.clone(),
-                query: Vec::new(),
-                body: schedule.body.clone(),
-                caller_ip: schedule.caller_ip.clone(),
-                schedule_id: Some(schedule.id.clone()),
-            };
-            schedule.last_states = match self.publish(schedule.account_id, request).await {
-                Ok(PublishOutcome::Url(published)) => vec![(published.message_id.0, "CREATED".to_owned())],
-                Ok(PublishOutcome::Group(all)) => all
-                    .into_iter()
-                    .map(|p| (p.message_id.0, "CREATED".to_owned()))
-                    .collect(),
-                Err(error) => {
-                    warn!(schedule.id = %schedule.id, %error, "a scheduled publish failed");
-                    vec![(String::new(), format!("ERROR: {error}"))]
-                }
-            };
-            schedule.last_fired = schedule.next_fire.or(Some(now));
-            schedule.next_fire = CronSchedule::parse(&schedule.cron)
-                .ok()
-                .and_then(|c| c.next_after(now));
-            self.store().put_schedule(&schedule).await?;
-            debug!(schedule.id = %schedule.id, "schedule fired");
+        // Fire the batch concurrently: the store's group commit then writes it in a few transactions
+        // instead of two fsyncs per schedule.
+        let mut firing = tokio::task::JoinSet::new();
+        for schedule in due {
+            let queue = self.clone();
+            firing.spawn(async move { queue.fire(schedule, now).await });
         }
-        Ok(fired)
+        let mut failure = None;
+        while let Some(done) = firing.join_next().await {
+            match done {
+                Ok(Ok(())) => {}
+                Ok(Err(error)) => failure = Some(error),
+                Err(panicked) => warn!(%panicked, "firing a schedule panicked"),
+            }
+        }
+        match failure {
+            Some(error) => Err(error),
+            None => Ok(fired),
+        }
+    }
+
+    /// Publishes one due schedule and moves it to its next time after `now`.
+    async fn fire(&self, mut schedule: Schedule, now: quiver_core::Timestamp) -> Result<(), QueueError> {
+        let request = PublishRequest {
+            destination: schedule.destination.clone(),
+            headers: schedule.headers.clone(),
+            query: Vec::new(),
+            body: schedule.body.clone(),
+            caller_ip: schedule.caller_ip.clone(),
+            schedule_id: Some(schedule.id.clone()),
+        };
+        schedule.last_states = match self.publish(schedule.account_id, request).await {
+            Ok(PublishOutcome::Url(published)) => vec![(published.message_id.0, "CREATED".to_owned())],
+            Ok(PublishOutcome::Group(all)) => all
+                .into_iter()
+                .map(|p| (p.message_id.0, "CREATED".to_owned()))
+                .collect(),
+            Err(error) => {
+                warn!(schedule.id = %schedule.id, %error, "a scheduled publish failed");
+                vec![(String::new(), format!("ERROR: {error}"))]
+            }
+        };
+        schedule.last_fired = schedule.next_fire.or(Some(now));
+        schedule.next_fire = CronSchedule::parse(&schedule.cron)
+            .ok()
+            .and_then(|c| c.next_after(now));
+        self.store().put_schedule(&schedule).await?;
+        debug!(schedule.id = %schedule.id, "schedule fired");
+        Ok(())
     }
 }
 

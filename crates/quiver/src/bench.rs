@@ -91,6 +91,18 @@ pub(crate) enum BenchCommand {
         #[arg(long)]
         dir: Option<PathBuf>,
     },
+    /// The scheduler's own CPU (timers and enqueueing, no deliveries) with schedules firing every minute.
+    Scheduler {
+        /// Active schedules, each firing every minute.
+        #[arg(long, default_value_t = 10_000)]
+        schedules: usize,
+        /// Whole minutes to measure.
+        #[arg(long, default_value_t = 3)]
+        minutes: u64,
+        /// Directory for the scratch database.
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
     /// Index statistics read over HTTP with days of per-minute usage stored, and the cost metering
     /// adds to each vector request.
     Stats {
@@ -260,6 +272,11 @@ pub(crate) async fn run(command: BenchCommand, config: &Config) -> Result<()> {
             connections,
             dir,
         } => crate::bench_queue::queue(config, seconds, connections, dir).await,
+        BenchCommand::Scheduler {
+            schedules,
+            minutes,
+            dir,
+        } => crate::bench_scheduler::scheduler(config, schedules, minutes, dir).await,
         BenchCommand::Stats { days, reads, dir } => crate::bench_stats::stats(config, days, reads, dir).await,
         BenchCommand::Embed {
             docs,

@@ -3,6 +3,7 @@
 mod bench;
 mod bench_embed;
 mod bench_queue;
+mod bench_scheduler;
 mod bench_stats;
 mod bench_vector;
 mod models;
