@@ -28,6 +28,19 @@ const { handler: sleepy } = serve(async (context) => {
   });
 });
 
+const waited = [];
+
+const { handler: waiting } = serve(async (context) => {
+  const eventId = `order-${context.workflowRunId}`;
+  await context.run("register", async () => {
+    waited.push({ runId: context.workflowRunId, registered: true });
+  });
+  const { eventData, timeout } = await context.waitForEvent("wait for payment", eventId, { timeout: "1h" });
+  await context.run("record", async () => {
+    finished.push({ runId: context.workflowRunId, eventData, timeout });
+  });
+});
+
 const server = http.createServer(async (request, response) => {
   const chunks = [];
   for await (const chunk of request) chunks.push(chunk);
@@ -37,7 +50,11 @@ const server = http.createServer(async (request, response) => {
     headers: request.headers,
     body: ["GET", "HEAD"].includes(request.method) ? undefined : Buffer.concat(chunks),
   });
-  const handler = request.url.startsWith("/sleepy") ? sleepy : threeSteps;
+  const handler = request.url.startsWith("/sleepy")
+    ? sleepy
+    : request.url.startsWith("/waiting")
+      ? waiting
+      : threeSteps;
   try {
     const answer = await handler(fetchRequest);
     response.writeHead(answer.status, Object.fromEntries(answer.headers));
@@ -78,4 +95,20 @@ test("a sleeping run is bulk-cancelled mid-way", async () => {
   });
   assert.equal(result.cancelled, 1);
   assert.ok(!finished.some((f) => f.runId === workflowRunId && f.woke));
+});
+
+test("a run waiting for an event continues with the data notify sends", async () => {
+  const { workflowRunId } = await client.trigger({ url: `${base}/waiting`, body: {} });
+  const eventId = `order-${workflowRunId}`;
+  const waiters = await eventually(async () => {
+    const found = await client.getWaiters({ eventId });
+    return found.length === 1 && found;
+  });
+  assert.equal(waiters[0].url, `${base}/waiting`);
+  const notified = await client.notify({ eventId, eventData: { paid: true, amount: 42 } });
+  assert.equal(notified.length, 1);
+  assert.ok(notified[0].messageId);
+  const done = await eventually(() => finished.find((f) => f.runId === workflowRunId));
+  assert.deepEqual(done, { runId: workflowRunId, eventData: { paid: true, amount: 42 }, timeout: false });
+  assert.deepEqual(await client.getWaiters({ eventId }), []);
 });

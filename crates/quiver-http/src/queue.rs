@@ -75,6 +75,10 @@ pub fn routes(max_message_bytes: usize) -> Router<AppState> {
             "/v2/globalParallelism",
             get(crate::queue_flow::global_parallelism),
         )
+        .route("/v2/wait/{event}", post(crate::queue_waiters::wait_for_event))
+        .route("/v2/notify/{event}", post(crate::queue_waiters::notify))
+        .route("/v2/notify/{run}/{event}", post(crate::queue_waiters::notify_run))
+        .route("/v2/waiters/{event}", get(crate::queue_waiters::waiters))
         .route(
             "/v2/workflows/runs",
             axum::routing::delete(crate::queue_control::cancel_runs),

@@ -36,6 +36,7 @@ pub mod service;
 pub mod signing;
 pub mod ssrf;
 pub mod store;
+pub mod waiters;
 pub mod workflow;
 pub mod workflows;
 

@@ -209,7 +209,7 @@ impl Queue {
     }
 }
 
-/// Fires schedules as the clock reaches them, until `shutdown`.
+/// Fires schedules, and times out workflow waits, as the clock reaches them, until `shutdown`.
 ///
 /// # Cancel safety
 /// Stopping between firings is safe; a firing interrupted before its schedule was updated fires again
@@ -219,13 +219,23 @@ pub async fn run_scheduler(queue: Queue, shutdown: CancellationToken) {
         let changed = queue.schedules_changed().notified();
         tokio::pin!(changed);
         changed.as_mut().enable();
-        match queue.fire_due_schedules().await {
-            Ok(fired) if fired > 0 => continue,
-            Ok(_) => {}
-            Err(QueueError::Store(quiver_core::StoreError::Closed)) => return,
-            Err(error) => warn!(%error, "firing schedules failed"),
+        let mut busy = false;
+        for result in [queue.fire_due_schedules().await, queue.time_out_waiters().await] {
+            match result {
+                Ok(fired) => busy |= fired > 0,
+                Err(QueueError::Store(quiver_core::StoreError::Closed)) => return,
+                Err(error) => warn!(%error, "firing schedules or timing out waits failed"),
+            }
         }
-        let next = queue.store().next_schedule_due().await.ok().flatten();
+        if busy {
+            continue;
+        }
+        let schedule = queue.store().next_schedule_due().await.ok().flatten();
+        let deadline = queue.store().next_waiter_deadline().await.ok().flatten();
+        let next = match (schedule, deadline) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         let sleep = match next {
             Some(due) => queue.clock().sleep_until(due),
             None => Box::pin(std::future::pending()),

@@ -102,7 +102,7 @@ pub struct Page<T> {
 /// Where messages, dead letters, events and URL groups live. Every write is durable when it returns.
 #[async_trait]
 pub trait QueueStore:
-    ScheduleStore + QueueRecordStore + WorkflowStore + crate::flow::FlowControlStore
+    ScheduleStore + QueueRecordStore + WorkflowStore + crate::flow::FlowControlStore + crate::waiters::WaiterStore
 {
     /// Stores messages (with a CREATED event each) in one transaction. A message whose deduplication key
     /// is still live is not stored; the earlier message's id is returned instead.

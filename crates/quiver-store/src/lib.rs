@@ -6,6 +6,7 @@
 //! - [`queue`]: [`SqliteQueueStore`], the queue domain's store (`queue.db`).
 //! - [`queue_control`]: schedules, FIFO queue records and workflow runs in `queue.db`.
 //! - [`flow_control`]: flow-control keys and the claim step for keyed messages in `queue.db`.
+//! - [`waiters`]: workflow runs waiting for events, and events kept for a later wait, in `queue.db`.
 //! - [`vectors`]: [`SqliteVectorStore`], the vector engine's store (`vectors.db`).
 //! - [`config`]: [`StorageConfig`], the `[storage]` section.
 #![warn(missing_docs)]
@@ -18,6 +19,7 @@ pub mod migrations;
 pub mod queue;
 pub mod queue_control;
 pub mod vectors;
+pub mod waiters;
 
 pub use admin::SqliteAdminStore;
 pub use config::StorageConfig;

@@ -59,6 +59,11 @@ pub const QUEUE: &[Migration] = &[
         name: "flow control",
         sql: include_str!("../migrations/queue/0005_flow_control.sql"),
     },
+    Migration {
+        version: 6,
+        name: "workflow waiters",
+        sql: include_str!("../migrations/queue/0006_waiters.sql"),
+    },
 ];
 
 /// The schema of `vectors.db` (namespaces and vectors of every index).

@@ -215,3 +215,36 @@ async fn a_run_whose_step_is_in_flight_is_reported_and_kept_then_cancelled_on_re
     }
     panic!("repeating the bulk cancel never cancelled the busy run");
 }
+
+#[tokio::test]
+async fn a_run_and_its_history_survive_a_restart() {
+    let mut server = TestServer::embedded().await;
+    let receiver = Receiver::start().await;
+    let url = receiver.url("/workflow");
+    trigger_by_batch(&server, "wfr_durable", &url, &[]).await;
+    receiver.wait_for(1, WAIT).await;
+    assert_eq!(
+        publish_step(&server, "wfr_durable", &url, "{\"stepId\":1,\"out\":\"1\"}").await,
+        StatusCode::OK
+    );
+    receiver.wait_for(2, WAIT).await;
+
+    server.restart().await;
+    let (_, logs) = send(server.queue(Method::GET, "/v2/workflows/events?workflowRunId=wfr_durable")).await;
+    assert_eq!(logs["runs"][0]["workflowState"], "RUN_STARTED", "{logs}");
+    let (status, steps) = send(server.queue(Method::GET, "/v2/workflows/runs/wfr_durable")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        steps.as_array().unwrap().len(),
+        2,
+        "the initial body and the first step: {steps}"
+    );
+    // The run goes on after the restart.
+    assert_eq!(
+        publish_step(&server, "wfr_durable", &url, "{\"stepId\":2,\"out\":\"2\"}").await,
+        StatusCode::OK
+    );
+    let delivered = receiver.wait_for(3, WAIT).await;
+    let history: Value = serde_json::from_slice(&delivered[2].body).unwrap();
+    assert_eq!(history.as_array().unwrap().len(), 3);
+}

@@ -1,0 +1,123 @@
+//! The workflow SDK's wait and notify endpoints: `POST /v2/wait/{eventId}`, `POST /v2/notify/{eventId}`,
+//! `POST /v2/notify/{workflowRunId}/{eventId}` and `GET /v2/waiters/{eventId}`.
+
+use std::collections::BTreeMap;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use quiver_queue::waiters::{Notified, StoredWaiter};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::auth::QueueAccount;
+use crate::error::ApiResult;
+use crate::extract::RawBody;
+use crate::router::AppState;
+
+/// `Waiter` of the workflow SDK.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct WaiterOut {
+    url: String,
+    /// Unix seconds.
+    deadline: i64,
+    headers: BTreeMap<String, Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    timeout_url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    timeout_body: Option<Value>,
+    timeout_headers: BTreeMap<String, Vec<String>>,
+}
+
+impl From<StoredWaiter> for WaiterOut {
+    fn from(waiter: StoredWaiter) -> Self {
+        WaiterOut {
+            url: waiter.spec.url,
+            deadline: waiter.deadline.as_secs(),
+            headers: waiter.spec.timeout_headers.clone(),
+            timeout_url: waiter.spec.timeout_url,
+            timeout_body: waiter.spec.timeout_body,
+            timeout_headers: waiter.spec.timeout_headers,
+        }
+    }
+}
+
+/// `NotifyResponse` of the workflow SDK.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct NotifyOut {
+    waiter: WaiterOut,
+    message_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+impl From<Notified> for NotifyOut {
+    fn from(notified: Notified) -> Self {
+        NotifyOut {
+            waiter: notified.waiter.into(),
+            message_id: notified.message_id,
+            error: notified.error,
+        }
+    }
+}
+
+pub(crate) async fn wait_for_event(
+    State(state): State<AppState>,
+    caller: QueueAccount,
+    Path(event_id): Path<String>,
+    RawBody(body): RawBody,
+) -> ApiResult<StatusCode> {
+    caller.require_write()?;
+    state
+        .queue
+        .wait_for_event(caller.account.id, &event_id, &body)
+        .await?;
+    Ok(StatusCode::OK)
+}
+
+pub(crate) async fn notify(
+    State(state): State<AppState>,
+    caller: QueueAccount,
+    Path(event_id): Path<String>,
+    RawBody(body): RawBody,
+) -> ApiResult<(StatusCode, Json<Vec<NotifyOut>>)> {
+    caller.require_write()?;
+    let notified = state
+        .queue
+        .notify(caller.account.id, &event_id, &body, None)
+        .await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(notified.into_iter().map(NotifyOut::from).collect()),
+    ))
+}
+
+/// Notify one run; with nobody of that run waiting yet, the event is kept for its wait.
+pub(crate) async fn notify_run(
+    State(state): State<AppState>,
+    caller: QueueAccount,
+    Path((run_id, event_id)): Path<(String, String)>,
+    RawBody(body): RawBody,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    caller.require_write()?;
+    let notified = state
+        .queue
+        .notify(caller.account.id, &event_id, &body, Some(&run_id))
+        .await?;
+    let answer = match notified.into_iter().next() {
+        Some(first) => serde_json::to_value(NotifyOut::from(first)).unwrap_or(Value::Null),
+        None => serde_json::json!({"waiter": null, "messageId": "", "kept": true}),
+    };
+    Ok((StatusCode::CREATED, Json(answer)))
+}
+
+pub(crate) async fn waiters(
+    State(state): State<AppState>,
+    caller: QueueAccount,
+    Path(event_id): Path<String>,
+) -> ApiResult<Json<Vec<WaiterOut>>> {
+    let waiters = state.queue.event_waiters(caller.account.id, &event_id).await?;
+    Ok(Json(waiters.into_iter().map(WaiterOut::from).collect()))
+}

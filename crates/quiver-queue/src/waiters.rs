@@ -1,0 +1,295 @@
+//! Workflow runs waiting for events: `context.waitForEvent` registers a waiter (`POST /v2/wait/{event}`),
+//! `notify` hands the event to every waiter of the event (or keeps it for a run that has not waited yet),
+//! and a waiter whose deadline passes gets a timed-out result. Either result is published to the workflow
+//! as the run's next step, through the same path as the SDK's own step messages.
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use base64::Engine as _;
+use quiver_core::store::StoreResult;
+use quiver_core::{AccountId, Timestamp};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tracing::warn;
+
+use crate::duration::parse_duration;
+use crate::error::QueueError;
+use crate::service::{PublishOutcome, PublishRequest, Queue};
+
+/// How long a wait lasts when the request does not say.
+const DEFAULT_TIMEOUT: &str = "7d";
+
+/// A wait request (`WaitRequest` of the workflow SDK).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WaitSpec {
+    /// Where the notified result goes.
+    pub url: String,
+    /// Where the timed-out result goes (default: `url`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_url: Option<String>,
+    /// Body of the timed-out result, if the caller set one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_body: Option<Value>,
+    /// Headers of both results (the run's workflow headers).
+    #[serde(default)]
+    pub timeout_headers: BTreeMap<String, Vec<String>>,
+    /// The waiting step: `stepId`, `stepName`, `stepType`, `concurrent`, `targetStep`.
+    #[serde(default)]
+    pub step: Value,
+}
+
+/// A stored waiter.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredWaiter {
+    /// Store key.
+    pub seq: i64,
+    /// Owner.
+    pub account_id: AccountId,
+    /// The awaited event.
+    pub event_id: String,
+    /// When it times out.
+    pub deadline: Timestamp,
+    /// The request.
+    pub spec: WaitSpec,
+}
+
+/// Where waiters and early events live (part of every queue backend).
+#[async_trait]
+pub trait WaiterStore: Send + Sync + 'static {
+    /// Records a waiter.
+    async fn add_waiter(
+        &self,
+        account: AccountId,
+        event_id: &str,
+        run_id: Option<&str>,
+        deadline: Timestamp,
+        spec: &WaitSpec,
+    ) -> StoreResult<()>;
+
+    /// The waiters of an event (of one run when `run_id` is given), oldest first.
+    async fn waiters(
+        &self,
+        account: AccountId,
+        event_id: &str,
+        run_id: Option<&str>,
+    ) -> StoreResult<Vec<StoredWaiter>>;
+
+    /// Removes a waiter; `false` when another caller removed it first.
+    async fn remove_waiter(&self, seq: i64) -> StoreResult<bool>;
+
+    /// Up to `limit` waiters whose deadline is at or before `now`, earliest first.
+    async fn due_waiters(&self, now: Timestamp, limit: usize) -> StoreResult<Vec<StoredWaiter>>;
+
+    /// The earliest deadline of any waiter.
+    async fn next_waiter_deadline(&self) -> StoreResult<Option<Timestamp>>;
+
+    /// Keeps an event for a run that has not waited for it yet (replacing an earlier one).
+    async fn keep_early_event(
+        &self,
+        account: AccountId,
+        run_id: &str,
+        event_id: &str,
+        data: &[u8],
+        now: Timestamp,
+    ) -> StoreResult<()>;
+
+    /// Takes (removes and returns) a kept event.
+    async fn take_early_event(
+        &self,
+        account: AccountId,
+        run_id: &str,
+        event_id: &str,
+    ) -> StoreResult<Option<Vec<u8>>>;
+}
+
+/// What a notify did for one waiter (`NotifyResponse`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Notified {
+    /// The waiter.
+    pub waiter: StoredWaiter,
+    /// The message carrying the event to the run, or empty on failure.
+    pub message_id: String,
+    /// Why the result could not be published, if it could not.
+    pub error: Option<String>,
+}
+
+fn header<'a>(headers: &'a BTreeMap<String, Vec<String>>, name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(key, _)| key.eq_ignore_ascii_case(name))
+        .and_then(|(_, values)| values.first())
+        .map(String::as_str)
+}
+
+impl Queue {
+    /// Registers a waiter for `event_id` (or, when the event already came for this run, answers it now).
+    ///
+    /// # Errors
+    /// A malformed request or timeout (400); store failures.
+    pub async fn wait_for_event(
+        &self,
+        account: AccountId,
+        event_id: &str,
+        body: &[u8],
+    ) -> Result<(), QueueError> {
+        let request: Value = serde_json::from_slice(body)
+            .map_err(|e| QueueError::InvalidRequest(format!("the wait request is not JSON: {e}")))?;
+        let timeout = request
+            .get("timeout")
+            .and_then(Value::as_str)
+            .filter(|t| !t.trim().is_empty())
+            .unwrap_or(DEFAULT_TIMEOUT)
+            .to_owned();
+        let spec: WaitSpec = serde_json::from_value(request)
+            .map_err(|e| QueueError::InvalidRequest(format!("the wait request is malformed: {e}")))?;
+        if spec.url.trim().is_empty() {
+            return Err(QueueError::InvalidRequest("url: is required".into()));
+        }
+        let timeout =
+            parse_duration(&timeout).map_err(|e| QueueError::InvalidRequest(format!("timeout: {e}")))?;
+        let now = self.clock().now();
+        let run_id = header(&spec.timeout_headers, "Upstash-Workflow-RunId").map(str::to_owned);
+        let waiter = StoredWaiter {
+            seq: 0,
+            account_id: account,
+            event_id: event_id.to_owned(),
+            deadline: now.saturating_add(timeout),
+            spec,
+        };
+        if let Some(run) = &run_id
+            && let Some(data) = self.store().take_early_event(account, run, event_id).await?
+        {
+            self.publish_wait_result(&waiter, Some(&data)).await?;
+            return Ok(());
+        }
+        self.store()
+            .add_waiter(
+                account,
+                event_id,
+                run_id.as_deref(),
+                waiter.deadline,
+                &waiter.spec,
+            )
+            .await?;
+        self.schedules_changed().notify_one();
+        Ok(())
+    }
+
+    /// Hands `data` to every waiter of `event_id` (of `run_id`'s run only, when given). With a run id and
+    /// nobody waiting, the event is kept for that run's later wait.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn notify(
+        &self,
+        account: AccountId,
+        event_id: &str,
+        data: &[u8],
+        run_id: Option<&str>,
+    ) -> Result<Vec<Notified>, QueueError> {
+        let waiters = self.store().waiters(account, event_id, run_id).await?;
+        if waiters.is_empty()
+            && let Some(run) = run_id
+        {
+            self.store()
+                .keep_early_event(account, run, event_id, data, self.clock().now())
+                .await?;
+            return Ok(Vec::new());
+        }
+        let mut notified = Vec::with_capacity(waiters.len());
+        for waiter in waiters {
+            if !self.store().remove_waiter(waiter.seq).await? {
+                continue;
+            }
+            let (message_id, error) = match self.publish_wait_result(&waiter, Some(data)).await {
+                Ok(id) => (id, None),
+                Err(error) => (String::new(), Some(error.to_string())),
+            };
+            notified.push(Notified {
+                waiter,
+                message_id,
+                error,
+            });
+        }
+        Ok(notified)
+    }
+
+    /// The waiters of an event.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn event_waiters(
+        &self,
+        account: AccountId,
+        event_id: &str,
+    ) -> Result<Vec<StoredWaiter>, QueueError> {
+        Ok(self.store().waiters(account, event_id, None).await?)
+    }
+
+    /// Gives every waiter past its deadline its timed-out result. Returns how many timed out.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn time_out_waiters(&self) -> Result<usize, QueueError> {
+        let due = self.store().due_waiters(self.clock().now(), 256).await?;
+        let count = due.len();
+        for waiter in due {
+            if !self.store().remove_waiter(waiter.seq).await? {
+                continue;
+            }
+            if let Err(error) = self.publish_wait_result(&waiter, None).await {
+                warn!(event = %waiter.event_id, %error, "publishing a timed-out wait failed");
+            }
+        }
+        Ok(count)
+    }
+
+    /// Publishes the waiting step's result to the run: the event's data, or (`None`) a timeout.
+    async fn publish_wait_result(
+        &self,
+        waiter: &StoredWaiter,
+        data: Option<&[u8]>,
+    ) -> Result<String, QueueError> {
+        let spec = &waiter.spec;
+        let field = |name: &str| spec.step.get(name).cloned().unwrap_or(Value::Null);
+        let mut step = json!({
+            "stepId": field("stepId"),
+            "stepName": field("stepName"),
+            "stepType": spec.step.get("stepType").cloned().unwrap_or_else(|| json!("Wait")),
+            "waitEventId": waiter.event_id,
+            "waitTimeout": data.is_none(),
+            "concurrent": spec.step.get("concurrent").cloned().unwrap_or_else(|| json!(1)),
+        });
+        if let Some(target) = spec.step.get("targetStep").filter(|t| !t.is_null()) {
+            step["targetStep"] = target.clone();
+        }
+        if let Some(data) = data {
+            step["out"] = json!(base64::engine::general_purpose::STANDARD.encode(data));
+        }
+        let destination = match data {
+            Some(_) => spec.url.clone(),
+            None => spec.timeout_url.clone().unwrap_or_else(|| spec.url.clone()),
+        };
+        let headers = spec
+            .timeout_headers
+            .iter()
+            .flat_map(|(name, values)| values.iter().map(move |v| (name.clone(), v.clone())))
+            .collect();
+        let request = PublishRequest {
+            destination,
+            headers,
+            query: Vec::new(),
+            body: serde_json::to_vec(&step).unwrap_or_default(),
+            caller_ip: None,
+            schedule_id: None,
+        };
+        match self.publish(waiter.account_id, request).await? {
+            PublishOutcome::Url(published) => Ok(published.message_id.0),
+            PublishOutcome::Group(all) => {
+                Ok(all.into_iter().next().map(|p| p.message_id.0).unwrap_or_default())
+            }
+        }
+    }
+}
