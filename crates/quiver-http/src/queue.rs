@@ -10,7 +10,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use quiver_core::Timestamp;
 use quiver_queue::message::MessageState;
-use quiver_queue::store::{Endpoint, Filter};
+use quiver_queue::store::{CancelFilter, Endpoint, Filter};
 use quiver_queue::{PublishOutcome, PublishRequest};
 use serde_json::{Value, json};
 
@@ -323,19 +323,52 @@ pub(crate) fn body_list(body: &Value, key: &str) -> Result<Option<Vec<String>>, 
     }
 }
 
-const CANCEL_FILTERS: [&str; 11] = [
-    "topicName",
-    "queueName",
-    "url",
-    "host",
-    "path",
-    "label",
-    "flowControlKey",
-    "scheduleId",
-    "callerIp",
-    "fromDate",
-    "toDate",
-];
+/// The filters of a bulk cancel, from the query (repeated or comma-joined) and from a JSON body (a text
+/// or an array of texts; dates as numbers or texts).
+fn cancel_filter(pairs: &[(String, String)], body: &Value) -> Result<CancelFilter, ApiError> {
+    let list = |key: &str| -> Result<Vec<String>, ApiError> {
+        let mut values = query_list(pairs, key);
+        match body.get(key) {
+            None | Some(Value::Null) => {}
+            Some(Value::String(text)) => values.push(text.clone()),
+            Some(other @ Value::Array(_)) => {
+                values.extend(body_list(&json!({ key: other }), key)?.unwrap_or_default())
+            }
+            Some(Value::Bool(_) | Value::Number(_) | Value::Object(_)) => {
+                return Err(ApiError::bad_request(format!(
+                    "{key}: must be a text or an array of texts"
+                )));
+            }
+        }
+        Ok(values)
+    };
+    let mut filter = CancelFilter {
+        urls: list("url")?,
+        hosts: list("host")?,
+        paths: list("path")?,
+        topic_names: list("topicName")?,
+        queue_names: list("queueName")?,
+        labels: list("label")?,
+        flow_control_keys: list("flowControlKey")?,
+        schedule_ids: list("scheduleId")?,
+        caller_ips: list("callerIp")?,
+        from: None,
+        to: None,
+    };
+    for (key, slot) in [("fromDate", &mut filter.from), ("toDate", &mut filter.to)] {
+        let from_body = match body.get(key) {
+            Some(Value::Number(n)) => Some(n.to_string()),
+            Some(Value::String(t)) => Some(t.clone()),
+            None | Some(Value::Null | Value::Bool(_) | Value::Array(_) | Value::Object(_)) => None,
+        };
+        let mut pairs = pairs.to_vec();
+        if let Some(text) = from_body {
+            pairs.push((key.to_owned(), text));
+        }
+        *slot = parse_time(&pairs, key)?;
+    }
+    Ok(filter)
+}
 
 async fn cancel_messages(
     State(state): State<AppState>,
@@ -349,13 +382,20 @@ async fn cancel_messages(
     if let Some(from_body) = body_list(&body, "messageIds")? {
         ids.extend(from_body);
     }
-    if ids.is_empty() && pairs.iter().any(|(k, _)| CANCEL_FILTERS.contains(&k.as_str())) {
-        return Err(ApiError::bad_request(
-            "cancelling by filter is not supported yet; pass messageIds, or nothing to cancel every pending message",
-        ));
-    }
+    // Ids win over filters; no ids and no filters cancels everything pending.
+    let filter = cancel_filter(&pairs, &body)?;
+    let limit = match query_one(&pairs, "count") {
+        Some(_) => Some(count_from_query(&pairs, 100)?.clamp(1, 500)),
+        None => body
+            .get("count")
+            .and_then(Value::as_u64)
+            .map(|n| (n as usize).clamp(1, 500)),
+    };
     let selection = if ids.is_empty() { None } else { Some(ids) };
-    let cancelled = state.queue.cancel_many(caller.account.id, selection).await?;
+    let cancelled = state
+        .queue
+        .cancel_many(caller.account.id, selection, filter, limit)
+        .await?;
     Ok(Json(json!({"cancelled": cancelled})))
 }
 
@@ -402,6 +442,9 @@ fn filter_from_query(pairs: &[(String, String)]) -> Result<Filter, ApiError> {
         label: text("label"),
         from: parse_time(pairs, "fromDate")?,
         to: parse_time(pairs, "toDate")?,
+        flow_control_key: text("flowControlKey"),
+        caller_ip: text("callerIp"),
+        workflow_only: query_one(pairs, "source").is_some_and(|s| s.eq_ignore_ascii_case("workflow")),
     })
 }
 

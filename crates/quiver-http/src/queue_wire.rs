@@ -2,7 +2,7 @@
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use quiver_queue::message::{DeadLetter, Event, Message, MessageSpec};
+use quiver_queue::message::{DeadLetter, Event, Message, MessageSpec, Redact};
 use quiver_queue::store::UrlGroup;
 use quiver_queue::{PublishOutcome, Published};
 use serde_json::{Map, Value, json};
@@ -39,7 +39,18 @@ fn spec_fields(fields: &mut Map<String, Value>, spec: &MessageSpec) {
     let text = |value: &Option<String>| value.clone().map(Value::String);
     fields.insert("url".into(), Value::String(spec.url.clone()));
     fields.insert("method".into(), Value::String(spec.method.clone()));
-    fields.insert("header".into(), header_arrays(&spec.headers));
+    let headers: Vec<(String, String)> = spec
+        .headers
+        .iter()
+        .map(|(name, value)| {
+            if spec.redact.covers_header(name) {
+                (name.clone(), Redact::mask(value.as_bytes()))
+            } else {
+                (name.clone(), value.clone())
+            }
+        })
+        .collect();
+    fields.insert("header".into(), header_arrays(&headers));
     fields.insert("maxRetries".into(), json!(spec.max_retries));
     put(fields, "topicName", text(&spec.topic_name));
     put(fields, "endpointName", text(&spec.endpoint_name));
@@ -74,7 +85,11 @@ pub fn message_json(message: &Message) -> Value {
     let mut fields = Map::new();
     fields.insert("messageId".into(), Value::String(message.id.0.clone()));
     spec_fields(&mut fields, &message.spec);
-    put_body(&mut fields, "body", "bodyBase64", &message.body);
+    if message.spec.redact.body {
+        fields.insert("body".into(), Value::String(Redact::mask(&message.body)));
+    } else {
+        put_body(&mut fields, "body", "bodyBase64", &message.body);
+    }
     fields.insert("notBefore".into(), json!(message.not_before.as_millis()));
     fields.insert("createdAt".into(), json!(message.created_at.as_millis()));
     fields.insert("retried".into(), json!(message.retried));

@@ -119,6 +119,7 @@ pub fn callback_message(
                 workflow_run_id: None,
                 workflow_url: None,
                 workflow_history: false,
+                redact: crate::message::Redact::default(),
             },
             body,
             retried: 0,

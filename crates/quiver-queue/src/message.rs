@@ -114,6 +114,72 @@ pub struct MessageSpec {
     /// A step message of a run: delivered with the run's history as its body.
     #[serde(default)]
     pub workflow_history: bool,
+    /// What the API shows redacted (`Svc-Redact-Fields`); deliveries are never redacted.
+    #[serde(default, skip_serializing_if = "Redact::is_nothing")]
+    pub redact: Redact,
+}
+
+/// Fields shown as `REDACTED:<sha256 hex of the value>` when a message is read back through the API.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Redact {
+    /// The body.
+    #[serde(default)]
+    pub body: bool,
+    /// Every forwarded header.
+    #[serde(default)]
+    pub all_headers: bool,
+    /// These headers (lowercase names).
+    #[serde(default)]
+    pub headers: Vec<String>,
+}
+
+impl Redact {
+    /// Parses `Svc-Redact-Fields`: a comma list of `body`, `header` / `headers` (all), and
+    /// `header[Name]` / `headers[Name]`.
+    ///
+    /// # Errors
+    /// An entry that is none of those.
+    pub fn parse(text: &str) -> Result<Redact, String> {
+        let mut redact = Redact::default();
+        for entry in text.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+            let lower = entry.to_ascii_lowercase();
+            if lower == "body" {
+                redact.body = true;
+            } else if lower == "header" || lower == "headers" {
+                redact.all_headers = true;
+            } else if let Some(name) = lower
+                .strip_prefix("headers[")
+                .or_else(|| lower.strip_prefix("header["))
+                .and_then(|rest| rest.strip_suffix(']'))
+                .filter(|name| !name.trim().is_empty())
+            {
+                redact.headers.push(name.trim().to_owned());
+            } else {
+                return Err(format!(
+                    "`{entry}` is not a redactable field; expected body, header or header[Name]"
+                ));
+            }
+        }
+        Ok(redact)
+    }
+
+    /// Whether nothing is redacted.
+    pub fn is_nothing(&self) -> bool {
+        !self.body && !self.all_headers && self.headers.is_empty()
+    }
+
+    /// Whether the header `name` is shown redacted.
+    pub fn covers_header(&self, name: &str) -> bool {
+        self.all_headers || self.headers.iter().any(|h| h.eq_ignore_ascii_case(name))
+    }
+
+    /// `REDACTED:<sha256 hex>` of `value`.
+    pub fn mask(value: &[u8]) -> String {
+        use sha2::Digest as _;
+        let digest = sha2::Sha256::digest(value);
+        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        format!("REDACTED:{hex}")
+    }
 }
 
 /// A message's place in its life.

@@ -51,6 +51,8 @@ pub struct PublishOptions {
     pub workflow_init: Option<bool>,
     /// The workflow's URL (`Svc-Workflow-Url`).
     pub workflow_url: Option<String>,
+    /// What the API shows redacted (`Svc-Redact-Fields`).
+    pub redact: crate::message::Redact,
 }
 
 fn invalid(key: &str, message: impl std::fmt::Display) -> QueueError {
@@ -248,6 +250,9 @@ pub fn parse_publish_options(
                 options.workflow_run_id = Some(value.trim().to_owned()).filter(|v| !v.is_empty())
             }
             "workflow-init" => options.workflow_init = Some(parse_bool(value)),
+            "redact-fields" => {
+                options.redact = crate::message::Redact::parse(value).map_err(|e| invalid(key, e))?;
+            }
             "workflow-url" => options.workflow_url = Some(value.trim().to_owned()).filter(|v| !v.is_empty()),
             other => {
                 if let Some(name) = other.strip_prefix("forward-") {

@@ -14,7 +14,7 @@ use crate::error::QueueError;
 use crate::message::{DeadLetter, Event, Message, MessageId, MessageKind, MessageSpec, NewMessage};
 use crate::publish::{PublishOptions, parse_publish_options};
 use crate::ssrf::DestinationPolicy;
-use crate::store::{Filter, Page, QueueStore};
+use crate::store::{CancelFilter, Filter, Page, QueueStore};
 
 mod url_groups;
 
@@ -453,6 +453,7 @@ impl Queue {
             // Messages that forward the workflow SDK's protocol version go to the workflow itself and carry
             // the run's history; others of the run (third-party calls) carry their own body.
             workflow_history: options.workflow_run_id.is_some() && forwards_workflow_protocol(options),
+            redact: options.redact.clone(),
         };
         let dedup_key = match (&options.deduplication_id, options.content_based_deduplication) {
             (Some(id), _) => Some(format!("id:{id}|{url}")),
@@ -505,7 +506,13 @@ impl Queue {
     pub async fn cancel(&self, account: AccountId, id: &str) -> Result<(), QueueError> {
         let cancelled = self
             .store
-            .cancel(account, Some(vec![MessageId(id.to_owned())]), self.clock.now())
+            .cancel(
+                account,
+                Some(vec![MessageId(id.to_owned())]),
+                CancelFilter::default(),
+                None,
+                self.clock.now(),
+            )
             .await?;
         if cancelled == 0 {
             return Err(QueueError::MessageNotFound(id.to_owned()));
@@ -513,13 +520,23 @@ impl Queue {
         Ok(())
     }
 
-    /// Cancels the given messages, or all pending messages when `ids` is `None`; returns the count.
+    /// Cancels the given messages, or (when `ids` is `None`) the pending messages `filter` matches, at most
+    /// `limit` of them; returns the count.
     ///
     /// # Errors
     /// Store failures.
-    pub async fn cancel_many(&self, account: AccountId, ids: Option<Vec<String>>) -> Result<u64, QueueError> {
+    pub async fn cancel_many(
+        &self,
+        account: AccountId,
+        ids: Option<Vec<String>>,
+        filter: CancelFilter,
+        limit: Option<usize>,
+    ) -> Result<u64, QueueError> {
         let ids = ids.map(|ids| ids.into_iter().map(MessageId).collect());
-        Ok(self.store.cancel(account, ids, self.clock.now()).await?)
+        Ok(self
+            .store
+            .cancel(account, ids, filter, limit, self.clock.now())
+            .await?)
     }
 
     /// A page of dead letters.

@@ -162,7 +162,15 @@ impl Queue {
         }
         let ids = messages.into_iter().map(|(id, _)| id).collect::<Vec<_>>();
         if !ids.is_empty() {
-            self.store().cancel(account, Some(ids), now).await?;
+            self.store()
+                .cancel(
+                    account,
+                    Some(ids),
+                    crate::store::CancelFilter::default(),
+                    None,
+                    now,
+                )
+                .await?;
         }
         self.store()
             .finish_run(account, run_id, RunState::Canceled, now, None)

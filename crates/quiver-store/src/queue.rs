@@ -9,7 +9,9 @@ use quiver_queue::message::{
     DeadLetter, Enqueued, Event, EventDetail, Message, MessageId, MessageSpec, MessageState, NewEvent,
     NewMessage,
 };
-use quiver_queue::store::{AttemptRecord, AttemptResolution, Endpoint, Filter, Page, QueueStore, UrlGroup};
+use quiver_queue::store::{
+    AttemptRecord, AttemptResolution, CancelFilter, Endpoint, Filter, Page, QueueStore, UrlGroup,
+};
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OptionalExtension, Row, params, params_from_iter};
 
@@ -349,6 +351,20 @@ fn filter_sql(
         conditions.push("EXISTS (SELECT 1 FROM json_each(labels) WHERE value = ?)".into());
         values.push(SqlValue::Text(label.clone()));
     }
+    if is_dead_letters {
+        for (path, value) in [
+            ("$.flow_control.key", &filter.flow_control_key),
+            ("$.caller_ip", &filter.caller_ip),
+        ] {
+            if let Some(value) = value {
+                conditions.push(format!("json_extract(spec, '{path}') = ?"));
+                values.push(SqlValue::Text(value.clone()));
+            }
+        }
+        if filter.workflow_only {
+            conditions.push("json_extract(spec, '$.workflow_run_id') IS NOT NULL".into());
+        }
+    }
     if is_dead_letters && let Some(status) = filter.response_status {
         conditions.push("response_status = ?".into());
         values.push(SqlValue::Integer(i64::from(status)));
@@ -573,6 +589,8 @@ impl QueueStore for SqliteQueueStore {
         &self,
         account: AccountId,
         ids: Option<Vec<MessageId>>,
+        filter: CancelFilter,
+        limit: Option<usize>,
         now: Timestamp,
     ) -> StoreResult<u64> {
         self.database
@@ -595,7 +613,17 @@ impl QueueStore for SqliteQueueStore {
                         let rows = statement
                             .query_map([&account_text], message_from_row)
                             .map_err(read_error)?;
-                        rows.collect::<Result<_, _>>().map_err(read_error)?
+                        let mut matching = Vec::new();
+                        for row in rows {
+                            let message = row.map_err(read_error)?;
+                            if filter.matches(&message) {
+                                matching.push(message);
+                            }
+                            if limit.is_some_and(|l| matching.len() >= l) {
+                                break;
+                            }
+                        }
+                        matching
                     }
                 };
                 for message in &targets {

@@ -416,10 +416,44 @@ async fn bulk_cancel_takes_ids_from_the_query_or_the_body_or_cancels_everything(
     )
     .await;
     assert_eq!(by_body, json!({"cancelled": 1}));
-    let (status, refused) = send(server.queue(Method::DELETE, "/v2/messages?topicName=x")).await;
-    assert_eq!(status, StatusCode::BAD_REQUEST, "{refused}");
     let (_, all) = send(server.queue(Method::DELETE, "/v2/messages")).await;
     assert_eq!(all, json!({"cancelled": 1}));
+}
+
+#[tokio::test]
+async fn bulk_cancel_by_filter_takes_only_the_matching_messages() {
+    let server = TestServer::embedded().await;
+    let later = [("Svc-Delay", "1d")];
+    let labelled = [("Svc-Delay", "1d"), ("Svc-Label", "nightly")];
+    let keyed = [
+        ("Svc-Delay", "1d"),
+        ("Svc-Flow-Control-Key", "k"),
+        ("Svc-Flow-Control-Value", "parallelism=1"),
+    ];
+    publish(&server, "http://127.0.0.1:9/a/one", &later, "").await;
+    publish(&server, "http://127.0.0.1:9/a/two", &labelled, "").await;
+    publish(&server, "http://127.0.0.1:9/b/one", &keyed, "").await;
+    publish(&server, "http://localhost:9/a/one", &later, "").await;
+
+    let (_, by_label) = send(server.queue(Method::DELETE, "/v2/messages?label=nightly")).await;
+    assert_eq!(by_label, json!({"cancelled": 1}));
+    let (_, by_key) = send(server.queue(Method::DELETE, "/v2/messages?flowControlKey=k,other")).await;
+    assert_eq!(by_key, json!({"cancelled": 1}));
+    // Filters are ANDed: host 127.0.0.1 and path /a/one leave the localhost message alone.
+    let (_, by_host_and_path) =
+        send(server.queue(Method::DELETE, "/v2/messages?host=127.0.0.1&path=/a/one")).await;
+    assert_eq!(by_host_and_path, json!({"cancelled": 1}));
+    let (_, nothing) = send(server.queue(Method::DELETE, "/v2/messages?topicName=none")).await;
+    assert_eq!(nothing, json!({"cancelled": 0}));
+    let (_, by_body_url) = send(
+        server
+            .queue(Method::DELETE, "/v2/messages")
+            .json(&json!({"url": "http://localhost:9/a/one"})),
+    )
+    .await;
+    assert_eq!(by_body_url, json!({"cancelled": 1}));
+    let (status, bad) = send(server.queue(Method::DELETE, "/v2/messages?fromDate=yesterday")).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}");
 }
 
 #[tokio::test]
@@ -677,4 +711,53 @@ async fn pending_messages_survive_a_restart_and_are_delivered_after_it() {
     assert_eq!(delivered.header("upstash-message-id"), Some(message_id.as_str()));
     let _ = server.clock().now();
     server.stop().await;
+}
+
+#[tokio::test]
+async fn redacted_fields_are_masked_when_read_back_but_delivered_as_sent() {
+    let server = TestServer::embedded().await;
+    let receiver = Receiver::start().await;
+    let masked = |value: &str| {
+        use sha2::Digest as _;
+        let digest = sha2::Sha256::digest(value.as_bytes());
+        format!(
+            "REDACTED:{}",
+            digest.iter().map(|b| format!("{b:02x}")).collect::<String>()
+        )
+    };
+    let (status, published) = publish(
+        &server,
+        &receiver.url("/secret"),
+        &[
+            ("Svc-Delay", "1h"),
+            ("Svc-Redact-Fields", "body, header[Authorization]"),
+            ("Svc-Forward-Authorization", "Bearer s3cret"),
+            ("Svc-Forward-X-Plain", "visible"),
+        ],
+        "card=4242",
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{published}");
+    let id = published["messageId"].as_str().unwrap();
+    let (_, message) = send(server.queue(Method::GET, &format!("/v2/messages/{id}"))).await;
+    assert_eq!(message["body"], masked("card=4242"));
+    assert_eq!(
+        message["header"]["Authorization"],
+        json!([masked("Bearer s3cret")])
+    );
+    assert_eq!(message["header"]["X-Plain"], json!(["visible"]));
+
+    server.clock().advance(Duration::from_secs(3_600));
+    let delivered = receiver.wait_for(1, WAIT).await.remove(0);
+    assert_eq!(&delivered.body[..], b"card=4242");
+    assert_eq!(delivered.header("Authorization"), Some("Bearer s3cret"));
+
+    let (status, refused) = publish(
+        &server,
+        &receiver.url("/x"),
+        &[("Svc-Redact-Fields", "everything")],
+        "",
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{refused}");
 }

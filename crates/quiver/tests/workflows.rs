@@ -248,3 +248,38 @@ async fn a_run_and_its_history_survive_a_restart() {
     let history: Value = serde_json::from_slice(&delivered[2].body).unwrap();
     assert_eq!(history.as_array().unwrap().len(), 3);
 }
+
+#[tokio::test]
+async fn the_dlq_lists_only_workflow_messages_with_source_workflow() {
+    let server = TestServer::embedded().await;
+    let receiver = Receiver::start().await;
+    receiver.respond_with(Reply::status(500));
+    let url = receiver.url("/workflow");
+    trigger_by_batch(&server, "wfr_failing", &url, &[("Upstash-Retries", "0")]).await;
+    let (status, _) = send(
+        server
+            .queue(Method::POST, &format!("/v2/publish/{}", receiver.url("/plain")))
+            .header("Upstash-Retries", "0")
+            .header("Upstash-Flow-Control-Key", "plain-key")
+            .header("Upstash-Flow-Control-Value", "parallelism=1"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    receiver.wait_for(2, WAIT).await;
+    let mut all = Value::Null;
+    for _ in 0..200 {
+        all = send(server.queue(Method::GET, "/v2/dlq")).await.1;
+        if all["messages"].as_array().is_some_and(|m| m.len() == 2) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(all["messages"].as_array().unwrap().len(), 2, "{all}");
+    let (_, workflow) = send(server.queue(Method::GET, "/v2/dlq?source=workflow")).await;
+    let messages = workflow["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 1, "{workflow}");
+    assert_eq!(messages[0]["url"], url);
+    let (_, keyed) = send(server.queue(Method::GET, "/v2/dlq?flowControlKey=plain-key")).await;
+    assert_eq!(keyed["messages"][0]["url"], receiver.url("/plain"));
+    assert_eq!(keyed["messages"].as_array().unwrap().len(), 1);
+}
