@@ -19,6 +19,7 @@ pub mod management;
 pub mod queue;
 pub mod queue_control;
 mod queue_flow;
+mod queue_url_groups;
 mod queue_waiters;
 pub mod queue_wire;
 pub mod router;

@@ -10,14 +10,14 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use quiver_core::Timestamp;
 use quiver_queue::message::MessageState;
-use quiver_queue::store::{CancelFilter, Endpoint, Filter};
+use quiver_queue::store::{CancelFilter, Filter};
 use quiver_queue::{PublishOutcome, PublishRequest};
 use serde_json::{Value, json};
 
 use crate::auth::QueueAccount;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Fields, JsonBody, RawBody};
-use crate::queue_wire::{dead_letter_json, event_json, message_json, publish_outcome_json, url_group_json};
+use crate::queue_wire::{dead_letter_json, event_json, message_json, publish_outcome_json};
 use crate::router::AppState;
 
 /// The queue routes. Publish bodies may be as large as the maximum message size; batches four times that.
@@ -41,16 +41,16 @@ pub fn routes(max_message_bytes: usize) -> Router<AppState> {
         .route("/v2/dlq/retry/{id}", post(retry_dead_letter))
         .route("/v2/events", get(list_events))
         .route("/v2/logs", get(list_logs))
-        .route("/v2/topics", get(list_url_groups))
+        .route("/v2/topics", get(crate::queue_url_groups::list_url_groups))
         .route(
             "/v2/topics/{name}",
-            get(get_url_group)
-                .delete(delete_url_group)
-                .patch(set_default_headers),
+            get(crate::queue_url_groups::get_url_group)
+                .delete(crate::queue_url_groups::delete_url_group)
+                .patch(crate::queue_url_groups::set_default_headers),
         )
         .route(
             "/v2/topics/{name}/endpoints",
-            post(add_endpoints).delete(remove_endpoints),
+            post(crate::queue_url_groups::add_endpoints).delete(crate::queue_url_groups::remove_endpoints),
         )
         .route(
             "/v2/queues",
@@ -618,127 +618,6 @@ async fn list_logs(State(state): State<AppState>, caller: QueueAccount, uri: Uri
         answer["cursor"] = Value::String(cursor);
     }
     Ok(Json(answer))
-}
-
-async fn list_url_groups(State(state): State<AppState>, caller: QueueAccount) -> ApiResult<Json<Vec<Value>>> {
-    let groups = state.queue.url_groups(caller.account.id).await?;
-    Ok(Json(groups.iter().map(url_group_json).collect()))
-}
-
-async fn get_url_group(
-    State(state): State<AppState>,
-    caller: QueueAccount,
-    Path(name): Path<String>,
-) -> ApiResult<Json<Value>> {
-    Ok(Json(url_group_json(
-        &state.queue.url_group(caller.account.id, &name).await?,
-    )))
-}
-
-async fn delete_url_group(
-    State(state): State<AppState>,
-    caller: QueueAccount,
-    Path(name): Path<String>,
-) -> ApiResult<StatusCode> {
-    caller.require_write()?;
-    state.queue.delete_url_group(caller.account.id, &name).await?;
-    Ok(StatusCode::OK)
-}
-
-/// The `endpoints` array of a body as (name, url) pairs.
-fn endpoint_references(body: &Value) -> ApiResult<Vec<(Option<String>, Option<String>)>> {
-    let Some(Value::Array(items)) = body.get("endpoints") else {
-        return Err(ApiError::bad_request(
-            "endpoints: is required and must be an array of {name, url} objects",
-        ));
-    };
-    items
-        .iter()
-        .map(|item| {
-            let fields = Fields::of(item)
-                .map_err(|_| ApiError::bad_request("endpoints: each endpoint must be an object"))?;
-            Ok((
-                fields.optional_str("name")?.map(str::to_owned),
-                fields.optional_str("url")?.map(str::to_owned),
-            ))
-        })
-        .collect()
-}
-
-async fn add_endpoints(
-    State(state): State<AppState>,
-    caller: QueueAccount,
-    Path(name): Path<String>,
-    JsonBody(body): JsonBody,
-) -> ApiResult<StatusCode> {
-    caller.require_write()?;
-    let endpoints = endpoint_references(&body)?
-        .into_iter()
-        .map(|(name, url)| {
-            url.map(|url| Endpoint { name, url })
-                .ok_or_else(|| ApiError::bad_request("endpoints: each endpoint needs a url"))
-        })
-        .collect::<ApiResult<Vec<_>>>()?;
-    state
-        .queue
-        .add_endpoints(caller.account.id, &name, endpoints)
-        .await?;
-    Ok(StatusCode::OK)
-}
-
-async fn remove_endpoints(
-    State(state): State<AppState>,
-    caller: QueueAccount,
-    Path(name): Path<String>,
-    JsonBody(body): JsonBody,
-) -> ApiResult<StatusCode> {
-    caller.require_write()?;
-    let references = endpoint_references(&body)?;
-    state
-        .queue
-        .remove_endpoints(caller.account.id, &name, references)
-        .await?;
-    Ok(StatusCode::OK)
-}
-
-async fn set_default_headers(
-    State(state): State<AppState>,
-    caller: QueueAccount,
-    Path(name): Path<String>,
-    JsonBody(body): JsonBody,
-) -> ApiResult<StatusCode> {
-    caller.require_write()?;
-    let Some(Value::Object(map)) = body.get("headers") else {
-        return Err(ApiError::bad_request(
-            "headers: is required and must be an object of header name to value",
-        ));
-    };
-    let mut headers = Vec::with_capacity(map.len());
-    for (header, value) in map {
-        let text = match value {
-            Value::String(text) => text.clone(),
-            Value::Array(values) => values
-                .iter()
-                .map(|v| {
-                    v.as_str().map(str::to_owned).ok_or_else(|| {
-                        ApiError::bad_request(format!("headers: `{header}` values must be strings"))
-                    })
-                })
-                .collect::<ApiResult<Vec<_>>>()?
-                .join(", "),
-            Value::Null | Value::Bool(_) | Value::Number(_) | Value::Object(_) => {
-                return Err(ApiError::bad_request(format!(
-                    "headers: `{header}` must be a string or an array of strings"
-                )));
-            }
-        };
-        headers.push((header.clone(), text));
-    }
-    state
-        .queue
-        .set_default_headers(caller.account.id, &name, headers)
-        .await?;
-    Ok(StatusCode::OK)
 }
 
 async fn enqueue(

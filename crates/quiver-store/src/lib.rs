@@ -18,6 +18,7 @@ pub mod flow_control;
 pub mod migrations;
 pub mod queue;
 pub mod queue_control;
+mod queue_listing;
 pub mod vectors;
 pub mod waiters;
 

@@ -12,12 +12,12 @@ use quiver_queue::message::{
 use quiver_queue::store::{
     AttemptRecord, AttemptResolution, CancelFilter, Endpoint, Filter, Page, QueueStore, UrlGroup,
 };
-use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OptionalExtension, Row, params, params_from_iter};
 
 use crate::config::StorageConfig;
 use crate::database::{Database, backend_error};
 use crate::migrations;
+use crate::queue_listing::{filter_sql, page};
 
 /// Messages, dead letters, events and URL groups in SQLite.
 #[derive(Debug, Clone)]
@@ -310,108 +310,6 @@ fn event_from_row(row: &Row<'_>) -> rusqlite::Result<(i64, Event)> {
             detail: serde_json::from_str(&detail).map_err(|e| corrupt(5, e))?,
         },
     ))
-}
-
-/// Builds `WHERE` conditions for a filter over the DLQ (`time_column` failed_at) or events (time).
-fn filter_sql(
-    account: AccountId,
-    filter: &Filter,
-    time_column: &str,
-    is_dead_letters: bool,
-) -> (String, Vec<SqlValue>) {
-    let mut conditions = vec!["account_id = ?".to_owned()];
-    let mut values: Vec<SqlValue> = vec![SqlValue::Text(account.to_string())];
-    let mut any_of = |column: &str, items: Vec<String>| {
-        if !items.is_empty() {
-            conditions.push(format!("{column} IN ({})", vec!["?"; items.len()].join(", ")));
-            values.extend(items.into_iter().map(SqlValue::Text));
-        }
-    };
-    any_of("message_id", filter.message_ids.clone());
-    if is_dead_letters {
-        any_of("dlq_id", filter.dlq_ids.clone());
-    } else {
-        any_of(
-            "state",
-            filter.states.iter().map(|s| s.as_str().to_owned()).collect(),
-        );
-    }
-    for (column, value) in [
-        ("url", &filter.url),
-        ("topic_name", &filter.topic_name),
-        ("queue_name", &filter.queue_name),
-        ("schedule_id", &filter.schedule_id),
-    ] {
-        if let Some(value) = value {
-            conditions.push(format!("{column} = ?"));
-            values.push(SqlValue::Text(value.clone()));
-        }
-    }
-    if let Some(label) = &filter.label {
-        conditions.push("EXISTS (SELECT 1 FROM json_each(labels) WHERE value = ?)".into());
-        values.push(SqlValue::Text(label.clone()));
-    }
-    if is_dead_letters {
-        for (path, value) in [
-            ("$.flow_control.key", &filter.flow_control_key),
-            ("$.caller_ip", &filter.caller_ip),
-        ] {
-            if let Some(value) = value {
-                conditions.push(format!("json_extract(spec, '{path}') = ?"));
-                values.push(SqlValue::Text(value.clone()));
-            }
-        }
-        if filter.workflow_only {
-            conditions.push("json_extract(spec, '$.workflow_run_id') IS NOT NULL".into());
-        }
-    }
-    if is_dead_letters && let Some(status) = filter.response_status {
-        conditions.push("response_status = ?".into());
-        values.push(SqlValue::Integer(i64::from(status)));
-    }
-    if let Some(from) = filter.from {
-        conditions.push(format!("{time_column} >= ?"));
-        values.push(SqlValue::Integer(from.as_millis()));
-    }
-    if let Some(to) = filter.to {
-        conditions.push(format!("{time_column} <= ?"));
-        values.push(SqlValue::Integer(to.as_millis()));
-    }
-    (conditions.join(" AND "), values)
-}
-
-/// Reads one page, newest first, starting below the sequence number in `cursor`.
-fn page<T>(
-    connection: &Connection,
-    table: &str,
-    columns: &str,
-    (conditions, mut values): (String, Vec<SqlValue>),
-    cursor: Option<&str>,
-    count: usize,
-    from_row: impl Fn(&Row<'_>) -> rusqlite::Result<(i64, T)>,
-) -> StoreResult<Page<T>> {
-    let mut sql = format!("SELECT {columns} FROM {table} WHERE {conditions}");
-    if let Some(cursor) = cursor.and_then(|c| c.parse::<i64>().ok()) {
-        sql.push_str(" AND seq < ?");
-        values.push(SqlValue::Integer(cursor));
-    }
-    sql.push_str(" ORDER BY seq DESC LIMIT ?");
-    values.push(SqlValue::Integer(i64::try_from(count + 1).unwrap_or(i64::MAX)));
-    let mut statement = connection.prepare(&sql).map_err(read_error)?;
-    let rows = statement
-        .query_map(params_from_iter(values), from_row)
-        .map_err(read_error)?;
-    let mut items: Vec<(i64, T)> = rows.collect::<Result<_, _>>().map_err(read_error)?;
-    let cursor = if items.len() > count {
-        items.truncate(count);
-        items.last().map(|(seq, _)| seq.to_string())
-    } else {
-        None
-    };
-    Ok(Page {
-        items: items.into_iter().map(|(_, item)| item).collect(),
-        cursor,
-    })
 }
 
 fn group_from_row(row: &Row<'_>) -> rusqlite::Result<UrlGroup> {

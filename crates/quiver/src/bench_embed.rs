@@ -160,11 +160,11 @@ pub(crate) async fn embed(config: &Config, bench: EmbedBench) -> Result<()> {
     let spec = models.check(model)?;
     let model_dir = models.path_of(model);
     let texts = corpus(bench.docs);
-    let tokens: usize = texts.iter().map(|t| t.split(' ').count()).sum();
+    let words: usize = texts.iter().map(|t| t.split(' ').count()).sum();
     println!(
         "corpus: {} texts, {:.1} words each on average; model {model}; {} worker threads",
         texts.len(),
-        tokens as f64 / texts.len() as f64,
+        words as f64 / texts.len() as f64,
         bench.threads
     );
 
