@@ -52,10 +52,12 @@ pub(crate) async fn resumable_query(
             Duration::from_secs(max_idle),
         )
         .await?;
-    include_cache()
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .insert(uuid.clone(), include);
+    {
+        let mut includes = include_cache().lock().unwrap_or_else(|p| p.into_inner());
+        // Forget the flags of queries that ended or idled out without `resumable-query-end`.
+        includes.retain(|id, _| state.vectors.resumable_alive(id));
+        includes.insert(uuid.clone(), include);
+    }
     Ok(success(ResumableStart {
         uuid,
         scores: hits.into_iter().map(|h| VectorOut::hit(h, include)).collect(),

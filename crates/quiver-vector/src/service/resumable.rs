@@ -108,6 +108,16 @@ impl Vectors {
         Ok(hits)
     }
 
+    /// Whether the resumable query `id` is still alive (started, not ended, not idle past its limit).
+    pub fn resumable_alive(&self, id: &str) -> bool {
+        let now = self.clock.now();
+        self.resumable
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(id)
+            .is_some_and(|r| now.duration_since(r.last_used) <= r.max_idle)
+    }
+
     /// Ends a resumable query.
     ///
     /// # Errors
