@@ -2,17 +2,12 @@
 
 use std::time::Duration;
 
+use quiver_testkit::calls::send;
 use quiver_testkit::{Receiver, TestServer};
 use reqwest::{Method, StatusCode};
-use serde_json::{Value, json};
+use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(20);
-
-async fn send(request: reqwest::RequestBuilder) -> (StatusCode, Value) {
-    let response = request.send().await.unwrap();
-    let status = response.status();
-    (status, response.json().await.unwrap_or(Value::Null))
-}
 
 async fn enqueue(server: &TestServer, queue: &str, destination: &str, body: &str) -> String {
     let (status, published) = send(

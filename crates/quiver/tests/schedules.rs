@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use quiver_core::Timestamp;
+use quiver_testkit::calls::send;
 use quiver_testkit::{Receiver, TestServer};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
@@ -11,12 +12,6 @@ use serde_json::{Value, json};
 const WAIT: Duration = Duration::from_secs(20);
 /// 2025-01-01T10:02:00Z.
 const START: i64 = 1_735_725_720_000;
-
-async fn send(request: reqwest::RequestBuilder) -> (StatusCode, Value) {
-    let response = request.send().await.unwrap();
-    let status = response.status();
-    (status, response.json().await.unwrap_or(Value::Null))
-}
 
 async fn create(
     server: &TestServer,

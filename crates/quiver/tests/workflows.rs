@@ -5,17 +5,12 @@ use std::time::Duration;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
+use quiver_testkit::calls::send;
 use quiver_testkit::{Receiver, Reply, TestServer};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 const WAIT: Duration = Duration::from_secs(20);
-
-async fn send(request: reqwest::RequestBuilder) -> (StatusCode, Value) {
-    let response = request.send().await.unwrap();
-    let status = response.status();
-    (status, response.json().await.unwrap_or(Value::Null))
-}
 
 fn workflow_headers(run: &str, init: bool, url: &str) -> Vec<(&'static str, String)> {
     vec![
