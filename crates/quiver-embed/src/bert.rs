@@ -122,14 +122,17 @@ impl Tensors {
         })
     }
 
+    /// The header entry of tensor `name`, stored as `name` or `bert.name`.
+    fn entry(&self, name: &str) -> Result<&Entry, EmbedError> {
+        self.entries
+            .get(name)
+            .or_else(|| self.entries.get(&format!("bert.{name}")))
+            .ok_or_else(|| EmbedError::BadModel(format!("the weights have no tensor `{name}`")))
+    }
+
     /// The tensor `name` (or `bert.name`) as f32, checked to have `shape`.
     fn get(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>, EmbedError> {
-        let prefixed = format!("bert.{name}");
-        let entry = self
-            .entries
-            .get(name)
-            .or_else(|| self.entries.get(&prefixed))
-            .ok_or_else(|| EmbedError::BadModel(format!("the weights have no tensor `{name}`")))?;
+        let entry = self.entry(name)?;
         if entry.shape != shape {
             return Err(EmbedError::BadModel(format!(
                 "tensor `{name}` has shape {:?}; the config implies {shape:?}",
@@ -222,11 +225,11 @@ impl Bert {
         let tensors = Tensors::open(&dir.join("model.safetensors"))?;
         let hidden = config.hidden_size;
         let words = tensors
-            .entries
-            .get("embeddings.word_embeddings.weight")
-            .or_else(|| tensors.entries.get("bert.embeddings.word_embeddings.weight"))
-            .map(|e| e.shape.first().copied().unwrap_or(0))
-            .ok_or_else(|| EmbedError::BadModel("the weights have no word embeddings".into()))?;
+            .entry("embeddings.word_embeddings.weight")?
+            .shape
+            .first()
+            .copied()
+            .unwrap_or(0);
         let mut layers = Vec::with_capacity(config.num_hidden_layers);
         for i in 0..config.num_hidden_layers {
             let prefix = format!("encoder.layer.{i}");
@@ -419,12 +422,7 @@ impl Bert {
 impl Tensors {
     /// Row 0 of the token-type table (every text is a single segment).
     fn get_token_types(&self, hidden: usize) -> Result<Vec<f32>, EmbedError> {
-        let shape = self
-            .entries
-            .get("embeddings.token_type_embeddings.weight")
-            .or_else(|| self.entries.get("bert.embeddings.token_type_embeddings.weight"))
-            .map(|e| e.shape.clone())
-            .ok_or_else(|| EmbedError::BadModel("the weights have no token type embeddings".into()))?;
+        let shape = self.entry("embeddings.token_type_embeddings.weight")?.shape.clone();
         self.get("embeddings.token_type_embeddings.weight", &shape)
             .map(|all| all[..hidden.min(all.len())].to_vec())
     }
