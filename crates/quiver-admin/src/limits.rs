@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use quiver_core::plan::{PlanLimits, UNLIMITED};
-use quiver_core::{Clock, IndexId, StoreError};
+use quiver_core::{Clock, IndexId, StoreError, Timestamp};
 
 use crate::meter::{Meter, UsageKind};
 use crate::usage::day_and_month_start;
@@ -138,25 +138,41 @@ impl Limiter {
         limits: &PlanLimits,
     ) -> Result<Admission, AdmitError> {
         let now = self.clock.now();
-        let (second, minute) = (now.as_secs(), now.as_secs().div_euclid(60));
+        let minute = now.as_secs().div_euclid(60);
         let (day, month) = day_and_month_start(minute);
-        if !self.fresh(index, day) {
-            let month_usage = self.meter.totals(index, month, minute).await?;
-            let day_usage = self.meter.totals(index, day, minute).await?;
+        {
             let mut counters = self.counters.lock().unwrap_or_else(PoisonError::into_inner);
-            let entry = counters.entry(index).or_default();
-            if entry.day != day {
-                *entry = Counters {
-                    day,
-                    queries_today: day_usage.queries as i64,
-                    updates_today: day_usage.updates as i64,
-                    bytes_this_month: month_usage.bytes as i64,
-                    ..Counters::default()
-                };
+            if let Some(entry) = counters.get_mut(&index).filter(|c| c.day == day) {
+                return Ok(self.take(entry, index, kind, limits, now)?);
             }
         }
+        // First request of the index today: start from what the meter recorded.
+        let month_usage = self.meter.totals(index, month, minute).await?;
+        let day_usage = self.meter.totals(index, day, minute).await?;
         let mut counters = self.counters.lock().unwrap_or_else(PoisonError::into_inner);
         let entry = counters.entry(index).or_default();
+        if entry.day != day {
+            *entry = Counters {
+                day,
+                queries_today: day_usage.queries as i64,
+                updates_today: day_usage.updates as i64,
+                bytes_this_month: month_usage.bytes as i64,
+                ..Counters::default()
+            };
+        }
+        Ok(self.take(entry, index, kind, limits, now)?)
+    }
+
+    /// Takes a place in `entry` (the index's counters for today) for one request at `now`.
+    fn take(
+        &self,
+        entry: &mut Counters,
+        index: IndexId,
+        kind: UsageKind,
+        limits: &PlanLimits,
+        now: Timestamp,
+    ) -> Result<Admission, LimitExceeded> {
+        let second = now.as_secs();
         if entry.second != second {
             entry.second = second;
             entry.queries_this_second = 0;
@@ -181,31 +197,27 @@ impl Limiter {
             return Err(LimitExceeded::Daily {
                 kind,
                 limit: daily_limit,
-                retry_after_secs: (day + 1440) * 60 - now.as_secs(),
-            }
-            .into());
+                retry_after_secs: (entry.day + 1440) * 60 - second,
+            });
         }
         if self.enforce_rates && limited(rate_limit, *per_second) {
             return Err(LimitExceeded::Rate {
                 kind,
                 limit: rate_limit,
-            }
-            .into());
+            });
         }
         if limited(limits.max_monthly_bandwidth, entry.bytes_this_month) {
-            let next_month = day_and_month_start(minute + 32 * 1440).1;
             return Err(LimitExceeded::Bandwidth {
                 limit: limits.max_monthly_bandwidth,
-                retry_after_secs: next_month * 60 - now.as_secs(),
-            }
-            .into());
+                retry_after_secs: next_month_start(second.div_euclid(60)) * 60 - second,
+            });
         }
         *today += 1;
         *per_second += 1;
         Ok(Admission {
             index,
             kind,
-            day,
+            day: entry.day,
             second,
         })
     }
@@ -234,12 +246,26 @@ impl Limiter {
             entry.bytes_this_month = entry.bytes_this_month.saturating_add(bytes as i64);
         }
     }
+}
 
-    fn fresh(&self, index: IndexId, day: i64) -> bool {
-        self.counters
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&index)
-            .is_some_and(|c| c.day == day)
+/// The first minute of the UTC month after the one holding `minute`.
+fn next_month_start(minute: i64) -> i64 {
+    let month = day_and_month_start(minute).1;
+    // Every month is at most 31 days, so 32 days after its first lands in the next one.
+    day_and_month_start(month + 32 * 1440).1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::usage::days_from_civil;
+
+    #[test]
+    fn the_next_month_starts_on_its_first_day_from_any_day_of_this_one() {
+        let minute = |y, m, d| days_from_civil(y, m, d) * 1440;
+        assert_eq!(next_month_start(minute(2026, 1, 31) + 600), minute(2026, 2, 1));
+        assert_eq!(next_month_start(minute(2026, 1, 1)), minute(2026, 2, 1));
+        assert_eq!(next_month_start(minute(2026, 12, 31)), minute(2027, 1, 1));
+        assert_eq!(next_month_start(minute(2028, 2, 29)), minute(2028, 3, 1));
     }
 }

@@ -422,7 +422,10 @@ impl Bert {
 impl Tensors {
     /// Row 0 of the token-type table (every text is a single segment).
     fn get_token_types(&self, hidden: usize) -> Result<Vec<f32>, EmbedError> {
-        let shape = self.entry("embeddings.token_type_embeddings.weight")?.shape.clone();
+        let shape = self
+            .entry("embeddings.token_type_embeddings.weight")?
+            .shape
+            .clone();
         self.get("embeddings.token_type_embeddings.weight", &shape)
             .map(|all| all[..hidden.min(all.len())].to_vec())
     }
