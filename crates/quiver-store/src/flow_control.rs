@@ -89,17 +89,19 @@ impl KeyState {
         if self.paused || self.parallelism.is_some_and(|p| self.in_flight >= p) {
             return false;
         }
-        if now >= self.rate_period_start + self.period_ms {
-            self.rate_period_start = now;
-            self.rate_count = 0;
+        // Without a rate there is nothing to count, and nothing to write back.
+        if let Some(rate) = self.rate {
+            if now >= self.rate_period_start + self.period_ms {
+                self.rate_period_start = now;
+                self.rate_count = 0;
+            }
+            if self.rate_count >= rate {
+                return false;
+            }
+            self.rate_count += 1;
             self.changed = true;
         }
-        if self.rate.is_some_and(|r| self.rate_count >= r) {
-            return false;
-        }
         self.in_flight += 1;
-        self.rate_count += 1;
-        self.changed = true;
         true
     }
 }

@@ -48,7 +48,7 @@ async fn at_most_parallelism_deliveries_of_a_key_are_in_flight() {
     assert_eq!(state["parallelismCount"], 2);
     assert_eq!(state["waitListSize"], 3);
     assert_eq!(state["isPaused"], false);
-    // As deliveries finish, the rest go, never more than two at once.
+    // As deliveries finish, the waiting three go too.
     receiver.respond_with(Reply::status(200));
     let all = receiver.wait_for(5, WAIT).await;
     let bodies: Vec<String> = all
