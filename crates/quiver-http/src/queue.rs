@@ -329,20 +329,24 @@ fn cancel_filter(pairs: &[(String, String)], body: &Value) -> Result<CancelFilte
     let list = |key: &str| -> Result<Vec<String>, ApiError> {
         let mut values = query_list(pairs, key);
         match body.get(key) {
-            None | Some(Value::Null) => {}
             Some(Value::String(text)) => values.push(text.clone()),
-            Some(other @ Value::Array(_)) => {
-                values.extend(body_list(&json!({ key: other }), key)?.unwrap_or_default())
-            }
-            Some(Value::Bool(_) | Value::Number(_) | Value::Object(_)) => {
-                return Err(ApiError::bad_request(format!(
-                    "{key}: must be a text or an array of texts"
-                )));
-            }
+            _ => values.extend(body_list(body, key)?.unwrap_or_default()),
         }
         Ok(values)
     };
-    let mut filter = CancelFilter {
+    // A date from the body wins over the query; both are unix milliseconds.
+    let time = |key: &str| -> Result<Option<Timestamp>, ApiError> {
+        let in_body = match body.get(key) {
+            Some(Value::Number(n)) => Some(n.to_string()),
+            Some(Value::String(text)) => Some(text.clone()),
+            _ => None,
+        };
+        match in_body {
+            Some(text) => parse_time(&[(key.to_owned(), text)], key),
+            None => parse_time(pairs, key),
+        }
+    };
+    Ok(CancelFilter {
         urls: list("url")?,
         hosts: list("host")?,
         paths: list("path")?,
@@ -352,22 +356,9 @@ fn cancel_filter(pairs: &[(String, String)], body: &Value) -> Result<CancelFilte
         flow_control_keys: list("flowControlKey")?,
         schedule_ids: list("scheduleId")?,
         caller_ips: list("callerIp")?,
-        from: None,
-        to: None,
-    };
-    for (key, slot) in [("fromDate", &mut filter.from), ("toDate", &mut filter.to)] {
-        let from_body = match body.get(key) {
-            Some(Value::Number(n)) => Some(n.to_string()),
-            Some(Value::String(t)) => Some(t.clone()),
-            None | Some(Value::Null | Value::Bool(_) | Value::Array(_) | Value::Object(_)) => None,
-        };
-        let mut pairs = pairs.to_vec();
-        if let Some(text) = from_body {
-            pairs.push((key.to_owned(), text));
-        }
-        *slot = parse_time(&pairs, key)?;
-    }
-    Ok(filter)
+        from: time("fromDate")?,
+        to: time("toDate")?,
+    })
 }
 
 async fn cancel_messages(
