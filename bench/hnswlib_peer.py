@@ -31,9 +31,12 @@ def main():
 
     for ef in efs:
         index.set_ef(max(ef, k))
-        started = time.perf_counter()
-        labels, _ = index.knn_query(queries, k=k, num_threads=1)
-        seconds = time.perf_counter() - started
+        # The best of three passes, as on the Rust side.
+        seconds = float("inf")
+        for _ in range(3):
+            started = time.perf_counter()
+            labels, _ = index.knn_query(queries, k=k, num_threads=1)
+            seconds = min(seconds, time.perf_counter() - started)
         found = sum(len(set(labels[i]) & set(truth[i])) for i in range(len(queries)))
         print(json.dumps({"peer": "hnswlib", "ef": ef, "qps": len(queries) / seconds, "recall": found / truth.size}), flush=True)
 

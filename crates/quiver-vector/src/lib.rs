@@ -4,6 +4,7 @@
 //! - [`namespace`]: one namespace's records, insertion order and dense index.
 //! - [`dense`]: the [`dense::DenseIndex`] trait and exact search.
 //! - [`hnsw`]: the HNSW graph used for dense search.
+//! - [`half`]: half-precision vector copies and their distance kernels, for graph traversal.
 //! - [`search`]: one query against one namespace, and hybrid fusion.
 //! - [`score`]: distance kernels and the wire's normalised scores.
 //! - [`filter`]: the metadata filter language.
@@ -16,6 +17,7 @@
 pub mod dense;
 pub mod error;
 pub mod filter;
+pub mod half;
 pub mod hnsw;
 pub mod namespace;
 pub mod record;

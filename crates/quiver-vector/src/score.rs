@@ -59,18 +59,18 @@ fn portable_squared_distance(a: &[f32], b: &[f32]) -> f32 {
     total
 }
 
-/// Hints the CPU to start loading `data` into cache (no effect where unsupported).
+/// Hints the CPU to start loading every cache line of `data` (no effect where unsupported).
 #[inline]
-pub fn prefetch(data: &[f32]) {
+pub fn prefetch<T>(data: &[T]) {
     #[cfg(target_arch = "x86_64")]
-    simd::prefetch(data);
+    simd::prefetch(data.as_ptr().cast::<i8>(), std::mem::size_of_val(data));
     #[cfg(not(target_arch = "x86_64"))]
     let _ = data;
 }
 
 #[cfg(target_arch = "x86_64")]
 #[expect(unsafe_code, reason = "SIMD intrinsics behind runtime feature detection")]
-mod simd {
+pub(crate) mod simd {
     use std::arch::x86_64::{
         __m256, _mm_add_ps, _mm_add_ss, _mm_cvtss_f32, _mm_movehdup_ps, _mm_movehl_ps, _mm256_add_ps,
         _mm256_castps256_ps128, _mm256_extractf128_ps, _mm256_fmadd_ps, _mm256_loadu_ps, _mm256_setzero_ps,
@@ -78,12 +78,12 @@ mod simd {
     };
     use std::sync::OnceLock;
 
-    /// The widest kernels this CPU runs.
+    /// The widest kernels this CPU runs (f32 here, half precision in [`crate::half`]).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-    pub(super) enum Level {
-        /// 16 lanes, AVX-512F.
+    pub(crate) enum Level {
+        /// 16 lanes, AVX-512F (which converts halves itself).
         Avx512,
-        /// 8 lanes, AVX2 and FMA.
+        /// 8 lanes, AVX2, FMA and F16C (every AVX2 CPU has F16C; checked all the same).
         Avx2,
         /// No usable SIMD extension: the portable loops.
         Portable,
@@ -91,12 +91,15 @@ mod simd {
 
     /// Which kernels to use (checked once).
     #[inline]
-    pub(super) fn level() -> Level {
+    pub(crate) fn level() -> Level {
         static LEVEL: OnceLock<Level> = OnceLock::new();
         *LEVEL.get_or_init(|| {
             if is_x86_feature_detected!("avx512f") {
                 Level::Avx512
-            } else if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+            } else if is_x86_feature_detected!("avx2")
+                && is_x86_feature_detected!("fma")
+                && is_x86_feature_detected!("f16c")
+            {
                 Level::Avx2
             } else {
                 Level::Portable
@@ -180,8 +183,9 @@ mod simd {
         unsafe { squared_distance_avx512(a, b) }
     }
 
+    /// The sum of the eight lanes of `v`.
     #[target_feature(enable = "avx2,fma")]
-    fn horizontal_sum(v: __m256) -> f32 {
+    pub(crate) fn horizontal_sum(v: __m256) -> f32 {
         let low = _mm256_castps256_ps128(v);
         let high = _mm256_extractf128_ps(v, 1);
         let sum = _mm_add_ps(low, high);
@@ -264,15 +268,12 @@ mod simd {
     }
 
     #[inline]
-    pub(super) fn prefetch(data: &[f32]) {
+    pub(super) fn prefetch(start: *const i8, bytes: usize) {
         use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-        // Two cache lines: the hardware prefetcher follows the rest of a sequential read.
-        for line in [0, 16] {
-            if let Some(value) = data.get(line) {
-                // SAFETY: prefetch is a hint that never faults; the address is inside `data`. SSE is part
-                // of the x86_64 baseline.
-                unsafe { _mm_prefetch::<_MM_HINT_T0>(std::ptr::from_ref(value).cast::<i8>()) };
-            }
+        for offset in (0..bytes).step_by(64) {
+            // SAFETY: prefetch is a hint that never faults; the address lies inside the caller's slice.
+            // SSE is part of the x86_64 baseline.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(start.wrapping_add(offset)) };
         }
     }
 

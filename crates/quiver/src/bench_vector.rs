@@ -59,8 +59,7 @@ fn normalise(vector: &mut [f32]) {
 /// `count` unit vectors around `centroids` Gaussian centres (coordinates N(0,1)), noise N(0, sigma^2).
 fn clustered(random: &mut Gaussian, centres: &[Vec<f32>], count: usize, sigma: f32) -> Vec<Vec<f32>> {
     (0..count)
-        .map(|i| {
-            let _ = i;
+        .map(|_| {
             let centre = &centres[(random.uniform() * centres.len() as f64) as usize % centres.len().max(1)];
             let mut v: Vec<f32> = centre.iter().map(|c| c + sigma * random.sample()).collect();
             normalise(&mut v);
@@ -91,18 +90,32 @@ fn recall(results: &[Vec<usize>], truth: &[Vec<usize>]) -> f64 {
     found as f64 / truth.iter().map(Vec::len).sum::<usize>().max(1) as f64
 }
 
+/// Passes over the query set; the best pass counts (both engines, so a noisy neighbour on this shared
+/// machine slows one pass, not the figure).
+const PASSES: usize = 3;
+
+/// QPS of the best of [`PASSES`] passes, and the results.
 fn timed_queries(
-    graph: &dyn DenseIndex,
+    search: impl Fn(&[f32]) -> Vec<(usize, f32)>,
     queries: &[Vec<f32>],
-    k: usize,
-    accept: &dyn Fn(usize) -> bool,
 ) -> (f64, Vec<Vec<usize>>) {
-    let started = Instant::now();
-    let results: Vec<Vec<usize>> = queries
-        .iter()
-        .map(|q| graph.search(q, k, accept).into_iter().map(|(s, _)| s).collect())
-        .collect();
-    (queries.len() as f64 / started.elapsed().as_secs_f64(), results)
+    let mut best = 0.0_f64;
+    let mut results = Vec::new();
+    for _ in 0..PASSES {
+        let started = Instant::now();
+        results = queries
+            .iter()
+            .map(|q| search(q).into_iter().map(|(s, _)| s).collect())
+            .collect();
+        best = best.max(queries.len() as f64 / started.elapsed().as_secs_f64());
+    }
+    (best, results)
+}
+
+/// Whether `slot` passes a filter that keeps one in `modulus`, picked by a hash of the slot: independent
+/// of insertion order and of the positions the planner samples.
+fn keeps(slot: usize, modulus: usize) -> bool {
+    ((slot as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40).is_multiple_of(modulus as u64)
 }
 
 pub(crate) async fn run(config: &Config, bench: VectorBench) -> Result<()> {
@@ -162,12 +175,7 @@ pub(crate) async fn run(config: &Config, bench: VectorBench) -> Result<()> {
     let mut ours = Vec::new();
     for &ef in &bench.efs {
         graph.set_ef_search(ef);
-        let started = Instant::now();
-        let results: Vec<Vec<usize>> = queries
-            .iter()
-            .map(|q| graph.search_all(q, k).into_iter().map(|(s, _)| s).collect())
-            .collect();
-        let qps = queries.len() as f64 / started.elapsed().as_secs_f64();
+        let (qps, results) = timed_queries(|q| graph.search_all(q, k), &queries);
         ours.push((ef, qps, recall(&results, &truth)));
     }
 
@@ -175,12 +183,12 @@ pub(crate) async fn run(config: &Config, bench: VectorBench) -> Result<()> {
     graph.set_ef_search(64);
     let mut filtered = Vec::new();
     for (label, modulus) in [("1 %", 100), ("10 %", 10), ("50 %", 2)] {
-        let accept = move |slot: usize| slot.is_multiple_of(modulus);
+        let accept = move |slot: usize| keeps(slot, modulus);
         let filtered_truth: Vec<Vec<usize>> = queries
             .iter()
             .map(|q| exact.search(q, k, &accept).into_iter().map(|(s, _)| s).collect())
             .collect();
-        let (qps, results) = timed_queries(&graph, &queries, k, &accept);
+        let (qps, results) = timed_queries(|q| graph.search(q, k, &accept), &queries);
         filtered.push((label, qps, recall(&results, &filtered_truth)));
     }
     let memory_per_vector = graph.memory_bytes() as f64 / bench.count as f64;
@@ -281,10 +289,14 @@ pub(crate) async fn run(config: &Config, bench: VectorBench) -> Result<()> {
         ),
         None => println!("graph build: Quiver {build_rate:.0} vectors/s (no peer run: pass --peer-python)"),
     }
-    println!("| filter passes | QPS (ef 64) | recall@10 |");
-    println!("|---|---|---|");
+    let unfiltered = ours.iter().find(|(ef, _, _)| *ef == 64).map(|(_, qps, _)| *qps);
+    println!("| filter passes | QPS (ef 64) | recall@10 | QPS against unfiltered at ef 64 |");
+    println!("|---|---|---|---|");
     for (label, qps, recall) in &filtered {
-        println!("| {label} | {qps:.0} | {recall:.3} |");
+        match unfiltered {
+            Some(unfiltered) => println!("| {label} | {qps:.0} | {recall:.3} | {:.2}x |", qps / unfiltered),
+            None => println!("| {label} | {qps:.0} | {recall:.3} | - |"),
+        }
     }
     println!("memory: {memory_per_vector:.0} bytes per vector (vectors and graph)");
     println!(

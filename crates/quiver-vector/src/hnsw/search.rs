@@ -1,0 +1,376 @@
+//! Searching the graph: the beam search on one level (over half-precision copies), exhaustive search, and
+//! the planner that picks between them for a filter.
+//!
+//! A filter that few records pass is answered exhaustively over the passing slots: exact, and cheaper
+//! than a walk, which needs enough passing nodes near each step to move on. A filter that more records
+//! pass walks the graph, scoring only passing nodes: a rejected neighbour is a bridge whose own
+//! neighbours are taken in its place (the two-hop expansion of ACORN, Patel et al. 2024). The walk then
+//! does about the work of an unfiltered search over the passing subgraph, and judges each node once.
+
+use std::cell::RefCell;
+use std::cmp::{Ordering, Reverse};
+use std::collections::BinaryHeap;
+
+use super::Hnsw;
+use crate::dense::{ExactIndex, TopK};
+use crate::half;
+use crate::score::prefetch;
+
+/// Below this share of passing records a walk, even through bridges, cannot find enough of them nearby.
+const MIN_WALK_SELECTIVITY: f64 = 0.02;
+
+/// A candidate: (distance, node). Ordered by distance.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct Near(pub(super) f32, pub(super) u32);
+
+impl Eq for Near {}
+impl PartialOrd for Near {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Near {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.0.total_cmp(&other.0).then_with(|| self.1.cmp(&other.1))
+    }
+}
+
+/// Marks of visited nodes, cleared in O(1) by moving to a new generation.
+#[derive(Debug, Default)]
+struct Visited {
+    marks: Vec<u32>,
+    generation: u32,
+}
+
+impl Visited {
+    /// Starts a new search over `size` nodes.
+    fn reset(&mut self, size: usize) {
+        if self.marks.len() < size {
+            self.marks.resize(size, 0);
+        }
+        self.generation = self.generation.wrapping_add(1);
+        if self.generation == 0 {
+            self.marks.iter_mut().for_each(|m| *m = 0);
+            self.generation = 1;
+        }
+    }
+
+    /// Marks `node`; whether this is its first visit in this search.
+    #[inline]
+    fn first_visit(&mut self, node: u32) -> bool {
+        let mark = &mut self.marks[node as usize];
+        if *mark == self.generation {
+            false
+        } else {
+            *mark = self.generation;
+            true
+        }
+    }
+}
+
+/// Filter verdicts for one search, so a node reached many times is judged once (a metadata filter
+/// costs far more than the lookup).
+#[derive(Debug, Default)]
+struct Verdicts {
+    /// `generation << 1 | passed` where judged in this search.
+    marks: Vec<u32>,
+    generation: u32,
+}
+
+impl Verdicts {
+    fn reset(&mut self, size: usize) {
+        if self.marks.len() < size {
+            self.marks.resize(size, 0);
+        }
+        self.generation += 1;
+        if self.generation >= 1 << 31 {
+            self.marks.iter_mut().for_each(|m| *m = 0);
+            self.generation = 1;
+        }
+    }
+
+    #[inline]
+    fn judge(&mut self, node: u32, accept: impl Fn(u32) -> bool) -> bool {
+        let mark = &mut self.marks[node as usize];
+        if *mark >> 1 == self.generation {
+            return *mark & 1 == 1;
+        }
+        let passed = accept(node);
+        *mark = (self.generation << 1) | u32::from(passed);
+        passed
+    }
+}
+
+/// Buffers one thread reuses across searches, so a search allocates only its answer.
+#[derive(Debug, Default)]
+struct Scratch {
+    visited: Visited,
+    verdicts: Verdicts,
+    candidates: BinaryHeap<Reverse<Near>>,
+    results: BinaryHeap<Near>,
+    fresh: Vec<u32>,
+    bridges: Vec<u32>,
+}
+
+thread_local! {
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+}
+
+/// Which nodes a beam search may return.
+#[derive(Clone, Copy)]
+pub(super) enum Accept<'a> {
+    /// Every node, deleted ones included (building the graph: deleted nodes stay waypoints).
+    Any,
+    /// Live nodes.
+    Live,
+    /// Live nodes that pass a filter; rejected nodes are bridges to their neighbours.
+    Filter(&'a dyn Fn(usize) -> bool),
+}
+
+impl Hnsw {
+    /// Beam search on one level from `entry` with a padded query; up to `ef` accepted nodes, nearest
+    /// first, by half-precision distance.
+    pub(super) fn search_level(
+        &self,
+        padded: &[f32],
+        entry: Near,
+        ef: usize,
+        level: u8,
+        accept: Accept<'_>,
+    ) -> Vec<Near> {
+        match accept {
+            Accept::Any => self.beam(padded, entry, ef, level, |_| true, false),
+            Accept::Live => self.beam(
+                padded,
+                entry,
+                ef,
+                level,
+                |node| !self.deleted[node as usize],
+                false,
+            ),
+            Accept::Filter(filter) => self.beam(
+                padded,
+                entry,
+                ef,
+                level,
+                |node| !self.deleted[node as usize] && filter(node as usize),
+                true,
+            ),
+        }
+    }
+
+    fn beam(
+        &self,
+        padded: &[f32],
+        entry: Near,
+        ef: usize,
+        level: u8,
+        accept: impl Fn(u32) -> bool,
+        through_bridges: bool,
+    ) -> Vec<Near> {
+        // A step takes every passing neighbour, then at most `m` more through bridges (ACORN-1 truncates
+        // its expanded neighbourhood to `m`).
+        let through_limit = self.params.m;
+        SCRATCH.with(|cell| {
+            let scratch = &mut *cell.borrow_mut();
+            let Scratch {
+                visited,
+                verdicts,
+                candidates,
+                results,
+                fresh,
+                bridges,
+            } = scratch;
+            visited.reset(self.levels.len());
+            if through_bridges {
+                verdicts.reset(self.levels.len());
+            }
+            let mut accept = |node: u32| {
+                if through_bridges {
+                    verdicts.judge(node, &accept)
+                } else {
+                    accept(node)
+                }
+            };
+            candidates.clear();
+            results.clear();
+            visited.first_visit(entry.1);
+            candidates.push(Reverse(entry));
+            if accept(entry.1) {
+                results.push(entry);
+            }
+            let mut worst = if results.len() >= ef {
+                entry.0
+            } else {
+                f32::INFINITY
+            };
+            while let Some(Reverse(nearest)) = candidates.pop() {
+                if nearest.0 > worst {
+                    break;
+                }
+                // Gather the unvisited neighbours and start loading their vectors before scoring any.
+                fresh.clear();
+                bridges.clear();
+                // The node's passing neighbourhood: passing neighbours, then up to `through_limit`
+                // passing neighbours of rejected ones (visited or not), as if the graph held only passing
+                // nodes.
+                for &neighbour in self.neighbours(nearest.1, level) {
+                    if through_bridges && !accept(neighbour) {
+                        bridges.push(neighbour);
+                        continue;
+                    }
+                    if visited.first_visit(neighbour) {
+                        prefetch(self.packed(neighbour));
+                        fresh.push(neighbour);
+                    }
+                }
+                let mut passing = 0;
+                for &bridge in bridges.iter() {
+                    if passing >= through_limit {
+                        break;
+                    }
+                    for &next in self.neighbours(bridge, level) {
+                        if passing >= through_limit {
+                            break;
+                        }
+                        if accept(next) {
+                            passing += 1;
+                            if visited.first_visit(next) {
+                                prefetch(self.packed(next));
+                                fresh.push(next);
+                            }
+                        }
+                    }
+                }
+                for &neighbour in fresh.iter() {
+                    let distance = self.traversal_distance(padded, neighbour);
+                    if distance < worst {
+                        candidates.push(Reverse(Near(distance, neighbour)));
+                        if through_bridges || accept(neighbour) {
+                            results.push(Near(distance, neighbour));
+                            if results.len() > ef {
+                                results.pop();
+                            }
+                            if results.len() >= ef {
+                                worst = results.peek().map_or(f32::INFINITY, |w| w.0);
+                            }
+                        }
+                    }
+                }
+            }
+            let mut sorted: Vec<Near> = results.drain().collect();
+            sorted.sort_unstable();
+            sorted
+        })
+    }
+
+    /// Exhaustive search over the live nodes that `accept` passes: the passing nodes are gathered first,
+    /// then scored by their half-precision copies, loaded a few nodes ahead, and the best are re-ranked
+    /// with f32 vectors as after a walk.
+    fn exact(&self, query: &[f32], k: usize, accept: impl Fn(usize) -> bool) -> Vec<(usize, f32)> {
+        const AHEAD: usize = 4;
+        let padded = half::pad_query(query);
+        let nearest = SCRATCH.with(|cell| {
+            let passing = &mut cell.borrow_mut().fresh;
+            passing.clear();
+            passing.extend(
+                self.deleted
+                    .iter()
+                    .enumerate()
+                    .filter(|&(node, deleted)| !deleted && accept(node))
+                    .map(|(node, _)| node as u32),
+            );
+            let mut nearest = TopK::new(2 * k);
+            for (position, &node) in passing.iter().enumerate() {
+                if let Some(&later) = passing.get(position + AHEAD) {
+                    prefetch(self.packed(later));
+                }
+                nearest.offer(node as usize, -self.traversal_distance(&padded, node));
+            }
+            nearest.into_sorted()
+        });
+        self.rerank(query, k, nearest.into_iter().map(|(node, _)| node as u32))
+    }
+
+    /// The `k` best of `nodes` by f32 distance to `query`.
+    fn rerank(&self, query: &[f32], k: usize, nodes: impl Iterator<Item = u32> + Clone) -> Vec<(usize, f32)> {
+        for node in nodes.clone() {
+            prefetch(self.vector(node));
+        }
+        let mut best = TopK::new(k);
+        for node in nodes {
+            best.offer(node as usize, -self.distance(query, node));
+        }
+        best.into_sorted()
+    }
+
+    /// Searches with an optional filter: without one, no selectivity estimate is needed.
+    pub(super) fn search_planned(
+        &self,
+        query: &[f32],
+        k: usize,
+        filter: Option<&dyn Fn(usize) -> bool>,
+    ) -> Vec<(usize, f32)> {
+        if k == 0 || self.live == 0 {
+            return Vec::new();
+        }
+        let query = ExactIndex::prepare(self.similarity, query);
+        let ef = self.params.ef_search.max(k);
+        if self.live <= self.params.exact_below {
+            return self.exact(&query, k, |slot| filter.is_none_or(|f| f(slot)));
+        }
+        let accept = match filter {
+            None => Accept::Live,
+            Some(filter) => {
+                // The planner: exhaustive search costs one distance per passing record; a walk costs
+                // about `ef * m` distances whatever the filter, once enough records pass to walk on.
+                let selectivity = self.selectivity(filter);
+                let passing = selectivity * self.live as f64;
+                if selectivity < MIN_WALK_SELECTIVITY || passing <= (ef * self.params.m) as f64 {
+                    return self.exact(&query, k, filter);
+                }
+                Accept::Filter(filter)
+            }
+        };
+        let Some(entry) = self.entry else {
+            return Vec::new();
+        };
+        let padded = half::pad_query(&query);
+        let mut current = Near(self.traversal_distance(&padded, entry), entry);
+        for level in (1..=self.max_level).rev() {
+            current = self.greedy(&padded, current, level);
+        }
+        let found = self.search_level(&padded, current, ef, 0, accept);
+        // Re-rank with the f32 vectors: the half-precision order is exact but for near ties, which a
+        // margin of twice k covers.
+        self.rerank(&query, k, found.iter().take(2 * k).map(|near| near.1))
+    }
+
+    /// The share of live vectors that pass `accept`, estimated from a sample of up to 1,024 slots.
+    fn selectivity(&self, accept: &dyn Fn(usize) -> bool) -> f64 {
+        const SAMPLE: usize = 1024;
+        let nodes = self.levels.len();
+        let (mut live, mut passing) = (0_usize, 0_usize);
+        // Pseudo-random positions (a multiplicative hash of the draw number): an evenly strided sample
+        // would alias with filters that follow insertion order.
+        let draws = SAMPLE.min(nodes);
+        for draw in 0..draws as u64 {
+            let node = if draws == nodes {
+                draw as usize
+            } else {
+                ((draw.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize * nodes) >> 32
+            };
+            if !self.deleted[node] {
+                live += 1;
+                if accept(node) {
+                    passing += 1;
+                }
+            }
+        }
+        if live == 0 {
+            1.0
+        } else {
+            passing as f64 / live as f64
+        }
+    }
+}
