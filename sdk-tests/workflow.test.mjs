@@ -41,9 +41,33 @@ const { handler: waiting } = serve(async (context) => {
   });
 });
 
+const { handler: calling } = serve(async (context) => {
+  const answer = await context.call("ask the api", {
+    url: `http://127.0.0.1:${server.address().port}/api`,
+    method: "POST",
+    body: { question: "total" },
+    headers: { "x-asked-by": "workflow" },
+  });
+  await context.run("record", async () => {
+    finished.push({ runId: context.workflowRunId, status: answer.status, body: answer.body });
+  });
+});
+
+const apiCalls = [];
+
 const server = http.createServer(async (request, response) => {
   const chunks = [];
   for await (const chunk of request) chunks.push(chunk);
+  if (request.url.startsWith("/api")) {
+    apiCalls.push({
+      method: request.method,
+      askedBy: request.headers["x-asked-by"],
+      body: Buffer.concat(chunks).toString(),
+    });
+    response.writeHead(201, { "content-type": "application/json" });
+    response.end(JSON.stringify({ total: 42 }));
+    return;
+  }
   const url = `http://127.0.0.1:${server.address().port}${request.url}`;
   const fetchRequest = new Request(url, {
     method: request.method,
@@ -54,7 +78,9 @@ const server = http.createServer(async (request, response) => {
     ? sleepy
     : request.url.startsWith("/waiting")
       ? waiting
-      : threeSteps;
+      : request.url.startsWith("/calling")
+        ? calling
+        : threeSteps;
   try {
     const answer = await handler(fetchRequest);
     response.writeHead(answer.status, Object.fromEntries(answer.headers));
@@ -111,4 +137,14 @@ test("a run waiting for an event continues with the data notify sends", async ()
   const done = await eventually(() => finished.find((f) => f.runId === workflowRunId));
   assert.deepEqual(done, { runId: workflowRunId, eventData: { paid: true, amount: 42 }, timeout: false });
   assert.deepEqual(await client.getWaiters({ eventId }), []);
+});
+
+test("context.call reaches the API once and the run continues with its answer", async () => {
+  const { workflowRunId } = await client.trigger({ url: `${base}/calling`, body: {} });
+  const done = await eventually(() => finished.find((f) => f.runId === workflowRunId));
+  assert.equal(done.status, 201);
+  assert.deepEqual(done.body, { total: 42 });
+  assert.deepEqual(apiCalls, [
+    { method: "POST", askedBy: "workflow", body: JSON.stringify({ question: "total" }) },
+  ]);
 });

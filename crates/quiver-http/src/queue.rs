@@ -205,11 +205,15 @@ fn batch_item(item: &Value, caller_ip: &str) -> Result<PublishRequest, ApiError>
     if let Some(queue) = fields.optional_str("queue")? {
         headers.push(("Svc-Queue-Name".into(), queue.to_owned()));
     }
-    let body = fields
-        .optional_str("body")?
-        .unwrap_or_default()
-        .as_bytes()
-        .to_vec();
+    // A string is the body itself. The workflow SDK's `context.call` sends any other JSON value (an
+    // object, say) as is, and that value's JSON text is the body.
+    let body = match item.get("body") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::String(text)) => text.as_bytes().to_vec(),
+        Some(value @ (Value::Bool(_) | Value::Number(_) | Value::Array(_) | Value::Object(_))) => {
+            value.to_string().into_bytes()
+        }
+    };
     Ok(PublishRequest {
         destination,
         headers,

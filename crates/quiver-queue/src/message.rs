@@ -53,6 +53,13 @@ pub struct CallbackConfig {
     pub delay_ms: Option<u64>,
     /// Headers sent with it (`*-Callback-Forward-<H>`).
     pub headers: Vec<(String, String)>,
+    /// The workflow run the callback continues (`Svc-Callback-Workflow-RunId`): the workflow SDK's
+    /// `context.call` has the call's answer delivered to the run as a message of that run.
+    #[serde(default)]
+    pub workflow_run_id: Option<String>,
+    /// The run's workflow URL (`Svc-Callback-Workflow-Url`).
+    #[serde(default)]
+    pub workflow_url: Option<String>,
 }
 
 /// Flow control settings carried by a message.

@@ -151,6 +151,8 @@ fn callback_config(
         retry_delay: None,
         delay_ms: None,
         headers: Vec::new(),
+        workflow_run_id: None,
+        workflow_url: None,
     };
     for (key, value) in entries {
         let Some(setting) = key.strip_prefix(prefix) else {
@@ -164,6 +166,8 @@ fn callback_config(
             "retries" => config.retries = Some(parse_retries(key, value)?),
             "retry-delay" => config.retry_delay = Some(parse_retry_delay(key, value)?),
             "delay" => config.delay_ms = Some(millis(parse_duration(value).map_err(|e| invalid(key, e))?)),
+            "workflow-runid" => config.workflow_run_id = non_empty(value),
+            "workflow-url" => config.workflow_url = non_empty(value),
             other => {
                 if let Some(name) = other.strip_prefix("forward-") {
                     config.headers.push((canonical(name), value.clone()));
@@ -172,6 +176,11 @@ fn callback_config(
         }
     }
     Ok(config)
+}
+
+/// `value` trimmed, or `None` when nothing is left.
+fn non_empty(value: &str) -> Option<String> {
+    Some(value.trim().to_owned()).filter(|v| !v.is_empty())
 }
 
 fn millis(duration: Duration) -> u64 {
@@ -243,17 +252,15 @@ pub fn parse_publish_options(
                     .map(str::to_owned)
                     .collect();
             }
-            "flow-control-key" => flow_control_key = Some(value.trim().to_owned()).filter(|v| !v.is_empty()),
+            "flow-control-key" => flow_control_key = non_empty(value),
             "flow-control-value" => flow_control_value = Some(value.clone()),
-            "queue-name" => options.queue_name = Some(value.trim().to_owned()).filter(|v| !v.is_empty()),
-            "workflow-runid" => {
-                options.workflow_run_id = Some(value.trim().to_owned()).filter(|v| !v.is_empty())
-            }
+            "queue-name" => options.queue_name = non_empty(value),
+            "workflow-runid" => options.workflow_run_id = non_empty(value),
             "workflow-init" => options.workflow_init = Some(parse_bool(value)),
             "redact-fields" => {
                 options.redact = crate::message::Redact::parse(value).map_err(|e| invalid(key, e))?;
             }
-            "workflow-url" => options.workflow_url = Some(value.trim().to_owned()).filter(|v| !v.is_empty()),
+            "workflow-url" => options.workflow_url = non_empty(value),
             other => {
                 if let Some(name) = other.strip_prefix("forward-") {
                     options.forward_headers.push((canonical(name), value.clone()));
