@@ -262,10 +262,14 @@ async fn every_acknowledged_message_is_delivered_after_a_sigkill_under_load() {
             let (client, token, acknowledged) = (client.clone(), token.clone(), Arc::clone(&acknowledged));
             let url = format!("{}/v2/publish/{destination}", served.base);
             tokio::spawn(async move {
+                // Half the publishers delay their messages past the kill, so the restart has stored work
+                // to do however fast deliveries kept up before it.
+                let delay = if worker % 2 == 0 { "0s" } else { "3s" };
                 for sequence in 0..10_000 {
                     let sent = client
                         .post(&url)
                         .bearer_auth(&token)
+                        .header("Svc-Delay", delay)
                         .body(format!("{worker}-{sequence}"))
                         .send()
                         .await;
