@@ -96,7 +96,7 @@ pub fn callback_message(
     let not_before = now.saturating_add(std::time::Duration::from_millis(config.delay_ms.unwrap_or(0)));
     NewMessage {
         message: Message {
-            id: MessageId::random(),
+            id: MessageId::generate(now),
             account_id: source.account_id,
             spec: MessageSpec {
                 kind,

@@ -6,15 +6,30 @@ use quiver_core::secret::random_token;
 use quiver_core::{AccountId, Timestamp};
 use serde::{Deserialize, Serialize};
 
-/// Identifies a message: `msg_` and 26 random characters.
+/// Identifies a message: `msg_`, 8 characters of creation time and 20 random characters.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct MessageId(pub String);
 
+/// Base-62 digits in ASCII order, so that text order is numeric order.
+const ORDERED_DIGITS: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+
 impl MessageId {
-    /// A new random id.
-    pub fn random() -> MessageId {
-        MessageId(format!("msg_{}", random_token(20)))
+    /// A new id for a message created at `now`: `msg_`, the millisecond as 8 base-62 digits, then 120
+    /// random bits. Ids sort by creation time, so the store's indexes on them grow at one end instead of
+    /// at random pages.
+    pub fn generate(now: Timestamp) -> MessageId {
+        let mut millis = u64::try_from(now.as_millis()).unwrap_or(0);
+        let mut time = [b'0'; 8];
+        for digit in time.iter_mut().rev() {
+            *digit = ORDERED_DIGITS[usize::try_from(millis % 62).unwrap_or(0)];
+            millis /= 62;
+        }
+        let mut id = String::with_capacity(32);
+        id.push_str("msg_");
+        id.extend(time.iter().map(|&b| char::from(b)));
+        id.push_str(&random_token(15));
+        MessageId(id)
     }
 }
 
@@ -359,5 +374,24 @@ mod tests {
         assert_eq!(MessageState::parse("cancelled"), Some(MessageState::Canceled));
         assert_eq!(MessageState::parse("CANCELED"), Some(MessageState::Canceled));
         assert_eq!(MessageState::parse("LOST"), None);
+    }
+
+    #[test]
+    fn message_ids_are_unique_and_sort_by_creation_time() {
+        let now = Timestamp::from_millis(1_790_000_000_000);
+        let first = MessageId::generate(now);
+        let second = MessageId::generate(now.saturating_add(std::time::Duration::from_millis(1)));
+        let same_millisecond = MessageId::generate(now.saturating_add(std::time::Duration::from_millis(1)));
+        assert!(first.0 < second.0, "{first} sorts before {second}");
+        assert_ne!(second, same_millisecond);
+        for id in [&first, &second] {
+            assert_eq!(id.0.len(), 32, "{id}");
+            assert!(id.0.starts_with("msg_"));
+            assert!(
+                id.0[4..]
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+            );
+        }
     }
 }

@@ -476,7 +476,7 @@ impl Queue {
         let window = Duration::from_millis(config.deduplication_window_ms);
         Ok(NewMessage {
             message: Message {
-                id: MessageId::random(),
+                id: MessageId::generate(now),
                 account_id: account,
                 spec,
                 body: request.body.clone(),
@@ -619,7 +619,7 @@ impl Queue {
             .unwrap_or_else(|| now.saturating_add(overrides.delay.unwrap_or(Duration::ZERO)));
         let replacement = NewMessage {
             message: Message {
-                id: MessageId::random(),
+                id: MessageId::generate(now),
                 account_id: account,
                 spec,
                 body: dead.message.body,
