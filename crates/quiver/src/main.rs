@@ -18,6 +18,11 @@ use quiver_core::SystemClock;
 use quiver_server::credentials::dev_credentials;
 use quiver_server::{App, AppOptions, Catalog, Config};
 
+/// mimalloc instead of the system allocator: requests are allocated on runtime threads and freed on the
+/// store's writer threads, which glibc's per-arena locks make costly.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Quiver: vector indexes, a durable message queue and their management API, in one process on one port.
 ///
 /// Configuration comes from the embedded defaults, then `--config FILE`, then environment variables
