@@ -75,14 +75,36 @@ async fn start_receiver(arrivals: Arc<Arrivals>) -> Result<SocketAddr> {
     Ok(address)
 }
 
-/// Closed-loop load: `connections` workers POST `body` to `url` for `duration`; returns 2xx answers/s.
+/// CPU time this process has used on all its threads (user and system), from `/proc/self/stat`; `None`
+/// where that file is not available.
+fn process_cpu_time() -> Option<Duration> {
+    // Fields after the command name (which may hold spaces); utime and stime are the 12th and 13th, in
+    // clock ticks of 1/100 s.
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let mut fields = stat.rsplit_once(')')?.1.split_whitespace().skip(11);
+    let user: u64 = fields.next()?.parse().ok()?;
+    let system: u64 = fields.next()?.parse().ok()?;
+    Some(Duration::from_millis((user + system) * 10))
+}
+
+/// What one closed-loop run achieved.
+#[derive(Debug, Clone, Copy)]
+struct LoadResult {
+    /// 2xx answers per second.
+    rate: f64,
+    /// CPU time of the whole process (load generator and server) per answer, in microseconds.
+    cpu_us: Option<f64>,
+}
+
+/// Closed-loop load: `connections` workers POST `body` to `url` for `duration`.
 async fn closed_loop(
     client: &reqwest::Client,
     url: &str,
     headers: &[(&'static str, String)],
     connections: usize,
     duration: Duration,
-) -> Result<f64> {
+) -> Result<LoadResult> {
+    let cpu_before = process_cpu_time();
     let ok = Arc::new(AtomicU64::new(0));
     let failed = Arc::new(AtomicU64::new(0));
     let deadline = Instant::now() + duration;
@@ -115,7 +137,33 @@ async fn closed_loop(
     }
     let failures = failed.load(Ordering::Relaxed);
     anyhow::ensure!(failures == 0, "{failures} requests failed during the load");
-    Ok(ok.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64())
+    let answered = ok.load(Ordering::Relaxed);
+    let cpu_us = match (cpu_before, process_cpu_time()) {
+        (Some(before), Some(after)) if answered > 0 => {
+            Some(after.saturating_sub(before).as_secs_f64() * 1e6 / answered as f64)
+        }
+        _ => None,
+    };
+    Ok(LoadResult {
+        rate: answered as f64 / started.elapsed().as_secs_f64(),
+        cpu_us,
+    })
+}
+
+/// The mean rate of `runs`, and their mean CPU per answer when every run measured it.
+fn mean(runs: &[LoadResult]) -> (f64, Option<f64>) {
+    let count = runs.len().max(1) as f64;
+    let rate = runs.iter().map(|r| r.rate).sum::<f64>() / count;
+    let cpu = runs
+        .iter()
+        .map(|r| r.cpu_us)
+        .sum::<Option<f64>>()
+        .map(|total| total / count);
+    (rate, cpu)
+}
+
+fn cpu_text(cpu_us: Option<f64>) -> String {
+    cpu_us.map_or_else(|| "not measured".to_owned(), |us| format!("{us:.1} us"))
 }
 
 fn percentile(sorted: &[u64], fraction: f64) -> f64 {
@@ -174,8 +222,8 @@ pub(crate) async fn queue(
                 .context("publish load")?,
         );
     }
-    let peer_rate = peer_rates.iter().sum::<f64>() / peer_rates.len() as f64;
-    let publish_rate = publish_rates.iter().sum::<f64>() / publish_rates.len() as f64;
+    let (peer_rate, peer_cpu) = mean(&peer_rates);
+    let (publish_rate, publish_cpu) = mean(&publish_rates);
 
     // 2. Delivery throughput: publish a backlog in batches, then time until every message has arrived.
     let backlog: u64 = 20_000;
@@ -246,6 +294,11 @@ pub(crate) async fn queue(
     println!("| bare hyper server answering 200 (peer) | {peer_rate:.0} req/s |");
     println!("| durable publish (acknowledged after fsync) | {publish_rate:.0} msg/s |");
     println!("| publish / peer | {:.1} % |", 100.0 * publish_rate / peer_rate);
+    println!(
+        "| process CPU per answer (load generator included): peer, publish | {}, {} |",
+        cpu_text(peer_cpu),
+        cpu_text(publish_cpu)
+    );
     println!("| delivery throughput (backlog of {backlog} to a local receiver) | {delivery_rate:.0} msg/s |");
     println!(
         "| publish-to-delivery latency at 1,000 msg/s ({} samples) | p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms |",
