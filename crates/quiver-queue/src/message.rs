@@ -379,12 +379,16 @@ mod tests {
     #[test]
     fn message_ids_are_unique_and_sort_by_creation_time() {
         let now = Timestamp::from_millis(1_790_000_000_000);
-        let first = MessageId::generate(now);
-        let second = MessageId::generate(now.saturating_add(std::time::Duration::from_millis(1)));
-        let same_millisecond = MessageId::generate(now.saturating_add(std::time::Duration::from_millis(1)));
-        assert!(first.0 < second.0, "{first} sorts before {second}");
-        assert_ne!(second, same_millisecond);
-        for id in [&first, &second] {
+        // 200 consecutive milliseconds carry the last base-62 digit into the next three times.
+        let ids: Vec<MessageId> = (0..200)
+            .map(|ms| MessageId::generate(now.saturating_add(std::time::Duration::from_millis(ms))))
+            .collect();
+        for pair in ids.windows(2) {
+            assert!(pair[0].0 < pair[1].0, "{} sorts before {}", pair[0], pair[1]);
+        }
+        let same_millisecond = MessageId::generate(now);
+        assert_ne!(ids[0], same_millisecond);
+        for id in &ids {
             assert_eq!(id.0.len(), 32, "{id}");
             assert!(id.0.starts_with("msg_"));
             assert!(
