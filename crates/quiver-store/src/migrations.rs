@@ -64,6 +64,11 @@ pub const QUEUE: &[Migration] = &[
         name: "workflow waiters",
         sql: include_str!("../migrations/queue/0006_waiters.sql"),
     },
+    Migration {
+        version: 7,
+        name: "queue index only over queued messages",
+        sql: include_str!("../migrations/queue/0007_partial_queue_index.sql"),
+    },
 ];
 
 /// The schema of `vectors.db` (namespaces and vectors of every index).
