@@ -332,7 +332,7 @@ impl Queue {
                 return Err(QueueError::InvalidDestination(format!("`{url}` has no host")));
             }
             self.policy
-                .check_url(&url)
+                .check_parsed(&parsed)
                 .map_err(QueueError::DestinationForbidden)?;
             let options = parse_publish_options(&request.headers, &request.query)?;
             self.check_callbacks(&options)?;

@@ -65,6 +65,14 @@ impl DestinationPolicy {
     /// A message naming the host.
     pub fn check_url(&self, url: &str) -> Result<(), String> {
         let parsed = url::Url::parse(url).map_err(|e| format!("`{url}` is not a valid URL: {e}"))?;
+        self.check_parsed(&parsed)
+    }
+
+    /// [`DestinationPolicy::check_url`] for a URL already parsed.
+    ///
+    /// # Errors
+    /// A message naming the host.
+    pub fn check_parsed(&self, parsed: &url::Url) -> Result<(), String> {
         let host = parsed.host_str().unwrap_or_default();
         if self.host_allowed(host) {
             return Ok(());
