@@ -30,4 +30,4 @@ pub mod vector_wire;
 
 pub use config::HttpConfig;
 pub use error::ApiError;
-pub use router::{AppState, router};
+pub use router::{AppState, Services, router};

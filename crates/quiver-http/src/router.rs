@@ -13,9 +13,29 @@ use crate::config::HttpConfig;
 use crate::error::{ApiError, Envelope};
 use crate::management;
 
-/// What every handler can reach.
+/// What every handler can reach. Cheap to clone: axum clones the state for every extractor of every
+/// request, so the services sit behind one shared pointer.
 #[derive(Debug, Clone)]
-pub struct AppState {
+pub struct AppState(std::sync::Arc<Services>);
+
+impl AppState {
+    /// State serving `services`.
+    pub fn new(services: Services) -> AppState {
+        AppState(std::sync::Arc::new(services))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Services;
+
+    fn deref(&self) -> &Services {
+        &self.0
+    }
+}
+
+/// The services behind [`AppState`].
+#[derive(Debug)]
+pub struct Services {
     /// Accounts and the index catalogue.
     pub admin: Admin,
     /// The message queue.

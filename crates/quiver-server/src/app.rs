@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use quiver_admin::{Admin, Bootstrap, BootstrapCredentials};
 use quiver_core::{Clock, StoreError};
-use quiver_http::AppState;
+use quiver_http::{AppState, Services};
 use quiver_queue::ssrf::DestinationPolicy;
 use quiver_queue::{DeliveryWorker, KeySource, Queue, SigningKeys};
 use quiver_store::{Database, SqliteAdminStore, SqliteQueueStore, SqliteVectorStore};
@@ -196,7 +196,7 @@ impl App {
             config.embeddings.models_dir(&config.server.data_dir),
             config.embeddings.threads,
         ));
-        let state = AppState {
+        let state = AppState::new(Services {
             admin: catalog.admin.clone(),
             queue,
             vectors,
@@ -208,7 +208,7 @@ impl App {
             )),
             meter,
             config: config.http.clone(),
-        };
+        });
         let service = quiver_http::router(state).into_make_service_with_connect_info::<SocketAddr>();
         let stop_accepting = shutdown.child_token();
         let http = tracker.spawn(async move {
