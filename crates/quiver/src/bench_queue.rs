@@ -75,16 +75,40 @@ async fn start_receiver(arrivals: Arc<Arrivals>) -> Result<SocketAddr> {
     Ok(address)
 }
 
-/// CPU time this process has used on all its threads (user and system), from `/proc/self/stat`; `None`
-/// where that file is not available.
-fn process_cpu_time() -> Option<Duration> {
-    // Fields after the command name (which may hold spaces); utime and stime are the 12th and 13th, in
-    // clock ticks of 1/100 s.
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+/// User and system CPU time from a `/proc` `stat` file's text: the 12th and 13th fields after the command
+/// name (which may hold spaces), in clock ticks of 1/100 s.
+fn stat_cpu_time(stat: &str) -> Option<Duration> {
     let mut fields = stat.rsplit_once(')')?.1.split_whitespace().skip(11);
     let user: u64 = fields.next()?.parse().ok()?;
     let system: u64 = fields.next()?.parse().ok()?;
     Some(Duration::from_millis((user + system) * 10))
+}
+
+/// CPU time this process has used on all its threads; `None` where `/proc` is not available.
+fn process_cpu_time() -> Option<Duration> {
+    stat_cpu_time(&std::fs::read_to_string("/proc/self/stat").ok()?)
+}
+
+/// CPU time used by the queue store's writer thread (`quiver-writer-queue`, shown truncated to 15
+/// characters); `None` where `/proc` is not available or the thread is not found.
+fn queue_writer_cpu_time() -> Option<Duration> {
+    for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        let name = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        if name.trim_end() == "quiver-writer-q" {
+            return stat_cpu_time(&std::fs::read_to_string(task.path().join("stat")).ok()?);
+        }
+    }
+    None
+}
+
+/// CPU time per answer, in microseconds, between two readings.
+fn per_answer(before: Option<Duration>, after: Option<Duration>, answered: u64) -> Option<f64> {
+    match (before, after) {
+        (Some(before), Some(after)) if answered > 0 => {
+            Some(after.saturating_sub(before).as_secs_f64() * 1e6 / answered as f64)
+        }
+        _ => None,
+    }
 }
 
 /// What one closed-loop run achieved.
@@ -94,6 +118,8 @@ struct LoadResult {
     rate: f64,
     /// CPU time of the whole process (load generator and server) per answer, in microseconds.
     cpu_us: Option<f64>,
+    /// CPU time of the queue store's writer thread per answer, in microseconds.
+    writer_us: Option<f64>,
 }
 
 /// Closed-loop load: `connections` workers POST `body` to `url` for `duration`.
@@ -105,6 +131,7 @@ async fn closed_loop(
     duration: Duration,
 ) -> Result<LoadResult> {
     let cpu_before = process_cpu_time();
+    let writer_before = queue_writer_cpu_time();
     let ok = Arc::new(AtomicU64::new(0));
     let failed = Arc::new(AtomicU64::new(0));
     let deadline = Instant::now() + duration;
@@ -138,28 +165,24 @@ async fn closed_loop(
     let failures = failed.load(Ordering::Relaxed);
     anyhow::ensure!(failures == 0, "{failures} requests failed during the load");
     let answered = ok.load(Ordering::Relaxed);
-    let cpu_us = match (cpu_before, process_cpu_time()) {
-        (Some(before), Some(after)) if answered > 0 => {
-            Some(after.saturating_sub(before).as_secs_f64() * 1e6 / answered as f64)
-        }
-        _ => None,
-    };
     Ok(LoadResult {
         rate: answered as f64 / started.elapsed().as_secs_f64(),
-        cpu_us,
+        cpu_us: per_answer(cpu_before, process_cpu_time(), answered),
+        writer_us: per_answer(writer_before, queue_writer_cpu_time(), answered),
     })
 }
 
-/// The mean rate of `runs`, and their mean CPU per answer when every run measured it.
-fn mean(runs: &[LoadResult]) -> (f64, Option<f64>) {
+/// The mean rate of `runs`, and their mean process and writer CPU per answer when every run measured it.
+fn mean(runs: &[LoadResult]) -> (f64, Option<f64>, Option<f64>) {
     let count = runs.len().max(1) as f64;
     let rate = runs.iter().map(|r| r.rate).sum::<f64>() / count;
-    let cpu = runs
-        .iter()
-        .map(|r| r.cpu_us)
-        .sum::<Option<f64>>()
-        .map(|total| total / count);
-    (rate, cpu)
+    let average = |figure: fn(&LoadResult) -> Option<f64>| {
+        runs.iter()
+            .map(figure)
+            .sum::<Option<f64>>()
+            .map(|total| total / count)
+    };
+    (rate, average(|r| r.cpu_us), average(|r| r.writer_us))
 }
 
 fn cpu_text(cpu_us: Option<f64>) -> String {
@@ -222,8 +245,8 @@ pub(crate) async fn queue(
                 .context("publish load")?,
         );
     }
-    let (peer_rate, peer_cpu) = mean(&peer_rates);
-    let (publish_rate, publish_cpu) = mean(&publish_rates);
+    let (peer_rate, peer_cpu, _) = mean(&peer_rates);
+    let (publish_rate, publish_cpu, writer_cpu) = mean(&publish_rates);
 
     // 2. Delivery throughput: publish a backlog in batches, then time until every message has arrived.
     let backlog: u64 = 20_000;
@@ -298,6 +321,10 @@ pub(crate) async fn queue(
         "| process CPU per answer (load generator included): peer, publish | {}, {} |",
         cpu_text(peer_cpu),
         cpu_text(publish_cpu)
+    );
+    println!(
+        "| of which the queue store's writer thread, per publish | {} |",
+        cpu_text(writer_cpu)
     );
     println!("| delivery throughput (backlog of {backlog} to a local receiver) | {delivery_rate:.0} msg/s |");
     println!(
