@@ -498,6 +498,7 @@ async fn batch_publishes_each_item_and_reports_errors_per_item() {
         {"destination": "pair", "headers": {}, "body": "grouped"},
         {"destination": "no-such-group", "headers": {}, "body": null},
         {"destination": receiver.url("/b"), "body": null},
+        {"destination": receiver.url("/c"), "body": {"step": 1, "ok": true}},
     ]);
     let (status, answers) = send(server.queue(Method::POST, "/v2/batch").json(&batch)).await;
     assert_eq!(status, StatusCode::OK, "{answers}");
@@ -505,16 +506,27 @@ async fn batch_publishes_each_item_and_reports_errors_per_item() {
     assert_eq!(answers[1].as_array().unwrap().len(), 2);
     assert!(answers[2]["error"].as_str().unwrap().contains("no-such-group"));
     assert!(answers[3]["messageId"].is_string());
-    let delivered = receiver.wait_for(4, WAIT).await;
-    let paths: std::collections::BTreeSet<String> =
-        delivered.iter().map(|r| r.uri.path().to_owned()).collect();
-    assert_eq!(
-        paths,
-        ["/a", "/b", "/g1", "/g2"]
-            .map(str::to_owned)
-            .into_iter()
-            .collect()
-    );
+    assert!(answers[4]["messageId"].is_string());
+    // A string body is delivered as is, a missing one as nothing, and any other JSON value as its text.
+    let delivered = receiver.wait_for(5, WAIT).await;
+    let bodies: std::collections::BTreeMap<String, String> = delivered
+        .iter()
+        .map(|r| {
+            (
+                r.uri.path().to_owned(),
+                String::from_utf8_lossy(&r.body).into_owned(),
+            )
+        })
+        .collect();
+    let expected = [
+        ("/a", "first"),
+        ("/b", ""),
+        ("/c", r#"{"ok":true,"step":1}"#),
+        ("/g1", "grouped"),
+        ("/g2", "grouped"),
+    ]
+    .map(|(path, body)| (path.to_owned(), body.to_owned()));
+    assert_eq!(bodies, expected.into_iter().collect());
 
     let (status, _) = send(server.queue(Method::POST, "/v2/batch").body("[{oops")).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
