@@ -42,17 +42,24 @@ struct Visited {
     generation: u32,
 }
 
+/// Starts a new generation of `marks` covering `size` nodes: marks of older generations no longer count.
+/// Once `generation` reaches `last`, the marks are cleared and counting restarts at 1.
+fn next_generation(marks: &mut Vec<u32>, generation: &mut u32, size: usize, last: u32) {
+    if marks.len() < size {
+        marks.resize(size, 0);
+    }
+    if *generation >= last {
+        marks.iter_mut().for_each(|m| *m = 0);
+        *generation = 1;
+    } else {
+        *generation += 1;
+    }
+}
+
 impl Visited {
     /// Starts a new search over `size` nodes.
     fn reset(&mut self, size: usize) {
-        if self.marks.len() < size {
-            self.marks.resize(size, 0);
-        }
-        self.generation = self.generation.wrapping_add(1);
-        if self.generation == 0 {
-            self.marks.iter_mut().for_each(|m| *m = 0);
-            self.generation = 1;
-        }
+        next_generation(&mut self.marks, &mut self.generation, size, u32::MAX);
     }
 
     /// Marks `node`; whether this is its first visit in this search.
@@ -79,14 +86,8 @@ struct Verdicts {
 
 impl Verdicts {
     fn reset(&mut self, size: usize) {
-        if self.marks.len() < size {
-            self.marks.resize(size, 0);
-        }
-        self.generation += 1;
-        if self.generation >= 1 << 31 {
-            self.marks.iter_mut().for_each(|m| *m = 0);
-            self.generation = 1;
-        }
+        // A mark holds the generation shifted left by one, so generations stay below 2^31.
+        next_generation(&mut self.marks, &mut self.generation, size, (1 << 31) - 1);
     }
 
     #[inline]
@@ -372,5 +373,30 @@ impl Hnsw {
         } else {
             passing as f64 / live as f64
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn marks_from_before_a_generation_wraps_do_not_count() {
+        let mut visited = Visited::default();
+        visited.reset(4);
+        visited.generation = u32::MAX;
+        assert!(visited.first_visit(2));
+        assert!(!visited.first_visit(2));
+        visited.reset(4);
+        assert_eq!(visited.generation, 1);
+        assert!(visited.first_visit(2), "cleared when the generation wrapped");
+
+        let mut verdicts = Verdicts::default();
+        verdicts.reset(4);
+        verdicts.generation = (1 << 31) - 1;
+        assert!(verdicts.judge(1, |_| true));
+        verdicts.reset(4);
+        assert_eq!(verdicts.generation, 1);
+        assert!(!verdicts.judge(1, |_| false), "judged afresh after the wrap");
     }
 }
