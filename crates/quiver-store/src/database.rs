@@ -4,6 +4,11 @@
 //! its own savepoint, so a failing write rolls back alone. The writer takes every write that is waiting
 //! (up to `group_commit_max_batch`), commits them with one fsync (`synchronous=FULL`), and only then
 //! answers each caller: an `Ok` means the write is on disk.
+//!
+//! A savepoint copies every page a write touches that an earlier write of the batch touched too, which
+//! is most of a small write's cost. Hot writes that can safely run twice use [`Database::write_repeatable`]:
+//! they run first, together and without savepoints, and only if one of them fails does the writer roll
+//! the batch back and run them again, each under its own savepoint.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
@@ -24,9 +29,69 @@ type Completion = Box<dyn FnOnce(StoreResult<()>) + Send>;
 /// A write: runs against the writer connection and says whether it succeeded.
 type Job = Box<dyn FnOnce(&Connection) -> (bool, Completion) + Send>;
 
+/// A write that may run twice (see [`Database::write_repeatable`]).
+trait Repeatable: Send {
+    /// Runs the operation, keeping its result; says whether it succeeded.
+    fn run(&mut self, connection: &Connection) -> bool;
+    /// Answers the caller: the commit's outcome, else the last run's result.
+    fn finish(self: Box<Self>, commit: StoreResult<()>);
+}
+
+struct RepeatableWrite<T, F> {
+    operation: F,
+    result: Option<StoreResult<T>>,
+    reply: oneshot::Sender<StoreResult<T>>,
+}
+
+impl<T, F> Repeatable for RepeatableWrite<T, F>
+where
+    T: Send,
+    F: Fn(&Connection) -> StoreResult<T> + Send,
+{
+    fn run(&mut self, connection: &Connection) -> bool {
+        let result = (self.operation)(connection);
+        let succeeded = result.is_ok();
+        self.result = Some(result);
+        succeeded
+    }
+
+    fn finish(self: Box<Self>, commit: StoreResult<()>) {
+        let RepeatableWrite { result, reply, .. } = *self;
+        let outcome = commit.and_then(|()| {
+            result.unwrap_or_else(|| Err(StoreError::Backend("the write did not run".into())))
+        });
+        // The caller may have gone away; the write stands regardless.
+        let _ = reply.send(outcome);
+    }
+}
+
 enum Command {
     Write(Job),
+    Repeat(Box<dyn Repeatable>),
     Close(oneshot::Sender<()>),
+}
+
+/// The writes of one group commit.
+#[derive(Default)]
+struct Batch {
+    once: Vec<Job>,
+    repeatable: Vec<Box<dyn Repeatable>>,
+}
+
+impl Batch {
+    fn len(&self) -> usize {
+        self.once.len() + self.repeatable.len()
+    }
+
+    /// Adds a write; hands back a close request.
+    fn add(&mut self, command: Command) -> Option<oneshot::Sender<()>> {
+        match command {
+            Command::Write(job) => self.once.push(job),
+            Command::Repeat(write) => self.repeatable.push(write),
+            Command::Close(done) => return Some(done),
+        }
+        None
+    }
 }
 
 /// A SQLite database with a group-committing writer and a read pool. Cheap to clone.
@@ -167,6 +232,33 @@ impl Database {
             .map_err(|_| StoreError::Backend("the write was abandoned by a failing writer".into()))?
     }
 
+    /// Like [`Database::write`], for an operation that may run twice in one batch: it must only read and
+    /// write through `connection` (no other side effects), so that running it again after a rollback is
+    /// the same as running it once. Such writes skip the per-write savepoint unless one of them fails.
+    ///
+    /// # Errors
+    /// As [`Database::write`].
+    pub async fn write_repeatable<T, F>(&self, operation: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: Fn(&Connection) -> StoreResult<T> + Send + 'static,
+    {
+        let (reply, outcome) = oneshot::channel();
+        let write = RepeatableWrite {
+            operation,
+            result: None,
+            reply,
+        };
+        self.inner
+            .commands
+            .send(Command::Repeat(Box::new(write)))
+            .await
+            .map_err(|_| StoreError::Closed)?;
+        outcome
+            .await
+            .map_err(|_| StoreError::Backend("the write was abandoned by a failing writer".into()))?
+    }
+
     /// Runs `operation` on a read-only connection, off the async runtime. Sees every write whose
     /// [`Database::write`] has returned.
     ///
@@ -216,21 +308,16 @@ impl Database {
 }
 
 fn run_writer(connection: Connection, mut commands: mpsc::Receiver<Command>, max_batch: usize) {
-    let mut batch: Vec<Job> = Vec::with_capacity(max_batch);
+    let mut batch = Batch::default();
     while let Some(first) = commands.blocking_recv() {
-        let mut close = None;
-        match first {
-            Command::Write(job) => batch.push(job),
-            Command::Close(done) => close = Some(done),
-        }
+        let mut close = batch.add(first);
         while close.is_none() && batch.len() < max_batch {
             match commands.try_recv() {
-                Ok(Command::Write(job)) => batch.push(job),
-                Ok(Command::Close(done)) => close = Some(done),
+                Ok(command) => close = batch.add(command),
                 Err(_) => break,
             }
         }
-        if !batch.is_empty() {
+        if batch.len() > 0 {
             commit_batch(&connection, &mut batch);
         }
         if let Some(done) = close {
@@ -248,51 +335,94 @@ fn run_statement(connection: &Connection, sql: &str) -> rusqlite::Result<()> {
     connection.prepare_cached(sql)?.execute([]).map(drop)
 }
 
-fn commit_batch(connection: &Connection, batch: &mut Vec<Job>) {
+/// Fails every write of `batch` without running it (its transaction could not start). A dropped job's
+/// caller learns that its write was abandoned.
+fn fail_batch(batch: &mut Batch, error: &StoreError) {
+    tracing::error!(%error, writes = batch.len(), "could not start a transaction");
+    batch.once.clear();
+    for write in batch.repeatable.drain(..) {
+        write.finish(Err(StoreError::Backend(format!(
+            "could not start a transaction: {error}"
+        ))));
+    }
+}
+
+/// Runs `write` under its own savepoint; `false` when it panicked (its caller learns the write was
+/// abandoned when it is dropped).
+fn run_guarded(connection: &Connection, write: &mut dyn FnMut(&Connection) -> bool) -> bool {
+    if let Err(error) = run_statement(connection, "SAVEPOINT write") {
+        tracing::error!(%error, "savepoint failed");
+    }
+    let outcome = catch_unwind(AssertUnwindSafe(|| write(connection)));
+    if !matches!(outcome, Ok(true)) {
+        let _ = run_statement(connection, "ROLLBACK TO write");
+    }
+    let _ = run_statement(connection, "RELEASE write");
+    if outcome.is_err() {
+        tracing::error!("a write operation panicked; its changes were rolled back");
+    }
+    outcome.is_ok()
+}
+
+/// Runs the repeatable writes together without savepoints; if one fails or panics, rolls the
+/// transaction back, begins it again and runs each under its own savepoint. Writes that panicked are
+/// dropped from `writes`.
+///
+/// # Errors
+/// The transaction could not be rolled back and begun again.
+fn run_repeatable(connection: &Connection, writes: &mut Vec<Box<dyn Repeatable>>) -> StoreResult<()> {
+    let all_succeeded = writes
+        .iter_mut()
+        .all(|write| catch_unwind(AssertUnwindSafe(|| write.run(connection))).unwrap_or(false));
+    if all_succeeded {
+        return Ok(());
+    }
+    connection
+        .execute_batch("ROLLBACK; BEGIN IMMEDIATE")
+        .map_err(backend_error)?;
+    writes.retain_mut(|write| run_guarded(connection, &mut |c| write.run(c)));
+    Ok(())
+}
+
+fn commit_batch(connection: &Connection, batch: &mut Batch) {
     if let Err(error) = connection.execute_batch("BEGIN IMMEDIATE") {
-        let error = backend_error(error);
-        for job in batch.drain(..) {
-            let (_, completion) = job(connection);
-            completion(Err(StoreError::Backend(format!(
-                "could not start a transaction: {error}"
-            ))));
-        }
+        fail_batch(batch, &backend_error(error));
         return;
     }
-    let mut completions = Vec::with_capacity(batch.len());
-    for job in batch.drain(..) {
-        if let Err(error) = run_statement(connection, "SAVEPOINT write") {
-            tracing::error!(%error, "savepoint failed");
+    if let Err(error) = run_repeatable(connection, &mut batch.repeatable) {
+        if !connection.is_autocommit() {
+            let _ = connection.execute_batch("ROLLBACK");
         }
-        match catch_unwind(AssertUnwindSafe(|| job(connection))) {
-            Ok((true, completion)) => {
-                let _ = run_statement(connection, "RELEASE write");
-                completions.push(completion);
-            }
-            Ok((false, completion)) => {
-                let _ = run_statement(connection, "ROLLBACK TO write")
-                    .and_then(|()| run_statement(connection, "RELEASE write"));
-                completions.push(completion);
-            }
-            Err(_) => {
-                // The job's reply channel was dropped with it, so its caller learns it was abandoned.
-                tracing::error!("a write operation panicked; its changes were rolled back");
-                let _ = run_statement(connection, "ROLLBACK TO write")
-                    .and_then(|()| run_statement(connection, "RELEASE write"));
-            }
-        }
+        fail_batch(batch, &error);
+        return;
+    }
+    let repeatable = std::mem::take(&mut batch.repeatable);
+    let mut completions = Vec::with_capacity(batch.once.len());
+    for job in batch.once.drain(..) {
+        let mut job = Some(job);
+        let mut completion = None;
+        run_guarded(connection, &mut |c| {
+            let Some(job) = job.take() else { return false };
+            let (succeeded, reply) = job(c);
+            completion = Some(reply);
+            succeeded
+        });
+        completions.extend(completion);
     }
     let outcome = connection.execute_batch("COMMIT").map_err(backend_error);
     if let Err(error) = &outcome {
-        tracing::error!(%error, writes = completions.len(), "group commit failed");
+        tracing::error!(%error, writes = completions.len() + repeatable.len(), "group commit failed");
         let _ = connection.execute_batch("ROLLBACK");
     }
+    let shared = || match &outcome {
+        Ok(()) => Ok(()),
+        Err(error) => Err(StoreError::Backend(error.to_string())),
+    };
     for completion in completions {
-        let shared = match &outcome {
-            Ok(()) => Ok(()),
-            Err(error) => Err(StoreError::Backend(error.to_string())),
-        };
-        completion(shared);
+        completion(shared());
+    }
+    for write in repeatable {
+        write.finish(shared());
     }
 }
 
@@ -390,6 +520,91 @@ mod tests {
             ["a", "c"],
             "the failed write's first insert was rolled back"
         );
+    }
+
+    fn insert(value: &'static str) -> impl Fn(&Connection) -> StoreResult<usize> + Send + 'static {
+        move |c| {
+            c.execute("INSERT INTO items (v) VALUES (?1)", [value])
+                .map_err(backend_error)
+        }
+    }
+
+    async fn values(database: &Database) -> Vec<String> {
+        database
+            .read(|c| {
+                let mut statement = c
+                    .prepare("SELECT v FROM items ORDER BY v")
+                    .map_err(backend_error)?;
+                let rows = statement.query_map([], |r| r.get(0)).map_err(backend_error)?;
+                rows.collect::<Result<_, _>>().map_err(backend_error)
+            })
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_failing_repeatable_write_rolls_back_alone_in_a_batch_of_both_kinds() {
+        let dir = tempfile::tempdir().unwrap();
+        let database = open(&dir);
+        database.write(insert("taken")).await.unwrap();
+        // Many concurrent writes of both kinds share batches; one repeatable write clashes halfway.
+        let mut handles = Vec::new();
+        for i in 0..40 {
+            let database = database.clone();
+            handles.push(tokio::spawn(async move {
+                let value: &'static str = Box::leak(format!("r{i:02}").into_boxed_str());
+                if i == 20 {
+                    database
+                        .write_repeatable(move |c| {
+                            insert("half")(c)?;
+                            insert("taken")(c)
+                        })
+                        .await
+                } else if i % 2 == 0 {
+                    database.write_repeatable(insert(value)).await
+                } else {
+                    database.write(insert(value)).await
+                }
+            }));
+        }
+        let mut outcomes = Vec::new();
+        for handle in handles {
+            outcomes.push(handle.await.unwrap());
+        }
+        assert!(
+            matches!(outcomes[20], Err(StoreError::Conflict(ref what)) if what == "items.v"),
+            "{:?}",
+            outcomes[20]
+        );
+        assert!(
+            outcomes
+                .iter()
+                .enumerate()
+                .all(|(i, o)| i == 20 || o.as_ref().is_ok_and(|n| *n == 1)),
+            "{outcomes:?}"
+        );
+        let stored = values(&database).await;
+        assert_eq!(stored.len(), 40, "39 writes and the earlier one: {stored:?}");
+        assert!(
+            !stored.contains(&"half".to_owned()),
+            "the failed write's first insert was rolled back"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_panicking_repeatable_write_fails_without_losing_the_others() {
+        let dir = tempfile::tempdir().unwrap();
+        let database = open(&dir);
+        let (panicked, fine) = tokio::join!(
+            database.write_repeatable(|c| -> StoreResult<()> {
+                insert("lost")(c)?;
+                panic!("boom")
+            }),
+            database.write_repeatable(insert("kept"))
+        );
+        assert!(panicked.is_err());
+        assert_eq!(fine.unwrap(), 1);
+        assert_eq!(values(&database).await, ["kept"]);
     }
 
     #[tokio::test]

@@ -332,7 +332,7 @@ impl QueueStore for SqliteQueueStore {
             .map(|m| encode(&m.message.spec))
             .collect::<StoreResult<Vec<_>>>()?;
         self.database
-            .write(move |c| {
+            .write_repeatable(move |c| {
                 if messages.iter().any(|m| m.dedup.is_some()) {
                     c.execute(
                         "DELETE FROM deduplication WHERE rowid IN
@@ -357,7 +357,7 @@ impl QueueStore for SqliteQueueStore {
         lease_until: Timestamp,
     ) -> StoreResult<Vec<Message>> {
         self.database
-            .write(move |c| {
+            .write_repeatable(move |c| {
                 let mut statement = c
                     .prepare_cached(&format!(
                         "UPDATE messages SET due_at = ?1, leased = 1
@@ -446,7 +446,7 @@ impl QueueStore for SqliteQueueStore {
             .map(|m| encode(&m.message.spec))
             .collect::<StoreResult<Vec<_>>>()?;
         self.database
-            .write(move |c| {
+            .write_repeatable(move |c| {
                 let Some(message) = load_message(c, Some(&record.account_id.to_string()), &record.message_id.0)? else {
                     return Ok(());
                 };
