@@ -44,7 +44,7 @@ pub struct Admin {
 /// `quiver accounts create`, whose new tokens simply miss the cache.
 #[derive(Debug, Default)]
 struct AccountCache {
-    by_queue_token: std::sync::RwLock<HashMap<String, Account>>,
+    by_queue_token: std::sync::RwLock<HashMap<String, std::sync::Arc<Account>>>,
     by_id: std::sync::RwLock<HashMap<quiver_core::AccountId, Account>>,
     /// Indexes by either token; cleared on every index change.
     indexes_by_token: std::sync::RwLock<HashMap<String, IndexRecord>>,
@@ -166,7 +166,10 @@ impl Admin {
     ///
     /// # Errors
     /// [`AdminError::Unauthorized`] for an unknown token.
-    pub async fn authenticate_queue(&self, token: &str) -> Result<(Account, bool), AdminError> {
+    pub async fn authenticate_queue(
+        &self,
+        token: &str,
+    ) -> Result<(std::sync::Arc<Account>, bool), AdminError> {
         let cached = self
             .accounts
             .by_queue_token
@@ -177,13 +180,17 @@ impl Admin {
         let found = match cached {
             Some(account) => Some(account),
             None => {
-                let stored = self.store.account_by_queue_token(token).await?;
+                let stored = self
+                    .store
+                    .account_by_queue_token(token)
+                    .await?
+                    .map(std::sync::Arc::new);
                 if let Some(account) = &stored {
                     self.accounts
                         .by_queue_token
                         .write()
                         .unwrap_or_else(|p| p.into_inner())
-                        .insert(token.to_owned(), account.clone());
+                        .insert(token.to_owned(), std::sync::Arc::clone(account));
                 }
                 stored
             }

@@ -44,8 +44,8 @@ impl FromRequestParts<AppState> for ManagementAccount {
 /// `qstash_token` in the query), and whether that token is the read-only one.
 #[derive(Debug, Clone)]
 pub struct QueueAccount {
-    /// The account.
-    pub account: Account,
+    /// The account (shared with the token cache).
+    pub account: std::sync::Arc<Account>,
     /// Whether the token may only read.
     pub read_only: bool,
 }

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use quiver_core::secret::random_token;
+use quiver_core::secret::append_random_token;
 use quiver_core::{AccountId, Timestamp};
 use serde::{Deserialize, Serialize};
 
@@ -28,7 +28,7 @@ impl MessageId {
         let mut id = String::with_capacity(32);
         id.push_str("msg_");
         id.extend(time.iter().map(|&b| char::from(b)));
-        id.push_str(&random_token(15));
+        append_random_token(&mut id, 15);
         MessageId(id)
     }
 }
