@@ -478,53 +478,11 @@ mod tests {
         assert_eq!(count(&database).await, 500);
     }
 
-    #[tokio::test]
-    async fn a_failing_write_rolls_back_alone_and_reports_its_error() {
-        let dir = tempfile::tempdir().unwrap();
-        let database = open(&dir);
-        database
-            .write(|c| {
-                c.execute("INSERT INTO items (v) VALUES ('a')", [])
-                    .map_err(backend_error)
-            })
-            .await
-            .unwrap();
-        let clash = database.write(|c| {
-            c.execute("INSERT INTO items (v) VALUES ('b')", [])
-                .map_err(backend_error)?;
-            c.execute("INSERT INTO items (v) VALUES ('a')", [])
-                .map_err(backend_error)
-        });
-        let fine = database.write(|c| {
-            c.execute("INSERT INTO items (v) VALUES ('c')", [])
-                .map_err(backend_error)
-        });
-        let (clash, fine) = tokio::join!(clash, fine);
-        assert!(
-            matches!(clash, Err(StoreError::Conflict(ref what)) if what == "items.v"),
-            "{clash:?}"
-        );
-        assert_eq!(fine.unwrap(), 1);
-        let values: Vec<String> = database
-            .read(|c| {
-                let mut statement = c
-                    .prepare("SELECT v FROM items ORDER BY v")
-                    .map_err(backend_error)?;
-                let rows = statement.query_map([], |r| r.get(0)).map_err(backend_error)?;
-                rows.collect::<Result<_, _>>().map_err(backend_error)
-            })
-            .await
-            .unwrap();
-        assert_eq!(
-            values,
-            ["a", "c"],
-            "the failed write's first insert was rolled back"
-        );
-    }
-
-    fn insert(value: &'static str) -> impl Fn(&Connection) -> StoreResult<usize> + Send + 'static {
+    /// A write inserting `value` into `items`.
+    fn insert(value: impl Into<String>) -> impl Fn(&Connection) -> StoreResult<usize> + Send + 'static {
+        let value = value.into();
         move |c| {
-            c.execute("INSERT INTO items (v) VALUES (?1)", [value])
+            c.execute("INSERT INTO items (v) VALUES (?1)", [&value])
                 .map_err(backend_error)
         }
     }
@@ -542,6 +500,29 @@ mod tests {
             .unwrap()
     }
 
+    #[tokio::test]
+    async fn a_failing_write_rolls_back_alone_and_reports_its_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let database = open(&dir);
+        database.write(insert("a")).await.unwrap();
+        let clash = database.write(|c| {
+            insert("b")(c)?;
+            insert("a")(c)
+        });
+        let fine = database.write(insert("c"));
+        let (clash, fine) = tokio::join!(clash, fine);
+        assert!(
+            matches!(clash, Err(StoreError::Conflict(ref what)) if what == "items.v"),
+            "{clash:?}"
+        );
+        assert_eq!(fine.unwrap(), 1);
+        assert_eq!(
+            values(&database).await,
+            ["a", "c"],
+            "the failed write's first insert was rolled back"
+        );
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_failing_repeatable_write_rolls_back_alone_in_a_batch_of_both_kinds() {
         let dir = tempfile::tempdir().unwrap();
@@ -552,7 +533,7 @@ mod tests {
         for i in 0..40 {
             let database = database.clone();
             handles.push(tokio::spawn(async move {
-                let value: &'static str = Box::leak(format!("r{i:02}").into_boxed_str());
+                let value = format!("r{i:02}");
                 if i == 20 {
                     database
                         .write_repeatable(move |c| {
