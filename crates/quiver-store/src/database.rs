@@ -1,7 +1,7 @@
 //! One SQLite database file: a single writer thread that group-commits, and a pool of readers.
 //!
-//! Every write is a closure run on the writer thread inside the current batch's transaction, wrapped in
-//! its own savepoint, so a failing write rolls back alone. The writer takes every write that is waiting
+//! Every write is a closure run on the writer thread inside the current batch's transaction, and a failing
+//! write rolls back alone: [`Database::write`] wraps each write in its own savepoint. The writer takes every write that is waiting
 //! (up to `group_commit_max_batch`), commits them with one fsync (`synchronous=FULL`), and only then
 //! answers each caller: an `Ok` means the write is on disk.
 //!
@@ -523,12 +523,40 @@ mod tests {
         );
     }
 
+    /// Occupies the writer thread with one write until the returned sender is used or dropped, so that
+    /// writes queued meanwhile share the next batch.
+    async fn hold_writer(database: &Database) -> std::sync::mpsc::Sender<()> {
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let (started, running) = oneshot::channel();
+        let holder = database.clone();
+        tokio::spawn(async move {
+            holder
+                .write(move |_| {
+                    let _ = started.send(());
+                    let _ = released.recv();
+                    Ok(())
+                })
+                .await
+        });
+        running.await.unwrap();
+        release
+    }
+
+    /// Waits until `count` writes wait in the writer's queue.
+    async fn queued(database: &Database, count: usize) {
+        let commands = &database.inner.commands;
+        while commands.max_capacity() - commands.capacity() < count {
+            tokio::task::yield_now().await;
+        }
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_failing_repeatable_write_rolls_back_alone_in_a_batch_of_both_kinds() {
         let dir = tempfile::tempdir().unwrap();
         let database = open(&dir);
         database.write(insert("taken")).await.unwrap();
-        // Many concurrent writes of both kinds share batches; one repeatable write clashes halfway.
+        // Forty writes of both kinds share one batch; one repeatable write clashes halfway.
+        let release = hold_writer(&database).await;
         let mut handles = Vec::new();
         for i in 0..40 {
             let database = database.clone();
@@ -548,6 +576,8 @@ mod tests {
                 }
             }));
         }
+        queued(&database, 40).await;
+        drop(release);
         let mut outcomes = Vec::new();
         for handle in handles {
             outcomes.push(handle.await.unwrap());
@@ -572,17 +602,24 @@ mod tests {
         );
     }
 
-    #[tokio::test]
-    async fn a_panicking_repeatable_write_fails_without_losing_the_others() {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_panicking_repeatable_write_fails_without_losing_the_others_in_its_batch() {
         let dir = tempfile::tempdir().unwrap();
         let database = open(&dir);
-        let (panicked, fine) = tokio::join!(
-            database.write_repeatable(|c| -> StoreResult<()> {
-                insert("lost")(c)?;
-                panic!("boom")
-            }),
-            database.write_repeatable(insert("kept"))
-        );
+        let release = hold_writer(&database).await;
+        let (first, second) = (database.clone(), database.clone());
+        let panicked = tokio::spawn(async move {
+            first
+                .write_repeatable(|c| -> StoreResult<()> {
+                    insert("lost")(c)?;
+                    panic!("boom")
+                })
+                .await
+        });
+        let fine = tokio::spawn(async move { second.write_repeatable(insert("kept")).await });
+        queued(&database, 2).await;
+        drop(release);
+        let (panicked, fine) = (panicked.await.unwrap(), fine.await.unwrap());
         assert!(panicked.is_err());
         assert_eq!(fine.unwrap(), 1);
         assert_eq!(values(&database).await, ["kept"]);
