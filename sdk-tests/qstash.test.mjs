@@ -24,7 +24,12 @@ const server = http.createServer((request, response) => {
 });
 await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
 const base = `http://127.0.0.1:${server.address().port}`;
-after(() => server.close());
+// Retries of the /fail deliveries may still be on their way: dropping the open connections lets the
+// process end at once instead of waiting for them.
+after(() => {
+  server.close();
+  server.closeAllConnections();
+});
 
 /** Polls `check` until it returns a value (deliveries are asynchronous); fails after ~10 s. */
 async function eventually(check) {

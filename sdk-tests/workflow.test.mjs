@@ -43,7 +43,7 @@ const { handler: waiting } = serve(async (context) => {
 
 const { handler: calling } = serve(async (context) => {
   const answer = await context.call("ask the api", {
-    url: `http://127.0.0.1:${server.address().port}/api`,
+    url: `${base}/api`,
     method: "POST",
     body: { question: "total" },
     headers: { "x-asked-by": "workflow" },
@@ -68,7 +68,7 @@ const server = http.createServer(async (request, response) => {
     response.end(JSON.stringify({ total: 42 }));
     return;
   }
-  const url = `http://127.0.0.1:${server.address().port}${request.url}`;
+  const url = `${base}${request.url}`;
   const fetchRequest = new Request(url, {
     method: request.method,
     headers: request.headers,
@@ -93,7 +93,12 @@ const server = http.createServer(async (request, response) => {
 });
 await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
 const base = `http://127.0.0.1:${server.address().port}`;
-after(() => server.close());
+// Every test waits for its run to settle, so no delivery is due when the app stops; closing the idle
+// keep-alive connections lets the process end at once.
+after(() => {
+  server.close();
+  server.closeAllConnections();
+});
 
 const client = new Client({ baseUrl: process.env.QSTASH_URL, token: process.env.QSTASH_TOKEN });
 
@@ -106,10 +111,19 @@ async function eventually(check) {
   throw new Error("condition not met in time");
 }
 
+/** Waits until Quiver's run log shows the run in `state`: its last step has been answered. */
+async function settles(workflowRunId, state) {
+  await eventually(async () => {
+    const { runs } = await client.logs({ workflowRunId });
+    return runs.length === 1 && runs[0].workflowState === state;
+  });
+}
+
 test("a three-step workflow runs to completion", async () => {
   const { workflowRunId } = await client.trigger({ url: `${base}/three-steps`, body: { n: 4 } });
   const done = await eventually(() => finished.find((f) => f.runId === workflowRunId));
   assert.deepEqual(done, { runId: workflowRunId, input: { n: 4 }, first: 5, second: 50 });
+  await settles(workflowRunId, "RUN_SUCCESS");
 });
 
 test("a sleeping run is bulk-cancelled mid-way", async () => {
@@ -121,6 +135,7 @@ test("a sleeping run is bulk-cancelled mid-way", async () => {
   });
   assert.equal(result.cancelled, 1);
   assert.ok(!finished.some((f) => f.runId === workflowRunId && f.woke));
+  await settles(workflowRunId, "RUN_CANCELED");
 });
 
 test("a run waiting for an event continues with the data notify sends", async () => {
@@ -137,6 +152,7 @@ test("a run waiting for an event continues with the data notify sends", async ()
   const done = await eventually(() => finished.find((f) => f.runId === workflowRunId));
   assert.deepEqual(done, { runId: workflowRunId, eventData: { paid: true, amount: 42 }, timeout: false });
   assert.deepEqual(await client.getWaiters({ eventId }), []);
+  await settles(workflowRunId, "RUN_SUCCESS");
 });
 
 test("context.call reaches the API once and the run continues with its answer", async () => {
@@ -147,4 +163,5 @@ test("context.call reaches the API once and the run continues with its answer", 
   assert.deepEqual(apiCalls, [
     { method: "POST", askedBy: "workflow", body: JSON.stringify({ question: "total" }) },
   ]);
+  await settles(workflowRunId, "RUN_SUCCESS");
 });

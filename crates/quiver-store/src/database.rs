@@ -1,9 +1,9 @@
 //! One SQLite database file: a single writer thread that group-commits, and a pool of readers.
 //!
 //! Every write is a closure run on the writer thread inside the current batch's transaction, and a failing
-//! write rolls back alone: [`Database::write`] wraps each write in its own savepoint. The writer takes every write that is waiting
-//! (up to `group_commit_max_batch`), commits them with one fsync (`synchronous=FULL`), and only then
-//! answers each caller: an `Ok` means the write is on disk.
+//! write rolls back alone: [`Database::write`] wraps each write in its own savepoint. The writer takes
+//! every write that is waiting (up to `group_commit_max_batch`), commits them with one fsync
+//! (`synchronous=FULL`), and only then answers each caller: an `Ok` means the write is on disk.
 //!
 //! A savepoint copies every page a write touches that an earlier write of the batch touched too, which
 //! is most of a small write's cost. Hot writes that can safely run twice use [`Database::write_repeatable`]:
