@@ -273,7 +273,8 @@ pub(crate) async fn list_schedules(
     caller: QueueAccount,
 ) -> ApiResult<Json<Vec<Value>>> {
     let schedules = state.queue.schedules(caller.account.id).await?;
-    Ok(Json(schedules.iter().map(schedule_json).collect()))
+    let config = state.queue.config();
+    Ok(Json(schedules.iter().map(|s| schedule_json(s, config)).collect()))
 }
 
 /// Everything under `/v2/schedules/`: create (`POST /v2/schedules/<destination>`), read and delete
@@ -324,6 +325,7 @@ pub(crate) async fn schedules(
         }
         (Method::GET, None) if is_id(path) => Ok(Json(schedule_json(
             &state.queue.schedule(caller.account.id, path).await?,
+            state.queue.config(),
         ))
         .into_response()),
         (Method::DELETE, None) if is_id(path) => {

@@ -4,7 +4,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use quiver_queue::message::{DeadLetter, Event, Message, MessageSpec, Redact};
 use quiver_queue::store::UrlGroup;
-use quiver_queue::{PublishOutcome, Published};
+use quiver_queue::{PublishOutcome, Published, QueueConfig};
 use serde_json::{Map, Value, json};
 
 /// `{name: [values]}` from header pairs.
@@ -175,8 +175,9 @@ pub fn publish_outcome_json(outcome: &PublishOutcome) -> Value {
     }
 }
 
-/// A schedule record (SPEC 2.5).
-pub fn schedule_json(schedule: &quiver_queue::schedule::Schedule) -> Value {
+/// A schedule record (SPEC 2.5). `retries` is always present (the official Python SDK requires it):
+/// what the schedule's messages get, under `config`'s default and cap.
+pub fn schedule_json(schedule: &quiver_queue::schedule::Schedule, config: &QueueConfig) -> Value {
     let options = schedule.options();
     let mut fields = Map::new();
     fields.insert("scheduleId".into(), Value::String(schedule.id.clone()));
@@ -190,7 +191,7 @@ pub fn schedule_json(schedule: &quiver_queue::schedule::Schedule) -> Value {
     fields.insert("isPaused".into(), Value::Bool(schedule.paused));
     fields.insert("header".into(), header_arrays(&options.forward_headers));
     put_body(&mut fields, "body", "bodyBase64", &schedule.body);
-    put(&mut fields, "retries", options.retries.map(|r| json!(r)));
+    fields.insert("retries".into(), json!(config.effective_retries(options.retries)));
     put(&mut fields, "delay", options.delay.map(|d| json!(d.as_secs())));
     put(
         &mut fields,

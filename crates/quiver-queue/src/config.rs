@@ -36,6 +36,14 @@ pub struct QueueConfig {
     pub user_agent: String,
 }
 
+impl QueueConfig {
+    /// The retries a message or schedule gets when it asked for `requested`: the default when it did
+    /// not say, capped at the most allowed.
+    pub fn effective_retries(&self, requested: Option<u32>) -> u32 {
+        requested.unwrap_or(self.default_retries).min(self.max_retries)
+    }
+}
+
 impl Default for QueueConfig {
     fn default() -> Self {
         QueueConfig {

@@ -429,10 +429,7 @@ impl Queue {
             url: url.clone(),
             method: options.method.clone().unwrap_or_else(|| "POST".into()),
             headers: options.forward_headers.clone(),
-            max_retries: options
-                .retries
-                .unwrap_or(config.default_retries)
-                .min(config.max_retries),
+            max_retries: config.effective_retries(options.retries),
             retry_delay: options.retry_delay.clone(),
             timeout_ms,
             callback: options.callback.clone(),

@@ -148,6 +148,10 @@ async fn pause_resume_overwrite_delete_and_bad_input() {
     assert_eq!(status, StatusCode::OK);
     let record = schedule(&server, "hourly.job").await;
     assert_eq!(record["isPaused"], true);
+    assert_eq!(
+        record["retries"], 3,
+        "a schedule that does not say gets the default"
+    );
     assert!(record.get("nextScheduleTime").is_none());
     server.clock().advance(Duration::from_secs(2 * 3600));
     let (status, _) = send(server.queue(Method::POST, "/v2/schedules/hourly.job/resume")).await;
@@ -173,6 +177,7 @@ async fn pause_resume_overwrite_delete_and_bad_input() {
         "the same id replaces the schedule"
     );
     assert_eq!(all[0]["cron"], "30 * * * *");
+    assert_eq!(all[0]["retries"], 3);
 
     server.restart().await;
     assert_eq!(

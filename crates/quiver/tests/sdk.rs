@@ -53,8 +53,9 @@ fn assert_installed(path: &str) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_official_qstash_client_publishes_manages_groups_and_reads_the_dlq() {
+async fn the_official_qstash_clients_publish_manage_groups_and_schedules_and_read_the_dlq() {
     assert_installed("node_modules/@upstash/qstash");
+    assert_installed(".venv/bin/python");
     let server = TestServer::embedded().await;
     let account = server.account().clone();
     let env = vec![
@@ -66,9 +67,10 @@ async fn the_official_qstash_client_publishes_manages_groups_and_reads_the_dlq()
     run_sdk_suite(
         "node",
         &["--test", "--test-reporter=spec", "qstash.test.mjs"],
-        env,
+        env.clone(),
     )
     .await;
+    run_sdk_suite(".venv/bin/python", &["qstash_sdk_test.py"], env).await;
     server.stop().await;
 }
 
