@@ -91,6 +91,9 @@ pub struct FlowControl {
 }
 
 /// The immutable description of a message: what to deliver, where and how.
+///
+/// The store keeps it as JSON twice per message (the message and its CREATED event), so empty fields are
+/// left out of the record and read back as their defaults.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MessageSpec {
     /// Publish, callback or failure callback.
@@ -104,28 +107,39 @@ pub struct MessageSpec {
     /// Retries allowed after the first attempt.
     pub max_retries: u32,
     /// Retry delay expression, replacing the default backoff.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_delay: Option<String>,
     /// Delivery timeout.
     pub timeout_ms: u64,
     /// Callback after each attempt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub callback: Option<CallbackConfig>,
     /// Callback once retries are exhausted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure_callback: Option<CallbackConfig>,
     /// URL group the message was published to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub topic_name: Option<String>,
     /// Name of the group endpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub endpoint_name: Option<String>,
     /// Schedule that created the message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule_id: Option<String>,
     /// Queue the message was enqueued into.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue_name: Option<String>,
     /// Address the message was published from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub caller_ip: Option<String>,
     /// Labels.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub labels: Vec<String>,
     /// Flow control.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flow_control: Option<FlowControl>,
     /// For callbacks: the message whose attempt they report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source_message_id: Option<String>,
     /// The workflow run this message belongs to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -134,7 +148,7 @@ pub struct MessageSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workflow_url: Option<String>,
     /// A step message of a run: delivered with the run's history as its body.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub workflow_history: bool,
     /// What the API shows redacted (`Svc-Redact-Fields`); deliveries are never redacted.
     #[serde(default, skip_serializing_if = "Redact::is_nothing")]
@@ -397,5 +411,35 @@ mod tests {
                     .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
             );
         }
+    }
+
+    #[test]
+    fn a_stored_spec_leaves_empty_fields_out_and_records_with_them_spelled_out_still_read() {
+        let spelled_out = r#"{"kind":"publish","url":"http://127.0.0.1:9/bench","method":"POST",
+            "headers":[["Content-Type","text/plain"]],"max_retries":3,"retry_delay":null,"timeout_ms":60000,
+            "callback":null,"failure_callback":null,"topic_name":null,"endpoint_name":null,"schedule_id":null,
+            "queue_name":null,"caller_ip":"127.0.0.1","labels":[],"flow_control":null,"source_message_id":null,
+            "workflow_history":false}"#;
+        let spec: MessageSpec = serde_json::from_str(spelled_out).expect("the earlier layout reads");
+        assert_eq!(spec.caller_ip.as_deref(), Some("127.0.0.1"));
+        assert_eq!(spec.callback, None);
+
+        let compact = serde_json::to_string(&spec).expect("serializes");
+        assert_eq!(
+            compact,
+            r#"{"kind":"publish","url":"http://127.0.0.1:9/bench","method":"POST","headers":[["Content-Type","text/plain"]],"max_retries":3,"timeout_ms":60000,"caller_ip":"127.0.0.1"}"#
+        );
+        let again: MessageSpec = serde_json::from_str(&compact).expect("the compact layout reads");
+        assert_eq!(again, spec);
+
+        let full = MessageSpec {
+            labels: vec!["a".into()],
+            workflow_history: true,
+            queue_name: Some("q".into()),
+            ..spec
+        };
+        let round_trip: MessageSpec =
+            serde_json::from_str(&serde_json::to_string(&full).expect("serializes")).expect("reads");
+        assert_eq!(round_trip, full);
     }
 }

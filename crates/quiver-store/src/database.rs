@@ -130,7 +130,16 @@ pub(crate) fn backend_error(error: rusqlite::Error) -> StoreError {
 fn configure(connection: &Connection, config: &StorageConfig) -> rusqlite::Result<()> {
     connection.busy_timeout(Duration::from_millis(config.busy_timeout_ms))?;
     connection.execute_batch("PRAGMA foreign_keys = ON; PRAGMA synchronous = FULL;")?;
-    Ok(())
+    stable_plans(connection)
+}
+
+/// Keeps each cached statement's query plan. Without this, SQLite re-prepares a statement whenever a new
+/// value is bound to a parameter that the planner looked at (a `LIMIT ?`, a range next to a partial
+/// index): the claim of due messages was parsed and planned again on every run.
+fn stable_plans(connection: &Connection) -> rusqlite::Result<()> {
+    connection
+        .set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)
+        .map(drop)
 }
 
 impl Database {
@@ -166,6 +175,7 @@ impl Database {
             let reader = Connection::open_with_flags(path, flags).map_err(backend_error)?;
             reader
                 .busy_timeout(Duration::from_millis(config.busy_timeout_ms))
+                .and_then(|()| stable_plans(&reader))
                 .map_err(backend_error)?;
             readers.push(reader);
         }
@@ -686,5 +696,37 @@ mod tests {
             &StorageConfig::default(),
         );
         assert!(older.is_err());
+    }
+
+    #[tokio::test]
+    async fn a_cached_statement_keeps_its_plan_when_new_values_are_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let schema = [Migration {
+            version: 1,
+            name: "due items",
+            sql: "CREATE TABLE due (id INTEGER PRIMARY KEY, at INTEGER NOT NULL, queue TEXT);
+                  CREATE INDEX due_at ON due (at);
+                  CREATE INDEX due_by_queue ON due (queue) WHERE queue IS NOT NULL;",
+        }];
+        let database =
+            Database::open(&dir.path().join("plans.db"), &schema, &StorageConfig::default()).unwrap();
+        let reprepared = database
+            .write(|c| {
+                let mut statement = c
+                    .prepare_cached(
+                        "SELECT id FROM due WHERE at <= ?1 AND (queue IS NULL OR queue = 'q') ORDER BY at LIMIT ?2",
+                    )
+                    .map_err(backend_error)?;
+                for (now, limit) in [(10, 0), (20, 1), (30, 64), (40, 0)] {
+                    statement
+                        .query_map([now, limit], |r| r.get::<_, i64>(0))
+                        .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+                        .map_err(backend_error)?;
+                }
+                Ok(statement.get_status(rusqlite::StatementStatus::RePrepare))
+            })
+            .await
+            .unwrap();
+        assert_eq!(reprepared, 0);
     }
 }
