@@ -106,7 +106,7 @@ impl KeyState {
     }
 }
 
-/// Chooses up to `limit` due keyed messages (ids, oldest due first) that their keys' limits let start at
+/// Chooses up to `limit` due keyed messages (account and id, oldest due first) that their keys' limits let start at
 /// `now`, and records the starts against each key's rate. `queue_condition` is the FIFO-queue clause the
 /// unkeyed claim uses, over the alias `m`.
 pub(crate) fn claim_keyed(
@@ -114,7 +114,7 @@ pub(crate) fn claim_keyed(
     now: Timestamp,
     limit: usize,
     queue_condition: &str,
-) -> StoreResult<Vec<String>> {
+) -> StoreResult<Vec<(String, String)>> {
     let mut statement = connection
         .prepare_cached(&format!(
             "SELECT m.id, m.account_id, m.flow_key FROM messages m
@@ -145,7 +145,7 @@ pub(crate) fn claim_keyed(
             }
         };
         if state.admit(now.as_millis()) {
-            chosen.push(id);
+            chosen.push((account, id));
         }
     }
     for ((account, key), state) in keys.into_iter().filter(|(_, s)| s.changed) {

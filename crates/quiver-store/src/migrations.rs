@@ -69,6 +69,11 @@ pub const QUEUE: &[Migration] = &[
         name: "queue index only over queued messages",
         sql: include_str!("../migrations/queue/0007_partial_queue_index.sql"),
     },
+    Migration {
+        version: 8,
+        name: "messages and events keyed by account",
+        sql: include_str!("../migrations/queue/0008_fewer_indexes.sql"),
+    },
 ];
 
 /// The schema of `vectors.db` (namespaces and vectors of every index).
@@ -107,4 +112,79 @@ pub(crate) fn apply(connection: &mut Connection, migrations: &[Migration]) -> Re
         tracing::info!(migration.version, migration.name, "applied schema migration");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rekeying_keeps_every_pending_message_in_its_order_and_every_event_in_its_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut connection = Connection::open(dir.path().join("queue.db")).unwrap();
+        apply(&mut connection, &QUEUE[..7]).unwrap();
+        for (id, account, queue) in [
+            ("msg_b", "acct-1", Some("q")),
+            ("msg_a", "acct-2", None),
+            ("msg_c", "acct-1", None),
+        ] {
+            connection
+                .execute(
+                    "INSERT INTO messages (id, account_id, due_at, not_before, created_at, spec, body, queue_name)
+                     VALUES (?1, ?2, 5, 5, 1, '{}', x'01', ?3)",
+                    (id, account, queue),
+                )
+                .unwrap();
+        }
+        for (account, state) in [
+            ("acct-1", "CREATED"),
+            ("acct-2", "CREATED"),
+            ("acct-1", "DELIVERED"),
+        ] {
+            connection
+                .execute(
+                    "INSERT INTO events (account_id, message_id, time, state, url, labels, detail)
+                     VALUES (?1, 'msg_b', 1, ?2, 'http://x', '[]', '{}')",
+                    (account, state),
+                )
+                .unwrap();
+        }
+        apply(&mut connection, QUEUE).unwrap();
+
+        let rows: Vec<(String, String, Option<String>)> = connection
+            .prepare("SELECT id, account_id, queue_name FROM messages ORDER BY rowid")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let ids: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
+        assert_eq!(ids, ["msg_b", "msg_a", "msg_c"]);
+        assert_eq!(rows[0].2.as_deref(), Some("q"));
+        // The same id may not appear twice in an account.
+        let duplicate = connection.execute(
+            "INSERT INTO messages (id, account_id, due_at, not_before, created_at, spec, body)
+             VALUES ('msg_b', 'acct-1', 5, 5, 1, '{}', x'01')",
+            [],
+        );
+        assert!(duplicate.is_err());
+
+        let events: Vec<(String, i64, String)> = connection
+            .prepare("SELECT account_id, seq, state FROM events ORDER BY account_id, seq")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let expected = [
+            ("acct-1", 1, "CREATED"),
+            ("acct-1", 3, "DELIVERED"),
+            ("acct-2", 2, "CREATED"),
+        ];
+        let events: Vec<(&str, i64, &str)> = events
+            .iter()
+            .map(|(a, s, t)| (a.as_str(), *s, t.as_str()))
+            .collect();
+        assert_eq!(events, expected);
+    }
 }

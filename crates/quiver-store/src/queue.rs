@@ -12,7 +12,7 @@ use quiver_queue::message::{
 use quiver_queue::store::{
     AttemptRecord, AttemptResolution, CancelFilter, Endpoint, Filter, Page, QueueStore, UrlGroup,
 };
-use rusqlite::{Connection, OptionalExtension, Row, params, params_from_iter};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::config::StorageConfig;
 use crate::database::{Database, backend_error};
@@ -97,7 +97,8 @@ fn encode(spec: &MessageSpec) -> StoreResult<Encoded> {
     })
 }
 
-/// Records an event; only CREATED carries the spec (`encoded`), later ones find it by message id.
+/// Records an event as the next in its account's log; only CREATED carries the spec (`encoded`), later ones
+/// find it by message id.
 fn insert_event(
     connection: &Connection,
     message: &Message,
@@ -108,8 +109,10 @@ fn insert_event(
     let spec_fields = &message.spec;
     connection
         .prepare_cached(
-            "INSERT INTO events (account_id, message_id, time, state, url, topic_name, queue_name, schedule_id,
-                 labels, spec, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            "INSERT INTO events (account_id, seq, message_id, time, state, url, topic_name, queue_name,
+                 schedule_id, labels, spec, detail)
+             VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE account_id = ?1), ?2, ?3, ?4, ?5,
+                 ?6, ?7, ?8, ?9, ?10, ?11)",
         )
         .and_then(|mut statement| {
             statement.execute(params![
@@ -212,21 +215,22 @@ fn insert_message(
     })
 }
 
-fn load_message(connection: &Connection, account: Option<&str>, id: &str) -> StoreResult<Option<Message>> {
-    let (sql, values): (String, Vec<String>) = match account {
-        Some(account) => (
-            format!("SELECT {MESSAGE_COLUMNS} FROM messages WHERE id = ?1 AND account_id = ?2"),
-            vec![id.to_owned(), account.to_owned()],
-        ),
-        None => (
-            format!("SELECT {MESSAGE_COLUMNS} FROM messages WHERE id = ?1"),
-            vec![id.to_owned()],
-        ),
-    };
+fn load_message(connection: &Connection, account: &str, id: &str) -> StoreResult<Option<Message>> {
     connection
-        .prepare_cached(&sql)
-        .and_then(|mut s| s.query_row(params_from_iter(values), message_from_row).optional())
+        .prepare_cached(&format!(
+            "SELECT {MESSAGE_COLUMNS} FROM messages WHERE account_id = ?1 AND id = ?2"
+        ))
+        .and_then(|mut s| s.query_row([account, id], message_from_row).optional())
         .map_err(read_error)
+}
+
+/// Deletes a pending message (it was delivered, dead-lettered or cancelled).
+fn delete_message(connection: &Connection, message: &Message) -> StoreResult<()> {
+    connection
+        .prepare_cached("DELETE FROM messages WHERE account_id = ?1 AND id = ?2")
+        .and_then(|mut s| s.execute([message.account_id.to_string(), message.id.0.clone()]))
+        .map(drop)
+        .map_err(backend_error)
 }
 
 fn insert_dead_letter(connection: &Connection, dead: &DeadLetter) -> StoreResult<()> {
@@ -361,8 +365,8 @@ impl QueueStore for SqliteQueueStore {
                 let mut statement = c
                     .prepare_cached(&format!(
                         "UPDATE messages SET due_at = ?1, leased = 1
-                         WHERE id IN (
-                             SELECT m.id FROM messages m
+                         WHERE rowid IN (
+                             SELECT m.rowid FROM messages m
                              LEFT JOIN queues q ON q.account_id = m.account_id AND q.name = m.queue_name
                              WHERE m.due_at <= ?2 AND m.flow_key IS NULL AND {QUEUE_CONDITION}
                              ORDER BY m.due_at LIMIT ?3)
@@ -379,12 +383,15 @@ impl QueueStore for SqliteQueueStore {
                 let mut claimed: Vec<Message> = rows.collect::<Result<_, _>>().map_err(read_error)?;
                 let room = limit.saturating_sub(claimed.len());
                 if room > 0 {
-                    for id in crate::flow_control::claim_keyed(c, now, room, QUEUE_CONDITION)? {
+                    for (account, id) in crate::flow_control::claim_keyed(c, now, room, QUEUE_CONDITION)? {
                         let message = c
                             .prepare_cached(&format!(
-                                "UPDATE messages SET due_at = ?1, leased = 1 WHERE id = ?2 RETURNING {MESSAGE_COLUMNS}"
+                                "UPDATE messages SET due_at = ?1, leased = 1 WHERE account_id = ?2 AND id = ?3
+                                 RETURNING {MESSAGE_COLUMNS}"
                             ))
-                            .and_then(|mut s| s.query_row(params![lease_until.as_millis(), id], message_from_row))
+                            .and_then(|mut s| {
+                                s.query_row(params![lease_until.as_millis(), account, id], message_from_row)
+                            })
                             .map_err(read_error)?;
                         claimed.push(message);
                     }
@@ -447,21 +454,30 @@ impl QueueStore for SqliteQueueStore {
             .collect::<StoreResult<Vec<_>>>()?;
         self.database
             .write_repeatable(move |c| {
-                let Some(message) = load_message(c, Some(&record.account_id.to_string()), &record.message_id.0)? else {
+                let Some(message) = load_message(c, &record.account_id.to_string(), &record.message_id.0)?
+                else {
                     return Ok(());
                 };
                 match &record.resolution {
                     AttemptResolution::Finished { dead_letter } => {
-                        c.execute("DELETE FROM messages WHERE id = ?1", [&message.id.0]).map_err(backend_error)?;
+                        delete_message(c, &message)?;
                         if let Some(dead) = dead_letter {
                             insert_dead_letter(c, dead)?;
                         }
                     }
                     AttemptResolution::Retry { retried, at } => {
-                        c.execute(
-                            "UPDATE messages SET retried = ?2, due_at = ?3, not_before = ?3, leased = 0 WHERE id = ?1",
-                            params![message.id.0, retried, at.as_millis()],
+                        c.prepare_cached(
+                            "UPDATE messages SET retried = ?3, due_at = ?4, not_before = ?4, leased = 0
+                             WHERE account_id = ?1 AND id = ?2",
                         )
+                        .and_then(|mut s| {
+                            s.execute(params![
+                                message.account_id.to_string(),
+                                message.id.0,
+                                retried,
+                                at.as_millis()
+                            ])
+                        })
                         .map_err(backend_error)?;
                     }
                 }
@@ -479,7 +495,7 @@ impl QueueStore for SqliteQueueStore {
     async fn message(&self, account: AccountId, id: &MessageId) -> StoreResult<Option<Message>> {
         let id = id.0.clone();
         self.database
-            .read(move |c| load_message(c, Some(&account.to_string()), &id))
+            .read(move |c| load_message(c, &account.to_string(), &id))
             .await
     }
 
@@ -498,7 +514,7 @@ impl QueueStore for SqliteQueueStore {
                     Some(ids) => {
                         let mut found = Vec::with_capacity(ids.len());
                         for id in ids {
-                            found.extend(load_message(c, Some(&account_text), &id.0)?);
+                            found.extend(load_message(c, &account_text, &id.0)?);
                         }
                         found
                     }
@@ -525,8 +541,7 @@ impl QueueStore for SqliteQueueStore {
                     }
                 };
                 for message in &targets {
-                    c.execute("DELETE FROM messages WHERE id = ?1", [&message.id.0])
-                        .map_err(backend_error)?;
+                    delete_message(c, message)?;
                     for state in [MessageState::CancelRequested, MessageState::Canceled] {
                         let event = NewEvent {
                             time: now,
