@@ -102,6 +102,14 @@ pub(crate) fn apply(connection: &mut Connection, migrations: &[Migration]) -> Re
         )));
     }
     for migration in migrations.iter().filter(|m| m.version > current) {
+        if current > 0 {
+            // An upgrade may copy whole tables (version 8 of the queue does), which takes a while on a big file.
+            tracing::info!(
+                migration.version,
+                migration.name,
+                "upgrading the schema of an existing database"
+            );
+        }
         let transaction = connection.transaction()?;
         transaction.execute_batch(migration.sql)?;
         transaction.execute(
