@@ -597,7 +597,7 @@ impl Queue {
         let overrides = parse_publish_options(headers, &[])?;
         let mut spec = dead.message.spec.clone();
         if let Some(retries) = overrides.retries {
-            spec.max_retries = retries.min(self.config.max_retries);
+            spec.max_retries = self.config.effective_retries(Some(retries));
         }
         if let Some(method) = overrides.method {
             spec.method = method;
