@@ -106,9 +106,9 @@ impl KeyState {
     }
 }
 
-/// Chooses up to `limit` due keyed messages (account and id, oldest due first) that their keys' limits let start at
-/// `now`, and records the starts against each key's rate. `queue_condition` is the FIFO-queue clause the
-/// unkeyed claim uses, over the alias `m`.
+/// Chooses up to `limit` due keyed messages (account and id, oldest due first) that their keys' limits let
+/// start at `now`, and records the starts against each key's rate. `queue_condition` is the FIFO-queue
+/// clause the unkeyed claim uses, over the alias `m`.
 pub(crate) fn claim_keyed(
     connection: &Connection,
     now: Timestamp,

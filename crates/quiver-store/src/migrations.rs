@@ -125,6 +125,20 @@ pub(crate) fn apply(connection: &mut Connection, migrations: &[Migration]) -> Re
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rusqlite::types::FromSql;
+
+    fn three_columns<A: FromSql, B: FromSql, C: FromSql>(
+        connection: &Connection,
+        sql: &str,
+    ) -> Vec<(A, B, C)> {
+        connection
+            .prepare(sql)
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    }
 
     #[test]
     fn rekeying_keeps_every_pending_message_in_its_order_and_every_event_in_its_place() {
@@ -159,13 +173,10 @@ mod tests {
         }
         apply(&mut connection, QUEUE).unwrap();
 
-        let rows: Vec<(String, String, Option<String>)> = connection
-            .prepare("SELECT id, account_id, queue_name FROM messages ORDER BY rowid")
-            .unwrap()
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
+        let rows: Vec<(String, String, Option<String>)> = three_columns(
+            &connection,
+            "SELECT id, account_id, queue_name FROM messages ORDER BY rowid",
+        );
         let ids: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
         assert_eq!(ids, ["msg_b", "msg_a", "msg_c"]);
         assert_eq!(rows[0].2.as_deref(), Some("q"));
@@ -177,13 +188,10 @@ mod tests {
         );
         assert!(duplicate.is_err());
 
-        let events: Vec<(String, i64, String)> = connection
-            .prepare("SELECT account_id, seq, state FROM events ORDER BY account_id, seq")
-            .unwrap()
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
+        let events: Vec<(String, i64, String)> = three_columns(
+            &connection,
+            "SELECT account_id, seq, state FROM events ORDER BY account_id, seq",
+        );
         let expected = [
             ("acct-1", 1, "CREATED"),
             ("acct-1", 3, "DELIVERED"),

@@ -27,7 +27,6 @@ CREATE INDEX messages_due ON messages (due_at);
 CREATE INDEX messages_by_queue ON messages (account_id, queue_name) WHERE queue_name IS NOT NULL;
 CREATE INDEX messages_by_flow_key ON messages (account_id, flow_key) WHERE flow_key IS NOT NULL;
 
-
 -- Events are keyed by (account_id, seq), which is the order an account's log is read in, instead of a
 -- rowid plus `events_by_account`. `seq` now counts per account (the log is only ever read per account).
 CREATE TABLE events_keyed (
