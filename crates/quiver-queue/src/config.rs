@@ -30,6 +30,8 @@ pub struct QueueConfig {
     pub allowed_hosts: Vec<String>,
     /// How long a deduplication id counts, in milliseconds.
     pub deduplication_window_ms: u64,
+    /// Days a finished message's events stay in the log after its last one; 0 keeps them forever.
+    pub log_retention_days: u32,
     /// `iss` claim of delivery signatures (the official receivers require "Upstash").
     pub signature_issuer: String,
     /// `User-Agent` of deliveries.
@@ -59,6 +61,7 @@ impl Default for QueueConfig {
             allow_private_destinations: false,
             allowed_hosts: Vec::new(),
             deduplication_window_ms: 600_000,
+            log_retention_days: 30,
             signature_issuer: "Upstash".into(),
             user_agent: "Upstash-QStash".into(),
         }

@@ -28,6 +28,7 @@ pub mod keys;
 pub mod message;
 pub mod publish;
 pub mod queues;
+pub mod retention;
 pub mod retry;
 pub mod retry_delay;
 pub mod schedule;

@@ -221,6 +221,11 @@ pub trait QueueStore:
         now: Timestamp,
     ) -> StoreResult<Option<MessageId>>;
 
+    /// Deletes the events of finished messages (no longer pending) whose newest event is older than
+    /// `older_than`, looking at up to `window` of each account's oldest events. Returns how many events
+    /// were deleted; 0 means nothing in the windows could go.
+    async fn prune_log(&self, older_than: Timestamp, window: usize) -> StoreResult<u64>;
+
     /// Log events, newest first, after `cursor`.
     async fn events(
         &self,

@@ -178,6 +178,10 @@ impl App {
             queue.clone(),
             shutdown.child_token(),
         ));
+        tracker.spawn(quiver_queue::retention::run_log_retention(
+            queue.clone(),
+            shutdown.child_token(),
+        ));
 
         let vector_store = SqliteVectorStore::open(&config.server.data_dir, &config.storage)?;
         let vector_database = vector_store.database().clone();

@@ -623,6 +623,12 @@ impl QueueStore for SqliteQueueStore {
             .await
     }
 
+    async fn prune_log(&self, older_than: Timestamp, window: usize) -> StoreResult<u64> {
+        self.database
+            .write(move |c| crate::queue_listing::prune_log(c, older_than.as_millis(), window))
+            .await
+    }
+
     async fn events(
         &self,
         account: AccountId,

@@ -4,7 +4,7 @@ use quiver_core::AccountId;
 use quiver_core::store::StoreResult;
 use quiver_queue::store::{Filter, Page};
 use rusqlite::types::Value as SqlValue;
-use rusqlite::{Connection, Row, params_from_iter};
+use rusqlite::{Connection, OptionalExtension, Row, params_from_iter};
 
 use crate::queue::read_error;
 
@@ -108,4 +108,34 @@ pub(crate) fn page<T>(
         items: items.into_iter().map(|(_, item)| item).collect(),
         cursor,
     })
+}
+
+/// Deletes the events of finished messages whose newest event is older than `older_than`, among the
+/// messages of each account's `window` oldest events (see `QueueStore::prune_log`).
+pub(crate) fn prune_log(connection: &Connection, older_than: i64, window: usize) -> StoreResult<u64> {
+    let window = i64::try_from(window).unwrap_or(i64::MAX);
+    let mut deleted = 0;
+    let mut after = String::new();
+    // One seek per account, instead of a scan for the distinct accounts.
+    while let Some(account) = connection
+        .prepare_cached("SELECT account_id FROM events WHERE account_id > ?1 ORDER BY account_id LIMIT 1")
+        .and_then(|mut s| s.query_row([&after], |r| r.get::<_, String>(0)).optional())
+        .map_err(read_error)?
+    {
+        deleted += connection
+            .prepare_cached(
+                "DELETE FROM events WHERE account_id = ?1 AND message_id IN (
+                     SELECT old.message_id FROM (
+                         SELECT DISTINCT message_id FROM (
+                             SELECT message_id, time FROM events WHERE account_id = ?1 ORDER BY seq LIMIT ?3)
+                         WHERE time < ?2) old
+                     WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.account_id = ?1 AND m.id = old.message_id)
+                       AND NOT EXISTS (SELECT 1 FROM events newer
+                           WHERE newer.account_id = ?1 AND newer.message_id = old.message_id AND newer.time >= ?2))",
+            )
+            .and_then(|mut s| s.execute(rusqlite::params![account, older_than, window]))
+            .map_err(crate::database::backend_error)? as u64;
+        after = account;
+    }
+    Ok(deleted)
 }

@@ -1,0 +1,81 @@
+//! The events log forgets finished messages `log_retention_days` after their last event, never a pending one.
+
+use std::time::Duration;
+
+use quiver_testkit::calls::{publish, send};
+use quiver_testkit::{Receiver, TestServer};
+use reqwest::{Method, StatusCode};
+use serde_json::Value;
+
+const WAIT: Duration = Duration::from_secs(20);
+const DAY: Duration = Duration::from_secs(86_400);
+
+async fn states_of(server: &TestServer, message_id: &str) -> Vec<String> {
+    let (status, body) = send(server.queue(Method::GET, &format!("/v2/events?messageId={message_id}"))).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let mut states: Vec<String> = body["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["state"].as_str().unwrap().to_owned())
+        .collect();
+    states.reverse();
+    states
+}
+
+/// Polls until the message's states are `expected`.
+async fn wait_for_states(server: &TestServer, message_id: &str, expected: &[&str]) {
+    let started = std::time::Instant::now();
+    loop {
+        let states = states_of(server, message_id).await;
+        if states == expected {
+            return;
+        }
+        assert!(
+            started.elapsed() < WAIT,
+            "{message_id}: {states:?}, expected {expected:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+fn id(published: &Value) -> String {
+    published["messageId"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn a_finished_message_leaves_the_log_after_the_retention_and_a_pending_one_never_does() {
+    let server = TestServer::embedded().await;
+    let receiver = Receiver::start().await;
+    let (_, delivered) = publish(&server, &receiver.url("/now"), &[], "x").await;
+    let delivered = id(&delivered);
+    receiver.wait_for(1, WAIT).await;
+    wait_for_states(&server, &delivered, &["CREATED", "ACTIVE", "DELIVERED"]).await;
+    let (_, pending) = publish(&server, &receiver.url("/later"), &[("Svc-Delay", "45d")], "y").await;
+    let pending = id(&pending);
+
+    server.clock().advance(29 * DAY);
+    let (_, recent) = publish(&server, &receiver.url("/recent"), &[("Svc-Delay", "30d")], "z").await;
+    let recent = id(&recent);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        states_of(&server, &delivered).await,
+        ["CREATED", "ACTIVE", "DELIVERED"],
+        "29 days are within the default retention of 30"
+    );
+
+    server.clock().advance(2 * DAY);
+    wait_for_states(&server, &delivered, &[]).await;
+    assert_eq!(
+        states_of(&server, &pending).await,
+        ["CREATED"],
+        "a pending message keeps its log"
+    );
+    assert_eq!(states_of(&server, &recent).await, ["CREATED"]);
+
+    // The delayed message goes out 45 days after it was published. Its CREATED event is older than the
+    // retention, but its newest events are fresh, so its log stays whole.
+    server.clock().advance(15 * DAY);
+    receiver.wait_for(2, WAIT).await;
+    wait_for_states(&server, &pending, &["CREATED", "ACTIVE", "DELIVERED"]).await;
+}
