@@ -295,7 +295,11 @@ fn dead_letter_from_row(row: &Row<'_>) -> rusqlite::Result<(i64, DeadLetter)> {
     ))
 }
 
+/// Later events borrow the spec of their message's CREATED event. The lookup names its index: without
+/// statistics, SQLite would rather scan the account's events in the primary key, which holds every
+/// column, than use `events_by_message` and then the key.
 const EVENT_COLUMNS: &str = "seq, time, message_id, state, COALESCE(spec, (SELECT c.spec FROM events c \
+     INDEXED BY events_by_message \
      WHERE c.account_id = e.account_id AND c.message_id = e.message_id AND c.state = 'CREATED' LIMIT 1)), detail";
 
 fn event_from_row(row: &Row<'_>) -> rusqlite::Result<(i64, Event)> {

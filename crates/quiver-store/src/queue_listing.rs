@@ -1,4 +1,5 @@
-//! Listing dead letters and events: filter conditions and cursor pages over `queue.db`.
+//! Listing dead letters and events (filter conditions and cursor pages over `queue.db`), and pruning
+//! the events log.
 
 use quiver_core::AccountId;
 use quiver_core::store::StoreResult;
@@ -130,7 +131,7 @@ pub(crate) fn prune_log(connection: &Connection, older_than: i64, window: usize)
                              SELECT message_id, time FROM events WHERE account_id = ?1 ORDER BY seq LIMIT ?3)
                          WHERE time < ?2) old
                      WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.account_id = ?1 AND m.id = old.message_id)
-                       AND NOT EXISTS (SELECT 1 FROM events newer
+                       AND NOT EXISTS (SELECT 1 FROM events newer INDEXED BY events_by_message
                            WHERE newer.account_id = ?1 AND newer.message_id = old.message_id AND newer.time >= ?2))",
             )
             .and_then(|mut s| s.execute(rusqlite::params![account, older_than, window]))
