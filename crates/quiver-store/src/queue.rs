@@ -642,11 +642,18 @@ impl QueueStore for SqliteQueueStore {
     ) -> StoreResult<Page<Event>> {
         let where_clause = filter_sql(account, filter, "time", false);
         let cursor = cursor.map(str::to_owned);
+        // The events of given messages come from their index, not from a scan of the account's log
+        // (see EVENT_COLUMNS for why SQLite needs telling).
+        let table = if filter.message_ids.is_empty() {
+            "events e"
+        } else {
+            "events e INDEXED BY events_by_message"
+        };
         self.database
             .read(move |c| {
                 page(
                     c,
-                    "events e",
+                    table,
                     EVENT_COLUMNS,
                     where_clause,
                     cursor.as_deref(),
