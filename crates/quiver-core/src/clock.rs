@@ -50,6 +50,12 @@ impl Timestamp {
         Timestamp(self.0.saturating_add(millis))
     }
 
+    /// This time minus `duration`, saturating at the far past.
+    pub fn saturating_sub(self, duration: Duration) -> Self {
+        let millis = i64::try_from(duration.as_millis()).unwrap_or(i64::MAX);
+        Timestamp(self.0.saturating_sub(millis))
+    }
+
     /// How long after `earlier` this time is; zero when it is not later.
     pub fn duration_since(self, earlier: Timestamp) -> Duration {
         Duration::from_millis(u64::try_from(self.0.saturating_sub(earlier.0)).unwrap_or(0))

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use quiver_core::{StoreError, Timestamp};
+use quiver_core::StoreError;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
@@ -26,8 +26,10 @@ impl Queue {
         if days == 0 {
             return Ok(0);
         }
-        let retention = i64::from(days).saturating_mul(86_400_000);
-        let older_than = Timestamp::from_millis(self.clock().now().as_millis().saturating_sub(retention));
+        let older_than = self
+            .clock()
+            .now()
+            .saturating_sub(Duration::from_secs(u64::from(days) * 86_400));
         let mut total = 0;
         loop {
             // Each round deletes from the oldest events on, so the next one looks further.
