@@ -72,10 +72,23 @@ async fn a_finished_message_leaves_the_log_after_the_retention_and_a_pending_one
         "a pending message keeps its log"
     );
     assert_eq!(states_of(&server, &recent).await, ["CREATED"]);
+    // Delivered on day 31, so prunable after day 61: its disappearance shows a pruning round ran.
+    let (_, marker) = publish(&server, &receiver.url("/marker"), &[], "m").await;
+    let marker = id(&marker);
+    receiver.wait_for(2, WAIT).await;
+    wait_for_states(&server, &marker, &["CREATED", "ACTIVE", "DELIVERED"]).await;
 
     // The delayed message goes out 45 days after it was published. Its CREATED event is older than the
     // retention, but its newest events are fresh, so its log stays whole.
     server.clock().advance(15 * DAY);
-    receiver.wait_for(2, WAIT).await;
+    receiver.wait_for(3, WAIT).await;
     wait_for_states(&server, &pending, &["CREATED", "ACTIVE", "DELIVERED"]).await;
+    // Day 62: a round runs after that delivery (the marker goes), and keeps the delayed message's log,
+    // whose newest events are 16 days old although its CREATED event is 62 days old.
+    server.clock().advance(16 * DAY);
+    wait_for_states(&server, &marker, &[]).await;
+    assert_eq!(
+        states_of(&server, &pending).await,
+        ["CREATED", "ACTIVE", "DELIVERED"]
+    );
 }
