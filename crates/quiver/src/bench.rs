@@ -62,9 +62,10 @@ pub(crate) enum BenchCommand {
         /// Seconds per closed-loop run.
         #[arg(long, default_value_t = 5)]
         seconds: u64,
-        /// Concurrent connections of the load generator.
-        #[arg(long, default_value_t = 64)]
-        connections: usize,
+        /// Concurrent connections of the load generator: one closed-loop round per count, each with
+        /// its own peer runs (comma-separated).
+        #[arg(long, value_delimiter = ',', default_values_t = [64, 256])]
+        connections: Vec<usize>,
         /// Directory for the server's data (default: a temporary directory).
         #[arg(long)]
         dir: Option<PathBuf>,

@@ -210,12 +210,25 @@ async fn wait_for_arrivals(arrivals: &Arrivals, count: u64, limit: Duration) -> 
     Ok(started.elapsed())
 }
 
+/// One closed-loop round: the peer and durable publish at one concurrency, alternating twice so drift on
+/// this shared machine hits both.
+#[derive(Debug)]
+struct Round {
+    connections: usize,
+    peer: (f64, Option<f64>),
+    publish: (f64, Option<f64>, Option<f64>),
+}
+
 pub(crate) async fn queue(
     config: &Config,
     seconds: u64,
-    connections: usize,
+    connections: Vec<usize>,
     dir: Option<std::path::PathBuf>,
 ) -> Result<()> {
+    anyhow::ensure!(
+        !connections.is_empty() && !connections.contains(&0),
+        "--connections needs one or more counts above zero"
+    );
     let (app, _scratch, parent) = crate::bench::start_server(config, dir).await?;
     let base = format!("http://{}", app.local_addr());
     let token = format!("Bearer {}", app.bootstrap().account.queue_token);
@@ -228,25 +241,32 @@ pub(crate) async fn queue(
     let peer = start_bare_hyper().await?;
     let client = reqwest::Client::builder()
         .no_proxy()
-        .pool_max_idle_per_host(connections)
+        .pool_max_idle_per_host(connections.iter().copied().max().unwrap_or(1))
         .build()?;
     let duration = Duration::from_secs(seconds);
     let publish_url = format!("{base}/v2/publish/http://{receiver}/bench");
 
-    // 1. The peer and durable publish, alternating twice so drift on this shared machine hits both.
-    let mut peer_rates = Vec::new();
-    let mut publish_rates = Vec::new();
-    for _ in 0..2 {
-        peer_rates.push(closed_loop(&client, &format!("http://{peer}/"), &[], connections, duration).await?);
-        let delayed = [("authorization", token.clone()), ("svc-delay", "7d".to_owned())];
-        publish_rates.push(
-            closed_loop(&client, &publish_url, &delayed, connections, duration)
-                .await
-                .context("publish load")?,
-        );
+    // 1. The peer and durable publish at each concurrency.
+    let mut rounds = Vec::with_capacity(connections.len());
+    for &count in &connections {
+        let mut peer_rates = Vec::new();
+        let mut publish_rates = Vec::new();
+        for _ in 0..2 {
+            peer_rates.push(closed_loop(&client, &format!("http://{peer}/"), &[], count, duration).await?);
+            let delayed = [("authorization", token.clone()), ("svc-delay", "7d".to_owned())];
+            publish_rates.push(
+                closed_loop(&client, &publish_url, &delayed, count, duration)
+                    .await
+                    .context("publish load")?,
+            );
+        }
+        let (peer_rate, peer_cpu, _) = mean(&peer_rates);
+        rounds.push(Round {
+            connections: count,
+            peer: (peer_rate, peer_cpu),
+            publish: mean(&publish_rates),
+        });
     }
-    let (peer_rate, peer_cpu, _) = mean(&peer_rates);
-    let (publish_rate, publish_cpu, writer_cpu) = mean(&publish_rates);
 
     // 2. Delivery throughput: publish a backlog in batches, then time until every message has arrived.
     let backlog: u64 = 20_000;
@@ -309,23 +329,27 @@ pub(crate) async fn queue(
 
     app.shutdown().await;
     println!(
-        "queue benchmark: {connections} connections, {seconds} s per closed-loop run (two runs each, alternating), data in {}",
+        "queue benchmark: {seconds} s per closed-loop run (peer and publish alternating, two runs each per connection count), data in {}",
         parent.display()
     );
+    println!(
+        "| connections | bare hyper server answering 200 (peer) | durable publish (acknowledged after fsync) | publish / peer | process CPU per answer (load generator included): peer, publish | queue store's writer thread CPU per publish |"
+    );
+    println!("|---|---|---|---|---|---|");
+    for round in &rounds {
+        let ((peer_rate, peer_cpu), (publish_rate, publish_cpu, writer_cpu)) = (round.peer, round.publish);
+        println!(
+            "| {} | {peer_rate:.0} req/s | {publish_rate:.0} msg/s | {:.1} % | {}, {} | {} |",
+            round.connections,
+            100.0 * publish_rate / peer_rate,
+            cpu_text(peer_cpu),
+            cpu_text(publish_cpu),
+            cpu_text(writer_cpu)
+        );
+    }
+    println!();
     println!("| measure | figure |");
     println!("|---|---|");
-    println!("| bare hyper server answering 200 (peer) | {peer_rate:.0} req/s |");
-    println!("| durable publish (acknowledged after fsync) | {publish_rate:.0} msg/s |");
-    println!("| publish / peer | {:.1} % |", 100.0 * publish_rate / peer_rate);
-    println!(
-        "| process CPU per answer (load generator included): peer, publish | {}, {} |",
-        cpu_text(peer_cpu),
-        cpu_text(publish_cpu)
-    );
-    println!(
-        "| of which the queue store's writer thread, per publish | {} |",
-        cpu_text(writer_cpu)
-    );
     println!("| delivery throughput (backlog of {backlog} to a local receiver) | {delivery_rate:.0} msg/s |");
     println!(
         "| publish-to-delivery latency at 1,000 msg/s ({} samples) | p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms |",
