@@ -32,6 +32,9 @@ pub struct QueueConfig {
     pub deduplication_window_ms: u64,
     /// Days a finished message's events stay in the log after its last one; 0 keeps them forever.
     pub log_retention_days: u32,
+    /// Days a message stays in the dead letter queue after it failed; 0 keeps it until it is retried or
+    /// deleted.
+    pub dlq_retention_days: u32,
     /// `iss` claim of delivery signatures (the official receivers require "Upstash").
     pub signature_issuer: String,
     /// `User-Agent` of deliveries.
@@ -62,6 +65,7 @@ impl Default for QueueConfig {
             allowed_hosts: Vec::new(),
             deduplication_window_ms: 600_000,
             log_retention_days: 30,
+            dlq_retention_days: 30,
             signature_issuer: "Upstash".into(),
             user_agent: "Upstash-QStash".into(),
         }

@@ -1,55 +1,94 @@
-//! Log retention: the events of a finished message leave the log `log_retention_days` after its last
-//! event. A pending message, however old, keeps all of its events.
+//! Retention, by age:
+//! - the events of a finished message leave the log `log_retention_days` after its last event; a pending
+//!   message, however old, keeps all of its events;
+//! - a dead letter leaves the DLQ `dlq_retention_days` after its message failed.
 
 use std::time::Duration;
 
-use quiver_core::StoreError;
+use quiver_core::{StoreError, Timestamp};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use crate::error::QueueError;
 use crate::service::Queue;
 
-/// Events of each account looked at per store round, oldest first.
+/// Rows looked at per store round, oldest first (for the log, per account).
 const WINDOW: usize = 2_000;
-/// How often the log is pruned.
+/// How often retention runs.
 const EVERY: Duration = Duration::from_secs(600);
 
 impl Queue {
+    /// The time `days` before now; `None` when `days` is 0 (kept forever).
+    fn cutoff(&self, days: u32) -> Option<Timestamp> {
+        (days > 0).then(|| {
+            self.clock()
+                .now()
+                .saturating_sub(Duration::from_secs(u64::from(days) * 86_400))
+        })
+    }
+
     /// Deletes the events of messages that finished more than `log_retention_days` ago (nothing when it
     /// is 0). Returns how many events went.
     ///
     /// # Errors
     /// Store failures.
     pub async fn prune_log(&self) -> Result<u64, QueueError> {
-        let days = self.config().log_retention_days;
-        if days == 0 {
+        let Some(older_than) = self.cutoff(self.config().log_retention_days) else {
             return Ok(0);
+        };
+        let mut total = 0;
+        // Each round deletes from the oldest events on, so the next one looks further.
+        loop {
+            match self.store().prune_log(older_than, WINDOW).await? {
+                0 => return Ok(total),
+                deleted => total += deleted,
+            }
         }
-        let older_than = self
-            .clock()
-            .now()
-            .saturating_sub(Duration::from_secs(u64::from(days) * 86_400));
+    }
+
+    /// Deletes the dead letters that failed more than `dlq_retention_days` ago (nothing when it is 0).
+    /// Returns how many went.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn prune_dead_letters(&self) -> Result<u64, QueueError> {
+        let Some(older_than) = self.cutoff(self.config().dlq_retention_days) else {
+            return Ok(0);
+        };
         let mut total = 0;
         loop {
-            // Each round deletes from the oldest events on, so the next one looks further.
-            let deleted = self.store().prune_log(older_than, WINDOW).await?;
-            if deleted == 0 {
-                return Ok(total);
+            match self.store().prune_dead_letters(older_than, WINDOW).await? {
+                0 => return Ok(total),
+                deleted => total += deleted,
             }
-            total += deleted;
         }
     }
 }
 
-/// Prunes the log now and then every ten minutes (on the queue's clock) until `shutdown`.
-pub async fn run_log_retention(queue: Queue, shutdown: CancellationToken) {
+/// Logs one pruning's outcome; `false` when the store has closed.
+fn report(what: &str, outcome: Result<u64, QueueError>) -> bool {
+    match outcome {
+        Ok(0) => true,
+        Ok(deleted) => {
+            info!(deleted, "pruned the {what}");
+            true
+        }
+        Err(QueueError::Store(StoreError::Closed)) => false,
+        Err(error) => {
+            warn!(%error, "pruning the {what} failed");
+            true
+        }
+    }
+}
+
+/// Prunes the events log and the DLQ now and then every ten minutes (on the queue's clock) until
+/// `shutdown`.
+pub async fn run_retention(queue: Queue, shutdown: CancellationToken) {
     loop {
-        match queue.prune_log().await {
-            Ok(0) => {}
-            Ok(deleted) => info!(deleted, "pruned the events log"),
-            Err(QueueError::Store(StoreError::Closed)) => return,
-            Err(error) => warn!(%error, "pruning the events log failed"),
+        if !report("dead letter queue", queue.prune_dead_letters().await)
+            || !report("events log", queue.prune_log().await)
+        {
+            return;
         }
         let next = queue.clock().now().saturating_add(EVERY);
         tokio::select! {

@@ -226,6 +226,10 @@ pub trait QueueStore:
     /// were deleted; 0 means nothing in the windows could go.
     async fn prune_log(&self, older_than: Timestamp, window: usize) -> StoreResult<u64>;
 
+    /// Deletes the dead letters that failed before `older_than`, looking at up to `window` of the oldest.
+    /// Returns how many were deleted; 0 means none in the window could go.
+    async fn prune_dead_letters(&self, older_than: Timestamp, window: usize) -> StoreResult<u64>;
+
     /// Log events, newest first, after `cursor`.
     async fn events(
         &self,

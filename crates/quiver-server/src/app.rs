@@ -178,7 +178,7 @@ impl App {
             queue.clone(),
             shutdown.child_token(),
         ));
-        tracker.spawn(quiver_queue::retention::run_log_retention(
+        tracker.spawn(quiver_queue::retention::run_retention(
             queue.clone(),
             shutdown.child_token(),
         ));

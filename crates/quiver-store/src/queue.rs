@@ -633,6 +633,12 @@ impl QueueStore for SqliteQueueStore {
             .await
     }
 
+    async fn prune_dead_letters(&self, older_than: Timestamp, window: usize) -> StoreResult<u64> {
+        self.database
+            .write(move |c| crate::queue_listing::prune_dead_letters(c, older_than.as_millis(), window))
+            .await
+    }
+
     async fn events(
         &self,
         account: AccountId,

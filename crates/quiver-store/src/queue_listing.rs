@@ -1,5 +1,5 @@
 //! Listing dead letters and events (filter conditions and cursor pages over `queue.db`), and pruning
-//! the events log.
+//! both by age.
 
 use quiver_core::AccountId;
 use quiver_core::store::StoreResult;
@@ -139,4 +139,22 @@ pub(crate) fn prune_log(connection: &Connection, older_than: i64, window: usize)
         after = account;
     }
     Ok(deleted)
+}
+
+/// Deletes the dead letters among the `window` oldest that failed before `older_than` (see
+/// `QueueStore::prune_dead_letters`).
+pub(crate) fn prune_dead_letters(
+    connection: &Connection,
+    older_than: i64,
+    window: usize,
+) -> StoreResult<u64> {
+    let window = i64::try_from(window).unwrap_or(i64::MAX);
+    connection
+        .prepare_cached(
+            "DELETE FROM dead_letters WHERE failed_at < ?1
+                 AND seq IN (SELECT seq FROM dead_letters ORDER BY seq LIMIT ?2)",
+        )
+        .and_then(|mut s| s.execute(rusqlite::params![older_than, window]))
+        .map_err(crate::database::backend_error)
+        .map(|deleted| deleted as u64)
 }

@@ -1,9 +1,10 @@
-//! The events log forgets finished messages `log_retention_days` after their last event, never a pending one.
+//! Retention by age: the events log forgets finished messages `log_retention_days` after their last event,
+//! never a pending one; the DLQ forgets a dead letter `dlq_retention_days` after it failed.
 
 use std::time::Duration;
 
 use quiver_testkit::calls::{publish, send};
-use quiver_testkit::{Receiver, TestServer};
+use quiver_testkit::{Receiver, Reply, TestServer};
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
 
@@ -91,4 +92,66 @@ async fn a_finished_message_leaves_the_log_after_the_retention_and_a_pending_one
         states_of(&server, &pending).await,
         ["CREATED", "ACTIVE", "DELIVERED"]
     );
+}
+
+/// Publishes a message that fails at once; returns its id and its dead letter's id once it is in the DLQ.
+async fn dead_letter(server: &TestServer, receiver: &Receiver, body: &str) -> (String, String) {
+    let (_, published) = publish(server, &receiver.url("/down"), &[("Svc-Retries", "0")], body).await;
+    let message_id = id(&published);
+    let started = std::time::Instant::now();
+    loop {
+        let path = format!("/v2/dlq?messageId={message_id}");
+        let (_, page) = send(server.queue(Method::GET, &path)).await;
+        if let Some(dlq_id) = page["messages"][0]["dlqId"].as_str() {
+            return (message_id, dlq_id.to_owned());
+        }
+        assert!(started.elapsed() < WAIT, "{body} never reached the DLQ");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+async fn dlq_status(server: &TestServer, dlq_id: &str) -> StatusCode {
+    send(server.queue(Method::GET, &format!("/v2/dlq/{dlq_id}")))
+        .await
+        .0
+}
+
+#[tokio::test]
+async fn a_dead_letter_leaves_the_queue_after_the_retention() {
+    // The log keeps a day, so a message's log going shows that a retention round ran (a round prunes the
+    // DLQ before the log).
+    let server = TestServer::with_config(|config| config.queue.log_retention_days = 1).await;
+    let receiver = Receiver::start().await;
+    receiver.respond_with(Reply::status(500));
+    let (message, old) = dead_letter(&server, &receiver, "old").await;
+
+    server.clock().advance(29 * DAY);
+    wait_for_states(&server, &message, &[]).await;
+    assert_eq!(
+        dlq_status(&server, &old).await,
+        StatusCode::OK,
+        "29 days are within the default retention of 30"
+    );
+    let (marker, recent) = dead_letter(&server, &receiver, "recent").await;
+
+    server.clock().advance(2 * DAY);
+    wait_for_states(&server, &marker, &[]).await;
+    assert_eq!(dlq_status(&server, &old).await, StatusCode::NOT_FOUND);
+    assert_eq!(dlq_status(&server, &recent).await, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn a_retention_of_zero_keeps_dead_letters() {
+    let server = TestServer::with_config(|config| config.queue.dlq_retention_days = 0).await;
+    let receiver = Receiver::start().await;
+    receiver.respond_with(Reply::status(500));
+    let (_, kept) = dead_letter(&server, &receiver, "kept").await;
+    server.clock().advance(400 * DAY);
+    // A log entry 400 days old goes, which shows a retention round ran after the advance.
+    let (_, marker) = publish(&server, &receiver.url("/marker"), &[("Svc-Retries", "0")], "m").await;
+    let marker = id(&marker);
+    wait_for_states(&server, &marker, &["CREATED", "ACTIVE", "ERROR", "FAILED"]).await;
+    server.clock().advance(400 * DAY);
+    wait_for_states(&server, &marker, &[]).await;
+    assert_eq!(dlq_status(&server, &kept).await, StatusCode::OK);
 }
