@@ -36,12 +36,15 @@ impl Queue {
         let Some(older_than) = self.cutoff(self.config().log_retention_days) else {
             return Ok(0);
         };
-        let mut total = 0;
-        // Each round deletes from the oldest events on, so the next one looks further.
+        // One pass, a window at a time, so that pending messages at the head of a log do not hold back
+        // the finished ones behind them, and no write holds the store for long.
+        let (mut total, mut from) = (0, None);
         loop {
-            match self.store().prune_log(older_than, WINDOW).await? {
-                0 => return Ok(total),
-                deleted => total += deleted,
+            let (deleted, next) = self.store().prune_log(older_than, WINDOW, from).await?;
+            total += deleted;
+            match next {
+                Some(position) => from = Some(position),
+                None => return Ok(total),
             }
         }
     }

@@ -158,6 +158,15 @@ pub struct Page<T> {
     pub cursor: Option<String>,
 }
 
+/// Where a pass over the events log goes on from: an account, and the last event of it looked at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogPosition {
+    /// The account's id, as stored.
+    pub account: String,
+    /// The `seq` of the last event looked at; the next window starts after it.
+    pub seq: i64,
+}
+
 /// Where messages, dead letters, events and URL groups live. Every write is durable when it returns.
 #[async_trait]
 pub trait QueueStore:
@@ -221,10 +230,17 @@ pub trait QueueStore:
         now: Timestamp,
     ) -> StoreResult<Option<MessageId>>;
 
-    /// Deletes the events of finished messages (no longer pending) whose newest event is older than
-    /// `older_than`, looking at up to `window` of each account's oldest events. Returns how many events
-    /// were deleted; 0 means nothing in the windows could go.
-    async fn prune_log(&self, older_than: Timestamp, window: usize) -> StoreResult<u64>;
+    /// One step of a pass over the events log: deletes the events of finished messages (no longer
+    /// pending) whose newest event is older than `older_than`, among the messages of up to `window`
+    /// events after `from` (from the first account's oldest event when `None`). Returns how many events
+    /// were deleted and where the next step starts; `None` when every account's events older than
+    /// `older_than` have been looked at.
+    async fn prune_log(
+        &self,
+        older_than: Timestamp,
+        window: usize,
+        from: Option<LogPosition>,
+    ) -> StoreResult<(u64, Option<LogPosition>)>;
 
     /// Deletes the dead letters that failed before `older_than`, looking at up to `window` of the oldest.
     /// Returns how many were deleted; 0 means none in the window could go.

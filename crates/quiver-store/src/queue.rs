@@ -10,7 +10,7 @@ use quiver_queue::message::{
     NewMessage,
 };
 use quiver_queue::store::{
-    AttemptRecord, AttemptResolution, CancelFilter, Endpoint, Filter, Page, QueueStore, UrlGroup,
+    AttemptRecord, AttemptResolution, CancelFilter, Endpoint, Filter, LogPosition, Page, QueueStore, UrlGroup,
 };
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
@@ -627,9 +627,14 @@ impl QueueStore for SqliteQueueStore {
             .await
     }
 
-    async fn prune_log(&self, older_than: Timestamp, window: usize) -> StoreResult<u64> {
+    async fn prune_log(
+        &self,
+        older_than: Timestamp,
+        window: usize,
+        from: Option<LogPosition>,
+    ) -> StoreResult<(u64, Option<LogPosition>)> {
         self.database
-            .write(move |c| crate::queue_listing::prune_log(c, older_than.as_millis(), window))
+            .write(move |c| crate::queue_listing::prune_log(c, older_than.as_millis(), window, from))
             .await
     }
 

@@ -3,7 +3,7 @@
 
 use quiver_core::AccountId;
 use quiver_core::store::StoreResult;
-use quiver_queue::store::{Filter, Page};
+use quiver_queue::store::{Filter, LogPosition, Page};
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OptionalExtension, Row, params_from_iter};
 
@@ -112,33 +112,71 @@ pub(crate) fn page<T>(
 }
 
 /// Deletes the events of finished messages whose newest event is older than `older_than`, among the
-/// messages of each account's `window` oldest events (see `QueueStore::prune_log`).
-pub(crate) fn prune_log(connection: &Connection, older_than: i64, window: usize) -> StoreResult<u64> {
+/// messages of up to `window` events from `from` on (see `QueueStore::prune_log`).
+pub(crate) fn prune_log(
+    connection: &Connection,
+    older_than: i64,
+    window: usize,
+    from: Option<LogPosition>,
+) -> StoreResult<(u64, Option<LogPosition>)> {
     let window = i64::try_from(window).unwrap_or(i64::MAX);
-    let mut deleted = 0;
-    let mut after = String::new();
-    // One seek per account, instead of a scan for the distinct accounts.
-    while let Some(account) = connection
+    let position = match from {
+        Some(position) => position,
+        None => match next_account(connection, "")? {
+            Some(position) => position,
+            None => return Ok((0, None)),
+        },
+    };
+    let (last_seq, oldest): (Option<i64>, Option<i64>) = connection
+        .prepare_cached(
+            "SELECT MAX(seq), MIN(time) FROM (
+                 SELECT seq, time FROM events WHERE account_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3)",
+        )
+        .and_then(|mut s| {
+            s.query_row(rusqlite::params![position.account, position.seq, window], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+        })
+        .map_err(read_error)?;
+    // Events follow each other in time, so a window that starts after the cutoff ends this account.
+    let Some(last_seq) = last_seq.filter(|_| oldest.is_some_and(|time| time < older_than)) else {
+        return Ok((0, next_account(connection, &position.account)?));
+    };
+    let deleted = connection
+        .prepare_cached(
+            "DELETE FROM events WHERE account_id = ?1 AND message_id IN (
+                 SELECT old.message_id FROM (
+                     SELECT DISTINCT message_id FROM (
+                         SELECT message_id, time FROM events WHERE account_id = ?1 AND seq > ?4
+                         ORDER BY seq LIMIT ?3)
+                     WHERE time < ?2) old
+                 WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.account_id = ?1 AND m.id = old.message_id)
+                   AND NOT EXISTS (SELECT 1 FROM events newer INDEXED BY events_by_message
+                       WHERE newer.account_id = ?1 AND newer.message_id = old.message_id AND newer.time >= ?2))",
+        )
+        .and_then(|mut s| s.execute(rusqlite::params![position.account, older_than, window, position.seq]))
+        .map_err(crate::database::backend_error)? as u64;
+    Ok((
+        deleted,
+        Some(LogPosition {
+            account: position.account,
+            seq: last_seq,
+        }),
+    ))
+}
+
+/// The start of the first account's log after `after` (one seek, not a scan for the distinct accounts).
+fn next_account(connection: &Connection, after: &str) -> StoreResult<Option<LogPosition>> {
+    connection
         .prepare_cached("SELECT account_id FROM events WHERE account_id > ?1 ORDER BY account_id LIMIT 1")
-        .and_then(|mut s| s.query_row([&after], |r| r.get::<_, String>(0)).optional())
-        .map_err(read_error)?
-    {
-        deleted += connection
-            .prepare_cached(
-                "DELETE FROM events WHERE account_id = ?1 AND message_id IN (
-                     SELECT old.message_id FROM (
-                         SELECT DISTINCT message_id FROM (
-                             SELECT message_id, time FROM events WHERE account_id = ?1 ORDER BY seq LIMIT ?3)
-                         WHERE time < ?2) old
-                     WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.account_id = ?1 AND m.id = old.message_id)
-                       AND NOT EXISTS (SELECT 1 FROM events newer INDEXED BY events_by_message
-                           WHERE newer.account_id = ?1 AND newer.message_id = old.message_id AND newer.time >= ?2))",
-            )
-            .and_then(|mut s| s.execute(rusqlite::params![account, older_than, window]))
-            .map_err(crate::database::backend_error)? as u64;
-        after = account;
-    }
-    Ok(deleted)
+        .and_then(|mut s| s.query_row([after], |r| r.get::<_, String>(0)).optional())
+        .map(|account| {
+            account.map(|account| LogPosition {
+                account,
+                seq: i64::MIN,
+            })
+        })
+        .map_err(read_error)
 }
 
 /// Deletes the dead letters among the `window` oldest that failed before `older_than` (see

@@ -94,6 +94,28 @@ async fn a_finished_message_leaves_the_log_after_the_retention_and_a_pending_one
     );
 }
 
+#[tokio::test]
+async fn finished_messages_leave_the_log_behind_thousands_of_older_pending_ones() {
+    let server = TestServer::embedded().await;
+    let receiver = Receiver::start().await;
+    // More pending messages than a pruning round looks at in one go, all older than the finished one.
+    let batch: Vec<Value> = (0..100)
+        .map(|_| serde_json::json!({"destination": receiver.url("/later"), "body": "p", "headers": {"Svc-Delay": "300d"}}))
+        .collect();
+    for _ in 0..25 {
+        let (status, body) = send(server.queue(Method::POST, "/v2/batch").json(&batch)).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert!(body[99]["messageId"].is_string(), "{body}");
+    }
+    let (_, finished) = publish(&server, &receiver.url("/now"), &[], "x").await;
+    let finished = id(&finished);
+    receiver.wait_for(1, WAIT).await;
+    wait_for_states(&server, &finished, &["CREATED", "ACTIVE", "DELIVERED"]).await;
+
+    server.clock().advance(31 * DAY);
+    wait_for_states(&server, &finished, &[]).await;
+}
+
 /// Publishes a message that fails at once; returns its id and its dead letter's id once it is in the DLQ.
 async fn dead_letter(server: &TestServer, receiver: &Receiver, body: &str) -> (String, String) {
     let (_, published) = publish(server, &receiver.url("/down"), &[("Svc-Retries", "0")], body).await;
