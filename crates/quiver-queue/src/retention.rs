@@ -12,7 +12,7 @@ use tracing::{info, warn};
 use crate::error::QueueError;
 use crate::service::Queue;
 
-/// Rows looked at per store round, oldest first (for the log, per account).
+/// Rows one store call looks at, oldest first: dead letters, or the events after a log position.
 const WINDOW: usize = 2_000;
 /// How often retention runs.
 const EVERY: Duration = Duration::from_secs(600);
