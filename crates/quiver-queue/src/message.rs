@@ -92,7 +92,7 @@ pub struct FlowControl {
 
 /// The immutable description of a message: what to deliver, where and how.
 ///
-/// The store keeps it as JSON twice per message (the message and its CREATED event), so empty fields are
+/// The store keeps it as JSON in the message row and in its CREATED event, so empty fields are
 /// left out of the record and read back as their defaults.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MessageSpec {

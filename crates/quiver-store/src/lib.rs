@@ -19,6 +19,7 @@ pub mod migrations;
 pub mod queue;
 pub mod queue_control;
 mod queue_listing;
+mod queue_log;
 pub mod vectors;
 pub mod waiters;
 

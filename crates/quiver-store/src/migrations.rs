@@ -74,6 +74,11 @@ pub const QUEUE: &[Migration] = &[
         name: "messages and events keyed by account",
         sql: include_str!("../migrations/queue/0008_fewer_indexes.sql"),
     },
+    Migration {
+        version: 9,
+        name: "CREATED events written at a message's first change",
+        sql: include_str!("../migrations/queue/0009_unlogged_created.sql"),
+    },
 ];
 
 /// The schema of `vectors.db` (namespaces and vectors of every index).

@@ -17,7 +17,11 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 use crate::config::StorageConfig;
 use crate::database::{Database, backend_error};
 use crate::migrations;
-use crate::queue_listing::{filter_sql, page};
+use crate::queue_listing::{filter_sql, into_page, newest, page};
+use crate::queue_log::{
+    EVENT_COLUMNS, append_event, event_from_row, insert_created, insert_later_event, log_created, next_seq,
+    unlogged_created,
+};
 
 /// Messages, dead letters, events and URL groups in SQLite.
 #[derive(Debug, Clone)]
@@ -45,7 +49,10 @@ pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> StoreResult<String> {
     serde_json::to_string(value).map_err(|e| StoreError::Backend(e.to_string()))
 }
 
-fn corrupt(column: usize, error: impl std::error::Error + Send + Sync + 'static) -> rusqlite::Error {
+pub(crate) fn corrupt(
+    column: usize,
+    error: impl std::error::Error + Send + Sync + 'static,
+) -> rusqlite::Error {
     rusqlite::Error::FromSqlConversionFailure(column, rusqlite::types::Type::Text, Box::new(error))
 }
 
@@ -71,6 +78,21 @@ const QUEUE_CONDITION: &str = "(m.queue_name IS NULL OR q.name IS NULL OR (
 
 const MESSAGE_COLUMNS: &str = "id, account_id, retried, not_before, created_at, spec, body";
 
+/// A claim's change of `log_seq`: a kept CREATED seq turns negative, so that the claim (which reads the new
+/// value) knows to write the event; a negative one, written at an earlier claim, becomes NULL.
+const CLAIM_LOG_SEQ: &str = "log_seq = CASE WHEN log_seq > 0 THEN -log_seq END";
+
+/// A claimed message (`MESSAGE_COLUMNS`, then `log_seq` as a claim left it), with the seq and stored spec
+/// of its CREATED event when the claim must write it.
+fn claimed_from_row(row: &Row<'_>) -> rusqlite::Result<(Message, Option<(i64, String)>)> {
+    let message = message_from_row(row)?;
+    let created = match row.get::<_, Option<i64>>(7)? {
+        Some(seq) if seq < 0 => Some((-seq, row.get(5)?)),
+        Some(_) | None => None,
+    };
+    Ok((message, created))
+}
+
 fn message_from_row(row: &Row<'_>) -> rusqlite::Result<Message> {
     let spec: String = row.get(5)?;
     Ok(Message {
@@ -84,66 +106,12 @@ fn message_from_row(row: &Row<'_>) -> rusqlite::Result<Message> {
     })
 }
 
-/// A message spec encoded for storage, prepared before the write reaches the writer thread.
-struct Encoded {
-    spec: String,
-    labels: String,
-}
-
-fn encode(spec: &MessageSpec) -> StoreResult<Encoded> {
-    Ok(Encoded {
-        spec: to_json(spec)?,
-        labels: to_json(&spec.labels)?,
-    })
-}
-
-/// Records an event as the next in its account's log; only CREATED carries the spec (`encoded`), later ones
-/// find it by message id.
-fn insert_event(
-    connection: &Connection,
-    message: &Message,
-    labels: &str,
-    spec: Option<&str>,
-    event: &NewEvent,
-) -> StoreResult<()> {
-    let spec_fields = &message.spec;
-    connection
-        .prepare_cached(
-            "INSERT INTO events (account_id, seq, message_id, time, state, url, topic_name, queue_name,
-                 schedule_id, labels, spec, detail)
-             VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE account_id = ?1), ?2, ?3, ?4, ?5,
-                 ?6, ?7, ?8, ?9, ?10, ?11)",
-        )
-        .and_then(|mut statement| {
-            statement.execute(params![
-                message.account_id.to_string(),
-                message.id.0,
-                event.time.as_millis(),
-                event.state.as_str(),
-                spec_fields.url,
-                spec_fields.topic_name,
-                spec_fields.queue_name,
-                spec_fields.schedule_id,
-                labels,
-                spec,
-                to_json(&event.detail).unwrap_or_else(|_| "{}".into()),
-            ])
-        })
-        .map(drop)
-        .map_err(backend_error)
-}
-
-/// Records a later event of `message`, whose labels are encoded here (small).
-fn insert_later_event(connection: &Connection, message: &Message, event: &NewEvent) -> StoreResult<()> {
-    let labels = to_json(&message.spec.labels)?;
-    insert_event(connection, message, &labels, None, event)
-}
-
-/// Stores one message (and its CREATED event), honouring its deduplication key.
+/// Stores one message, whose row stands for its CREATED event until its first change, honouring its
+/// deduplication key.
 fn insert_message(
     connection: &Connection,
     new: &NewMessage,
-    encoded: &Encoded,
+    spec: &str,
     now: Timestamp,
 ) -> StoreResult<Enqueued> {
     let message = &new.message;
@@ -173,21 +141,24 @@ fn insert_message(
             .and_then(|mut s| s.execute(params![account, key, message.id.0, expires_at.as_millis()]))
             .map_err(backend_error)?;
     }
+    // The row stands for the message's CREATED event until its first change (see `log_created`).
     connection
-        .prepare_cached(
-            "INSERT INTO messages (id, account_id, due_at, leased, retried, not_before, created_at, spec, body, queue_name,
-                 flow_key)
-             VALUES (?1, ?2, ?3, 0, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-        )
+        .prepare_cached(concat!(
+            "INSERT INTO messages (account_id, id, due_at, leased, retried, not_before, created_at, spec, body,
+                 queue_name, flow_key, log_seq)
+             VALUES (?1, ?2, ?3, 0, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ",
+            next_seq!(),
+            ")"
+        ))
         .and_then(|mut s| {
             s.execute(params![
-                message.id.0,
                 account,
+                message.id.0,
                 message.not_before.as_millis(),
                 message.retried,
                 message.not_before.as_millis(),
                 message.created_at.as_millis(),
-                encoded.spec,
+                spec,
                 message.body,
                 message.spec.queue_name,
                 message.spec.flow_control.as_ref().map(|f| &f.key),
@@ -197,18 +168,6 @@ fn insert_message(
     if let Some(flow) = &message.spec.flow_control {
         crate::flow_control::upsert_key(connection, &account, flow)?;
     }
-    let created = NewEvent {
-        time: now,
-        state: MessageState::Created,
-        detail: EventDetail::default(),
-    };
-    insert_event(
-        connection,
-        message,
-        &encoded.labels,
-        Some(&encoded.spec),
-        &created,
-    )?;
     Ok(Enqueued {
         message_id: message.id.clone(),
         deduplicated: false,
@@ -224,8 +183,10 @@ fn load_message(connection: &Connection, account: &str, id: &str) -> StoreResult
         .map_err(read_error)
 }
 
-/// Deletes a pending message (it was delivered, dead-lettered or cancelled).
+/// Deletes a pending message (it was delivered, dead-lettered or cancelled), writing its CREATED event
+/// first if the row still stood for it.
 fn delete_message(connection: &Connection, message: &Message) -> StoreResult<()> {
+    log_created(connection, message, &to_json(&message.spec.labels)?)?;
     connection
         .prepare_cached("DELETE FROM messages WHERE account_id = ?1 AND id = ?2")
         .and_then(|mut s| s.execute([message.account_id.to_string(), message.id.0.clone()]))
@@ -295,31 +256,6 @@ fn dead_letter_from_row(row: &Row<'_>) -> rusqlite::Result<(i64, DeadLetter)> {
     ))
 }
 
-/// Later events borrow the spec of their message's CREATED event. The lookup names its index: without
-/// statistics, SQLite would rather scan the account's events in the primary key, which holds every
-/// column, than use `events_by_message` and then the key.
-const EVENT_COLUMNS: &str = "seq, time, message_id, state, COALESCE(spec, (SELECT c.spec FROM events c \
-     INDEXED BY events_by_message \
-     WHERE c.account_id = e.account_id AND c.message_id = e.message_id AND c.state = 'CREATED' LIMIT 1)), detail";
-
-fn event_from_row(row: &Row<'_>) -> rusqlite::Result<(i64, Event)> {
-    let state: String = row.get(3)?;
-    let spec: String = row.get(4)?;
-    let detail: String = row.get(5)?;
-    let sequence = row.get(0)?;
-    Ok((
-        sequence,
-        Event {
-            sequence,
-            time: Timestamp::from_millis(row.get(1)?),
-            message_id: MessageId(row.get(2)?),
-            state: MessageState::parse(&state).ok_or_else(|| corrupt(3, std::fmt::Error))?,
-            spec: serde_json::from_str(&spec).map_err(|e| corrupt(4, e))?,
-            detail: serde_json::from_str(&detail).map_err(|e| corrupt(5, e))?,
-        },
-    ))
-}
-
 fn group_from_row(row: &Row<'_>) -> rusqlite::Result<UrlGroup> {
     let endpoints: String = row.get(3)?;
     let headers: String = row.get(4)?;
@@ -335,9 +271,9 @@ fn group_from_row(row: &Row<'_>) -> rusqlite::Result<UrlGroup> {
 #[async_trait]
 impl QueueStore for SqliteQueueStore {
     async fn enqueue(&self, messages: Vec<NewMessage>, now: Timestamp) -> StoreResult<Vec<Enqueued>> {
-        let encoded = messages
+        let specs = messages
             .iter()
-            .map(|m| encode(&m.message.spec))
+            .map(|m| to_json(&m.message.spec))
             .collect::<StoreResult<Vec<_>>>()?;
         self.database
             .write_repeatable(move |c| {
@@ -351,8 +287,8 @@ impl QueueStore for SqliteQueueStore {
                 }
                 messages
                     .iter()
-                    .zip(&encoded)
-                    .map(|(m, e)| insert_message(c, m, e, now))
+                    .zip(&specs)
+                    .map(|(m, spec)| insert_message(c, m, spec, now))
                     .collect()
             })
             .await
@@ -368,47 +304,59 @@ impl QueueStore for SqliteQueueStore {
             .write_repeatable(move |c| {
                 let mut statement = c
                     .prepare_cached(&format!(
-                        "UPDATE messages SET due_at = ?1, leased = 1
+                        "UPDATE messages SET due_at = ?1, leased = 1, {CLAIM_LOG_SEQ}
                          WHERE rowid IN (
                              SELECT m.rowid FROM messages m
                              LEFT JOIN queues q ON q.account_id = m.account_id AND q.name = m.queue_name
                              WHERE m.due_at <= ?2 AND m.flow_key IS NULL AND {QUEUE_CONDITION}
                              ORDER BY m.due_at LIMIT ?3)
-                         RETURNING {MESSAGE_COLUMNS}"
+                         RETURNING {MESSAGE_COLUMNS}, log_seq"
                     ))
                     .map_err(backend_error)?;
                 let wanted = i64::try_from(limit).unwrap_or(i64::MAX);
                 let rows = statement
                     .query_map(
                         params![lease_until.as_millis(), now.as_millis(), wanted],
-                        message_from_row,
+                        claimed_from_row,
                     )
                     .map_err(read_error)?;
-                let mut claimed: Vec<Message> = rows.collect::<Result<_, _>>().map_err(read_error)?;
+                let mut claimed: Vec<(Message, Option<(i64, String)>)> =
+                    rows.collect::<Result<_, _>>().map_err(read_error)?;
                 let room = limit.saturating_sub(claimed.len());
                 if room > 0 {
                     for (account, id) in crate::flow_control::claim_keyed(c, now, room, QUEUE_CONDITION)? {
                         let message = c
                             .prepare_cached(&format!(
-                                "UPDATE messages SET due_at = ?1, leased = 1 WHERE account_id = ?2 AND id = ?3
-                                 RETURNING {MESSAGE_COLUMNS}"
+                                "UPDATE messages SET due_at = ?1, leased = 1, {CLAIM_LOG_SEQ}
+                                 WHERE account_id = ?2 AND id = ?3 RETURNING {MESSAGE_COLUMNS}, log_seq"
                             ))
                             .and_then(|mut s| {
-                                s.query_row(params![lease_until.as_millis(), account, id], message_from_row)
+                                s.query_row(params![lease_until.as_millis(), account, id], claimed_from_row)
                             })
                             .map_err(read_error)?;
                         claimed.push(message);
                     }
                 }
-                for message in &claimed {
-                    let active = NewEvent {
-                        time: now,
-                        state: MessageState::Active,
-                        detail: EventDetail::default(),
-                    };
-                    insert_later_event(c, message, &active)?;
+                let active = NewEvent {
+                    time: now,
+                    state: MessageState::Active,
+                    detail: EventDetail::default(),
+                };
+                // Every CREATED event first: the claim took their seqs out of the ones a new event
+                // must follow.
+                let labels = claimed
+                    .iter()
+                    .map(|(message, _)| to_json(&message.spec.labels))
+                    .collect::<StoreResult<Vec<_>>>()?;
+                for ((message, created), labels) in claimed.iter().zip(&labels) {
+                    if let Some((seq, spec)) = created {
+                        insert_created(c, message, labels, spec, *seq)?;
+                    }
                 }
-                Ok(claimed)
+                for ((message, _), labels) in claimed.iter().zip(&labels) {
+                    append_event(c, message, labels, &active)?;
+                }
+                Ok(claimed.into_iter().map(|(message, _)| message).collect())
             })
             .await
     }
@@ -451,10 +399,10 @@ impl QueueStore for SqliteQueueStore {
     }
 
     async fn record_attempt(&self, record: AttemptRecord) -> StoreResult<()> {
-        let encoded = record
+        let specs = record
             .follow_ups
             .iter()
-            .map(|m| encode(&m.message.spec))
+            .map(|m| to_json(&m.message.spec))
             .collect::<StoreResult<Vec<_>>>()?;
         self.database
             .write_repeatable(move |c| {
@@ -488,7 +436,7 @@ impl QueueStore for SqliteQueueStore {
                 for event in &record.events {
                     insert_later_event(c, &message, event)?;
                 }
-                for (follow_up, encoded) in record.follow_ups.iter().zip(&encoded) {
+                for (follow_up, encoded) in record.follow_ups.iter().zip(&specs) {
                     insert_message(c, follow_up, encoded, follow_up.message.created_at)?;
                 }
                 Ok(())
@@ -610,7 +558,7 @@ impl QueueStore for SqliteQueueStore {
         now: Timestamp,
     ) -> StoreResult<Option<MessageId>> {
         let dlq_id = dlq_id.to_owned();
-        let encoded = encode(&replacement.message.spec)?;
+        let spec = to_json(&replacement.message.spec)?;
         self.database
             .write(move |c| {
                 let removed = c
@@ -622,7 +570,7 @@ impl QueueStore for SqliteQueueStore {
                 if removed == 0 {
                     return Ok(None);
                 }
-                Ok(Some(insert_message(c, &replacement, &encoded, now)?.message_id))
+                Ok(Some(insert_message(c, &replacement, &spec, now)?.message_id))
             })
             .await
     }
@@ -653,6 +601,8 @@ impl QueueStore for SqliteQueueStore {
     ) -> StoreResult<Page<Event>> {
         let where_clause = filter_sql(account, filter, "time", false);
         let cursor = cursor.map(str::to_owned);
+        let created_pending = filter.states.is_empty() || filter.states.contains(&MessageState::Created);
+        let pending_table = unlogged_created(!filter.message_ids.is_empty());
         // The events of given messages come from their index, not from a scan of the account's log
         // (see EVENT_COLUMNS for why SQLite needs telling).
         let table = if filter.message_ids.is_empty() {
@@ -662,15 +612,30 @@ impl QueueStore for SqliteQueueStore {
         };
         self.database
             .read(move |c| {
-                page(
+                let cursor = cursor.as_deref();
+                let mut items = newest(
                     c,
                     table,
                     EVENT_COLUMNS,
-                    where_clause,
-                    cursor.as_deref(),
+                    where_clause.clone(),
+                    cursor,
                     count,
                     event_from_row,
-                )
+                )?;
+                if created_pending {
+                    let pending = newest(
+                        c,
+                        &pending_table,
+                        "seq, time, message_id, state, spec, detail",
+                        where_clause,
+                        cursor,
+                        count,
+                        event_from_row,
+                    )?;
+                    items.extend(pending);
+                    items.sort_unstable_by_key(|(seq, _)| std::cmp::Reverse(*seq));
+                }
+                Ok(into_page(items, count))
             })
             .await
     }

@@ -82,11 +82,26 @@ pub(crate) fn page<T>(
     connection: &Connection,
     table: &str,
     columns: &str,
-    (conditions, mut values): (String, Vec<SqlValue>),
+    conditions: (String, Vec<SqlValue>),
     cursor: Option<&str>,
     count: usize,
     from_row: impl Fn(&Row<'_>) -> rusqlite::Result<(i64, T)>,
 ) -> StoreResult<Page<T>> {
+    let items = newest(connection, table, columns, conditions, cursor, count, from_row)?;
+    Ok(into_page(items, count))
+}
+
+/// Reads up to `count + 1` rows, newest first, below the sequence number in `cursor`: one more than a page,
+/// to tell whether another page follows.
+pub(crate) fn newest<T>(
+    connection: &Connection,
+    table: &str,
+    columns: &str,
+    (conditions, mut values): (String, Vec<SqlValue>),
+    cursor: Option<&str>,
+    count: usize,
+    from_row: impl Fn(&Row<'_>) -> rusqlite::Result<(i64, T)>,
+) -> StoreResult<Vec<(i64, T)>> {
     let mut sql = format!("SELECT {columns} FROM {table} WHERE {conditions}");
     if let Some(cursor) = cursor.and_then(|c| c.parse::<i64>().ok()) {
         sql.push_str(" AND seq < ?");
@@ -98,17 +113,21 @@ pub(crate) fn page<T>(
     let rows = statement
         .query_map(params_from_iter(values), from_row)
         .map_err(read_error)?;
-    let mut items: Vec<(i64, T)> = rows.collect::<Result<_, _>>().map_err(read_error)?;
+    rows.collect::<Result<_, _>>().map_err(read_error)
+}
+
+/// The first `count` of `items` (newest first), with a cursor when more follow.
+pub(crate) fn into_page<T>(mut items: Vec<(i64, T)>, count: usize) -> Page<T> {
     let cursor = if items.len() > count {
         items.truncate(count);
         items.last().map(|(seq, _)| seq.to_string())
     } else {
         None
     };
-    Ok(Page {
+    Page {
         items: items.into_iter().map(|(_, item)| item).collect(),
         cursor,
-    })
+    }
 }
 
 /// Deletes the events of finished messages whose newest event is older than `older_than`, among the
