@@ -66,6 +66,10 @@ pub(crate) enum BenchCommand {
         /// its own peer runs (comma-separated).
         #[arg(long, value_delimiter = ',', default_values_t = [64, 256])]
         connections: Vec<usize>,
+        /// Peer-then-publish pairs of runs per connection count. Besides the ratio of the means, the
+        /// median of the pairs' own ratios is printed: the machine's speed drifts less within a pair.
+        #[arg(long, default_value_t = 2)]
+        pairs: usize,
         /// Directory for the server's data (default: a temporary directory).
         #[arg(long)]
         dir: Option<PathBuf>,
@@ -271,8 +275,9 @@ pub(crate) async fn run(command: BenchCommand, config: &Config) -> Result<()> {
         BenchCommand::Queue {
             seconds,
             connections,
+            pairs,
             dir,
-        } => crate::bench_queue::queue(config, seconds, connections, dir).await,
+        } => crate::bench_queue::queue(config, seconds, connections, pairs, dir).await,
         BenchCommand::Scheduler {
             schedules,
             minutes,

@@ -210,25 +210,38 @@ async fn wait_for_arrivals(arrivals: &Arrivals, count: u64, limit: Duration) -> 
     Ok(started.elapsed())
 }
 
-/// One closed-loop round: the peer and durable publish at one concurrency, alternating twice so drift on
-/// this shared machine hits both.
+/// One closed-loop round: the peer and durable publish at one concurrency, alternating pair by pair so
+/// drift on this shared machine hits both.
 #[derive(Debug)]
 struct Round {
     connections: usize,
     peer: (f64, Option<f64>),
     publish: (f64, Option<f64>, Option<f64>),
+    /// Each pair's publish / peer, in percent, sorted.
+    pair_ratios: Vec<f64>,
+}
+
+/// The median of `sorted` (the mean of the middle two for an even count).
+fn median(sorted: &[f64]) -> f64 {
+    match sorted.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => sorted[n / 2],
+        n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
+    }
 }
 
 pub(crate) async fn queue(
     config: &Config,
     seconds: u64,
     connections: Vec<usize>,
+    pairs: usize,
     dir: Option<std::path::PathBuf>,
 ) -> Result<()> {
     anyhow::ensure!(
         !connections.is_empty() && !connections.contains(&0),
         "--connections needs one or more counts above zero"
     );
+    anyhow::ensure!(pairs > 0, "--pairs needs at least one pair of runs");
     let (app, _scratch, parent) = crate::bench::start_server(config, dir).await?;
     let base = format!("http://{}", app.local_addr());
     let token = format!("Bearer {}", app.bootstrap().account.queue_token);
@@ -251,7 +264,7 @@ pub(crate) async fn queue(
     for &count in &connections {
         let mut peer_rates = Vec::new();
         let mut publish_rates = Vec::new();
-        for _ in 0..2 {
+        for _ in 0..pairs {
             peer_rates.push(closed_loop(&client, &format!("http://{peer}/"), &[], count, duration).await?);
             let delayed = [("authorization", token.clone()), ("svc-delay", "7d".to_owned())];
             publish_rates.push(
@@ -261,10 +274,17 @@ pub(crate) async fn queue(
             );
         }
         let (peer_rate, peer_cpu, _) = mean(&peer_rates);
+        let mut pair_ratios: Vec<f64> = peer_rates
+            .iter()
+            .zip(&publish_rates)
+            .map(|(peer, publish)| 100.0 * publish.rate / peer.rate)
+            .collect();
+        pair_ratios.sort_unstable_by(f64::total_cmp);
         rounds.push(Round {
             connections: count,
             peer: (peer_rate, peer_cpu),
             publish: mean(&publish_rates),
+            pair_ratios,
         });
     }
 
@@ -329,19 +349,22 @@ pub(crate) async fn queue(
 
     app.shutdown().await;
     println!(
-        "queue benchmark: {seconds} s per closed-loop run (peer and publish alternating, two runs each per connection count), data in {}",
+        "queue benchmark: {seconds} s per closed-loop run ({pairs} peer-then-publish pairs per connection count), data in {}",
         parent.display()
     );
     println!(
-        "| connections | bare hyper server answering 200 (peer) | durable publish (acknowledged after fsync) | publish / peer | process CPU per answer (load generator included): peer, publish | queue store's writer thread CPU per publish |"
+        "| connections | bare hyper server answering 200 (peer) | durable publish (acknowledged after fsync) | publish / peer | publish / peer, pair by pair: median (lowest-highest) | process CPU per answer (load generator included): peer, publish | queue store's writer thread CPU per publish |"
     );
-    println!("|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|");
     for round in &rounds {
         let ((peer_rate, peer_cpu), (publish_rate, publish_cpu, writer_cpu)) = (round.peer, round.publish);
         println!(
-            "| {} | {peer_rate:.0} req/s | {publish_rate:.0} msg/s | {:.1} % | {}, {} | {} |",
+            "| {} | {peer_rate:.0} req/s | {publish_rate:.0} msg/s | {:.1} % | {:.1} % ({:.1}-{:.1} %) | {}, {} | {} |",
             round.connections,
             100.0 * publish_rate / peer_rate,
+            median(&round.pair_ratios),
+            round.pair_ratios.first().copied().unwrap_or(f64::NAN),
+            round.pair_ratios.last().copied().unwrap_or(f64::NAN),
             cpu_text(peer_cpu),
             cpu_text(publish_cpu),
             cpu_text(writer_cpu)

@@ -98,15 +98,22 @@ async fn a_finished_message_leaves_the_log_after_the_retention_and_a_pending_one
 async fn finished_messages_leave_the_log_behind_thousands_of_older_pending_ones() {
     let server = TestServer::embedded().await;
     let receiver = Receiver::start().await;
-    // More pending messages than a pruning round looks at in one go, all older than the finished one.
+    let failing = Receiver::start().await;
+    failing.respond_with(Reply::status(500));
+    // More pending messages than a pruning round looks at in one go, all older than the finished one:
+    // each failed once and waits 300 days for its retry, so its events (four) stand in the log.
     let batch: Vec<Value> = (0..100)
-        .map(|_| serde_json::json!({"destination": receiver.url("/later"), "body": "p", "headers": {"Svc-Delay": "300d"}}))
+        .map(|_| {
+            serde_json::json!({"destination": failing.url("/later"), "body": "p",
+                "headers": {"Svc-Retries": "1", "Svc-Retry-Delay": "25920000000"}})
+        })
         .collect();
     for _ in 0..25 {
         let (status, body) = send(server.queue(Method::POST, "/v2/batch").json(&batch)).await;
         assert_eq!(status, StatusCode::OK, "{body}");
         assert!(body[99]["messageId"].is_string(), "{body}");
     }
+    failing.wait_for(2_500, WAIT).await;
     let (_, finished) = publish(&server, &receiver.url("/now"), &[], "x").await;
     let finished = id(&finished);
     receiver.wait_for(1, WAIT).await;
