@@ -208,4 +208,97 @@ mod tests {
             .collect();
         assert_eq!(events, expected);
     }
+
+    #[tokio::test]
+    async fn a_message_pending_across_the_upgrade_keeps_its_one_created_event_in_its_place() {
+        use quiver_core::{AccountId, Timestamp};
+        use quiver_queue::message::{Message, MessageId, MessageSpec, NewMessage};
+        use quiver_queue::store::{Filter, QueueStore};
+
+        let dir = tempfile::tempdir().unwrap();
+        let account = AccountId::random();
+        let spec = |url: &str| -> MessageSpec {
+            serde_json::from_value(
+                serde_json::json!({"kind": "publish", "url": url, "method": "POST",
+                "headers": [], "max_retries": 0, "timeout_ms": 1000}),
+            )
+            .unwrap()
+        };
+        // Before migration 9, a publish wrote the message and its CREATED event.
+        {
+            let mut connection = Connection::open(dir.path().join("queue.db")).unwrap();
+            apply(&mut connection, &QUEUE[..8]).unwrap();
+            let spec = serde_json::to_string(&spec("http://old")).unwrap();
+            connection
+                .execute(
+                    "INSERT INTO messages (id, account_id, due_at, not_before, created_at, spec, body)
+                     VALUES ('msg_old', ?1, 5, 5, 5, ?2, x'01')",
+                    (account.to_string(), &spec),
+                )
+                .unwrap();
+            connection
+                .execute(
+                    "INSERT INTO events (account_id, seq, message_id, time, state, url, labels, spec, detail)
+                     VALUES (?1, 1, 'msg_old', 5, 'CREATED', 'http://old', '[]', ?2, '{}')",
+                    (account.to_string(), &spec),
+                )
+                .unwrap();
+        }
+        let store =
+            crate::queue::SqliteQueueStore::open(dir.path(), &crate::config::StorageConfig::default())
+                .unwrap();
+        let now = Timestamp::from_millis(10);
+        let new = Message {
+            id: MessageId("msg_new".into()),
+            account_id: account,
+            retried: 0,
+            not_before: now,
+            created_at: now,
+            spec: spec("http://new"),
+            body: b"x".to_vec(),
+        };
+        store
+            .enqueue(
+                vec![NewMessage {
+                    message: new,
+                    dedup: None,
+                }],
+                now,
+            )
+            .await
+            .unwrap();
+        let log = || async {
+            let page = store.events(account, &Filter::default(), None, 10).await.unwrap();
+            page.items
+                .iter()
+                .map(|e| (e.sequence, e.message_id.0.clone(), e.state.as_str()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            log().await,
+            [
+                (2, "msg_new".to_owned(), "CREATED"),
+                (1, "msg_old".to_owned(), "CREATED")
+            ]
+        );
+
+        let claimed = store
+            .claim_due(now, 10, Timestamp::from_millis(1_000))
+            .await
+            .unwrap();
+        assert_eq!(claimed.len(), 2);
+        let mut after = log().await;
+        let actives = after
+            .drain(..2)
+            .map(|(seq, _, state)| (seq, state))
+            .collect::<Vec<_>>();
+        assert_eq!(actives, [(4, "ACTIVE"), (3, "ACTIVE")]);
+        assert_eq!(
+            after,
+            [
+                (2, "msg_new".to_owned(), "CREATED"),
+                (1, "msg_old".to_owned(), "CREATED")
+            ]
+        );
+    }
 }
