@@ -186,7 +186,7 @@ fn load_message(connection: &Connection, account: &str, id: &str) -> StoreResult
 /// Deletes a pending message (it was delivered, dead-lettered or cancelled), writing its CREATED event
 /// first if the row still stood for it.
 fn delete_message(connection: &Connection, message: &Message) -> StoreResult<()> {
-    log_created(connection, message, &to_json(&message.spec.labels)?)?;
+    log_created(connection, message)?;
     connection
         .prepare_cached("DELETE FROM messages WHERE account_id = ?1 AND id = ?2")
         .and_then(|mut s| s.execute([message.account_id.to_string(), message.id.0.clone()]))
@@ -436,8 +436,8 @@ impl QueueStore for SqliteQueueStore {
                 for event in &record.events {
                     insert_later_event(c, &message, event)?;
                 }
-                for (follow_up, encoded) in record.follow_ups.iter().zip(&specs) {
-                    insert_message(c, follow_up, encoded, follow_up.message.created_at)?;
+                for (follow_up, spec) in record.follow_ups.iter().zip(&specs) {
+                    insert_message(c, follow_up, spec, follow_up.message.created_at)?;
                 }
                 Ok(())
             })

@@ -20,6 +20,44 @@ macro_rules! next_seq {
 }
 pub(crate) use next_seq;
 
+/// Writes one event of `message`: at `seq`, or else as the next in its account's log. Only CREATED carries
+/// the spec (`spec`, its stored JSON); later events find it by message id.
+fn write_event(
+    connection: &Connection,
+    message: &Message,
+    labels: &str,
+    (seq, spec): (Option<i64>, Option<&str>),
+    event: &NewEvent,
+) -> StoreResult<()> {
+    let fields = &message.spec;
+    connection
+        .prepare_cached(concat!(
+            "INSERT INTO events (account_id, seq, message_id, time, state, url, topic_name, queue_name,
+                 schedule_id, labels, spec, detail)
+             VALUES (?1, COALESCE(?2, ",
+            next_seq!(),
+            "), ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
+        ))
+        .and_then(|mut statement| {
+            statement.execute(params![
+                message.account_id.to_string(),
+                seq,
+                message.id.0,
+                event.time.as_millis(),
+                event.state.as_str(),
+                fields.url,
+                fields.topic_name,
+                fields.queue_name,
+                fields.schedule_id,
+                labels,
+                spec,
+                to_json(&event.detail).unwrap_or_else(|_| "{}".into()),
+            ])
+        })
+        .map(drop)
+        .map_err(backend_error)
+}
+
 /// Writes `message`'s CREATED event at `seq`, the place its row kept for it; `spec` is its stored JSON.
 pub(crate) fn insert_created(
     connection: &Connection,
@@ -28,36 +66,18 @@ pub(crate) fn insert_created(
     spec: &str,
     seq: i64,
 ) -> StoreResult<()> {
-    let fields = &message.spec;
-    connection
-        .prepare_cached(
-            "INSERT INTO events (account_id, seq, message_id, time, state, url, topic_name, queue_name,
-                 schedule_id, labels, spec, detail)
-             VALUES (?1, ?2, ?3, ?4, 'CREATED', ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-        )
-        .and_then(|mut statement| {
-            statement.execute(params![
-                message.account_id.to_string(),
-                seq,
-                message.id.0,
-                message.created_at.as_millis(),
-                fields.url,
-                fields.topic_name,
-                fields.queue_name,
-                fields.schedule_id,
-                labels,
-                spec,
-                to_json(&EventDetail::default()).unwrap_or_else(|_| "{}".into()),
-            ])
-        })
-        .map(drop)
-        .map_err(backend_error)
+    let created = NewEvent {
+        time: message.created_at,
+        state: MessageState::Created,
+        detail: EventDetail::default(),
+    };
+    write_event(connection, message, labels, (Some(seq), Some(spec)), &created)
 }
 
 /// Writes `message`'s CREATED event if its row still stands for it, and marks the row as written (the
 /// kept seq turns negative). A message's first change (claim, cancel, end) does this before anything else
 /// touches its log, so the event is written once and later events find the spec there.
-pub(crate) fn log_created(connection: &Connection, message: &Message, labels: &str) -> StoreResult<()> {
+pub(crate) fn log_created(connection: &Connection, message: &Message) -> StoreResult<()> {
     let kept: Option<(i64, String)> = connection
         .prepare_cached(
             "UPDATE messages SET log_seq = -log_seq WHERE account_id = ?1 AND id = ?2 AND log_seq > 0
@@ -72,44 +92,20 @@ pub(crate) fn log_created(connection: &Connection, message: &Message, labels: &s
         })
         .map_err(backend_error)?;
     match kept {
-        Some((seq, spec)) => insert_created(connection, message, labels, &spec, seq),
+        Some((seq, spec)) => insert_created(connection, message, &to_json(&message.spec.labels)?, &spec, seq),
         None => Ok(()),
     }
 }
 
 /// Records a later event of `message` as the next in its account's log, its CREATED event being written
-/// already. Only CREATED carries the spec; later events find it by message id.
+/// already.
 pub(crate) fn append_event(
     connection: &Connection,
     message: &Message,
     labels: &str,
     event: &NewEvent,
 ) -> StoreResult<()> {
-    let spec = &message.spec;
-    connection
-        .prepare_cached(concat!(
-            "INSERT INTO events (account_id, seq, message_id, time, state, url, topic_name, queue_name,
-                 schedule_id, labels, spec, detail)
-             VALUES (?1, ",
-            next_seq!(),
-            ", ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, NULL, ?10)"
-        ))
-        .and_then(|mut statement| {
-            statement.execute(params![
-                message.account_id.to_string(),
-                message.id.0,
-                event.time.as_millis(),
-                event.state.as_str(),
-                spec.url,
-                spec.topic_name,
-                spec.queue_name,
-                spec.schedule_id,
-                labels,
-                to_json(&event.detail).unwrap_or_else(|_| "{}".into()),
-            ])
-        })
-        .map(drop)
-        .map_err(backend_error)
+    write_event(connection, message, labels, (None, None), event)
 }
 
 /// Records a later event of `message` (its CREATED event first, if that is not written yet).
@@ -118,9 +114,8 @@ pub(crate) fn insert_later_event(
     message: &Message,
     event: &NewEvent,
 ) -> StoreResult<()> {
-    let labels = to_json(&message.spec.labels)?;
-    log_created(connection, message, &labels)?;
-    append_event(connection, message, &labels, event)
+    log_created(connection, message)?;
+    append_event(connection, message, &to_json(&message.spec.labels)?, event)
 }
 
 /// Later events borrow the spec of their message's CREATED event. The lookup names its index: without
