@@ -5,9 +5,11 @@ Starts `quiver serve --dev` on a scratch directory and publishes 20,000 messages
 to a closed local port with `Svc-Retries: 0`, so each fails at once and leaves four events (CREATED,
 ACTIVE, ERROR, FAILED): 80,000 in all. It then times five reads of the newest page of 100 events
 (most of them borrow their spec from their message's CREATED event), and five reads filtered by one
-message id.
+message id. With `--pending N`, it then publishes N messages delayed by a day, whose CREATED events are
+read from their message rows until they are delivered, and times the same reads again (the newest page
+is then all pending messages) plus a read filtered by a pending message's id.
 
-Usage: bench/events_listing.py PATH/TO/quiver [--scratch DIR]
+Usage: bench/events_listing.py PATH/TO/quiver [--scratch DIR] [--pending N]
 """
 
 import argparse
@@ -48,6 +50,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("binary")
     parser.add_argument("--scratch", default=None)
+    parser.add_argument("--pending", type=int, default=0)
     args = parser.parse_args()
     directory = tempfile.mkdtemp(dir=args.scratch or tempfile.gettempdir())
     server = subprocess.Popen(
@@ -83,6 +86,21 @@ def main():
         print(f"{name}: {EVENTS} events in the log")
         print(f"{name}: GET /v2/events?count=100: " + ", ".join(f"{t:.1f}" for t in newest) + " ms")
         print(f"{name}: GET /v2/events?messageId=...: " + ", ".join(f"{t:.1f}" for t in filtered) + " ms")
+        if args.pending:
+            delayed = json.dumps(
+                [{"destination": "http://127.0.0.1:9/x", "body": "x", "headers": {"Svc-Delay": "1d"}}] * 100
+            )
+            for _ in range(args.pending // 100):
+                request(connection, "POST", "/v2/batch", delayed)
+            newest, page = timed(connection, "/v2/events?count=100")
+            assert all(e["state"] == "CREATED" for e in page["events"]), "the newest page is the pending messages"
+            pending_id = page["events"][0]["messageId"]
+            filtered, _ = timed(connection, f"/v2/events?messageId={pending_id}")
+            finished, _ = timed(connection, f"/v2/events?messageId={message_id}")
+            print(f"{name}: and {args.pending} pending messages")
+            print(f"{name}: GET /v2/events?count=100: " + ", ".join(f"{t:.1f}" for t in newest) + " ms")
+            print(f"{name}: GET /v2/events?messageId=(pending): " + ", ".join(f"{t:.1f}" for t in filtered) + " ms")
+            print(f"{name}: GET /v2/events?messageId=(finished): " + ", ".join(f"{t:.1f}" for t in finished) + " ms")
     finally:
         server.kill()
         server.wait()
