@@ -19,8 +19,7 @@ use crate::database::{Database, backend_error};
 use crate::migrations;
 use crate::queue_listing::{filter_sql, into_page, newest, page};
 use crate::queue_log::{
-    EVENT_COLUMNS, append_event, event_from_row, insert_created, insert_later_event, log_created, next_seq,
-    unlogged_created,
+    EVENT_COLUMNS, append_event, event_from_row, insert_created, log_created, next_seq, unlogged_created,
 };
 
 /// Messages, dead letters, events and URL groups in SQLite.
@@ -184,7 +183,7 @@ fn load_message(connection: &Connection, account: &str, id: &str) -> StoreResult
 }
 
 /// Deletes a pending message (it was delivered, dead-lettered or cancelled), writing its CREATED event
-/// first if the row still stood for it.
+/// first if the row still stood for it: the only way such a row could go without its event being written.
 fn delete_message(connection: &Connection, message: &Message) -> StoreResult<()> {
     log_created(connection, message)?;
     connection
@@ -433,8 +432,10 @@ impl QueueStore for SqliteQueueStore {
                         .map_err(backend_error)?;
                     }
                 }
+                // The claim before this attempt wrote the message's CREATED event.
+                let labels = to_json(&message.spec.labels)?;
                 for event in &record.events {
-                    insert_later_event(c, &message, event)?;
+                    append_event(c, &message, &labels, event)?;
                 }
                 for (follow_up, spec) in record.follow_ups.iter().zip(&specs) {
                     insert_message(c, follow_up, spec, follow_up.message.created_at)?;
@@ -494,13 +495,14 @@ impl QueueStore for SqliteQueueStore {
                 };
                 for message in &targets {
                     delete_message(c, message)?;
+                    let labels = to_json(&message.spec.labels)?;
                     for state in [MessageState::CancelRequested, MessageState::Canceled] {
                         let event = NewEvent {
                             time: now,
                             state,
                             detail: EventDetail::default(),
                         };
-                        insert_later_event(c, message, &event)?;
+                        append_event(c, message, &labels, &event)?;
                     }
                 }
                 Ok(targets.len() as u64)

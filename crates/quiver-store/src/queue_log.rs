@@ -75,8 +75,9 @@ pub(crate) fn insert_created(
 }
 
 /// Writes `message`'s CREATED event if its row still stands for it, and marks the row as written (the
-/// kept seq turns negative). A message's first change (claim, cancel, end) does this before anything else
-/// touches its log, so the event is written once and later events find the spec there.
+/// kept seq turns negative). A message's first change writes the event before anything else touches its
+/// log (a claim through its own `UPDATE`, a deletion through this), so the event is written once and
+/// later events find the spec there.
 pub(crate) fn log_created(connection: &Connection, message: &Message) -> StoreResult<()> {
     let kept: Option<(i64, String)> = connection
         .prepare_cached(
@@ -98,7 +99,7 @@ pub(crate) fn log_created(connection: &Connection, message: &Message) -> StoreRe
 }
 
 /// Records a later event of `message` as the next in its account's log, its CREATED event being written
-/// already.
+/// already (see `log_created`).
 pub(crate) fn append_event(
     connection: &Connection,
     message: &Message,
@@ -106,16 +107,6 @@ pub(crate) fn append_event(
     event: &NewEvent,
 ) -> StoreResult<()> {
     write_event(connection, message, labels, (None, None), event)
-}
-
-/// Records a later event of `message` (its CREATED event first, if that is not written yet).
-pub(crate) fn insert_later_event(
-    connection: &Connection,
-    message: &Message,
-    event: &NewEvent,
-) -> StoreResult<()> {
-    log_created(connection, message)?;
-    append_event(connection, message, &to_json(&message.spec.labels)?, event)
 }
 
 /// Later events borrow the spec of their message's CREATED event. The lookup names its index: without
