@@ -137,7 +137,8 @@ impl From<QueueError> for ApiError {
             QueueError::InvalidHeader { .. }
             | QueueError::InvalidDestination(_)
             | QueueError::DestinationForbidden(_)
-            | QueueError::InvalidRequest(_) => ApiError::bad_request(error.to_string()),
+            | QueueError::InvalidRequest(_)
+            | QueueError::WorkflowRunNotRunning(_) => ApiError::bad_request(error.to_string()),
             QueueError::UrlGroupNotFound(_)
             | QueueError::MessageNotFound(_)
             | QueueError::DeadLetterNotFound(_)

@@ -6,6 +6,7 @@
 //! - [`auth`]: the HTTP Basic extractor of the management API.
 //! - [`management`]: `/v2/vector/index...` and `/v2/search...`.
 //! - [`queue_control`]: schedules, FIFO queues and workflow runs.
+//! - `queue_params`: filters of list and bulk routes, from the query or a JSON body; unknown keys are 400.
 //! - [`queue`], [`queue_wire`]: the message queue API (`/v2/publish`, `/v2/topics`, ...) and its shapes.
 //! - [`vector`], [`vector_wire`]: the vector REST API (token per index) and its shapes.
 //! - [`stats`]: index statistics (SPEC A1) and the metering middleware that feeds them.
@@ -19,6 +20,7 @@ pub mod management;
 pub mod queue;
 pub mod queue_control;
 mod queue_flow;
+mod queue_params;
 mod queue_url_groups;
 mod queue_waiters;
 pub mod queue_wire;

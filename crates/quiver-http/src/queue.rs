@@ -8,15 +8,13 @@ use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use quiver_core::Timestamp;
-use quiver_queue::message::MessageState;
-use quiver_queue::store::{CancelFilter, Filter};
 use quiver_queue::{PublishOutcome, PublishRequest};
 use serde_json::{Value, json};
 
 use crate::auth::QueueAccount;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Fields, JsonBody, RawBody};
+use crate::queue_params::Params;
 use crate::queue_wire::{dead_letter_json, event_json, message_json, publish_outcome_json};
 use crate::router::AppState;
 
@@ -240,7 +238,16 @@ async fn batch(
     let parsed: Vec<Result<PublishRequest, ApiError>> =
         items.iter().map(|item| batch_item(item, &caller_ip)).collect();
     let valid: Vec<PublishRequest> = parsed.iter().filter_map(|p| p.as_ref().ok().cloned()).collect();
-    let mut outcomes = state.queue.batch(caller.account.id, valid).await.into_iter();
+    let outcomes = state.queue.batch(caller.account.id, valid).await;
+    // A step for a run that has ended fails the whole request with a 400: the workflow SDK publishes
+    // steps in batches and stops the run on that status, not on an error inside a 200.
+    if let Some(Err(ended @ quiver_queue::QueueError::WorkflowRunNotRunning(_))) = outcomes
+        .iter()
+        .find(|o| matches!(o, Err(quiver_queue::QueueError::WorkflowRunNotRunning(_))))
+    {
+        return Err(ApiError::bad_request(ended.to_string()));
+    }
+    let mut outcomes = outcomes.into_iter();
     let answers = parsed
         .into_iter()
         .map(|item| match item {
@@ -285,21 +292,6 @@ pub(crate) fn query_pairs(uri: &Uri) -> Vec<(String, String)> {
         .unwrap_or_default()
 }
 
-/// Every value of `key`: repeated keys and comma-joined values both count.
-pub(crate) fn query_list(pairs: &[(String, String)], key: &str) -> Vec<String> {
-    pairs
-        .iter()
-        .filter(|(k, _)| k == key)
-        .flat_map(|(_, v)| {
-            v.split(',')
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(str::to_owned)
-                .collect::<Vec<_>>()
-        })
-        .collect()
-}
-
 pub(crate) fn query_one<'a>(pairs: &'a [(String, String)], key: &str) -> Option<&'a str> {
     pairs
         .iter()
@@ -308,63 +300,8 @@ pub(crate) fn query_one<'a>(pairs: &'a [(String, String)], key: &str) -> Option<
         .filter(|v| !v.is_empty())
 }
 
-/// A list of ids from a JSON body field, if the body has it.
-pub(crate) fn body_list(body: &Value, key: &str) -> Result<Option<Vec<String>>, ApiError> {
-    match body.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Array(items)) => items
-            .iter()
-            .map(|item| {
-                item.as_str()
-                    .map(str::to_owned)
-                    .ok_or_else(|| ApiError::bad_request(format!("{key}: must be an array of strings")))
-            })
-            .collect::<Result<_, _>>()
-            .map(Some),
-        Some(_) => Err(ApiError::bad_request(format!(
-            "{key}: must be an array of strings"
-        ))),
-    }
-}
-
-/// The filters of a bulk cancel, from the query (repeated or comma-joined) and from a JSON body (a text
-/// or an array of texts; dates as numbers or texts).
-fn cancel_filter(pairs: &[(String, String)], body: &Value) -> Result<CancelFilter, ApiError> {
-    let list = |key: &str| -> Result<Vec<String>, ApiError> {
-        let mut values = query_list(pairs, key);
-        match body.get(key) {
-            Some(Value::String(text)) => values.push(text.clone()),
-            _ => values.extend(body_list(body, key)?.unwrap_or_default()),
-        }
-        Ok(values)
-    };
-    // A date from the body wins over the query; both are unix milliseconds.
-    let time = |key: &str| -> Result<Option<Timestamp>, ApiError> {
-        let in_body = match body.get(key) {
-            Some(Value::Number(n)) => Some(n.to_string()),
-            Some(Value::String(text)) => Some(text.clone()),
-            _ => None,
-        };
-        match in_body {
-            Some(text) => parse_time(&[(key.to_owned(), text)], key),
-            None => parse_time(pairs, key),
-        }
-    };
-    Ok(CancelFilter {
-        urls: list("url")?,
-        hosts: list("host")?,
-        paths: list("path")?,
-        topic_names: list("topicName")?,
-        queue_names: list("queueName")?,
-        labels: list("label")?,
-        flow_control_keys: list("flowControlKey")?,
-        schedule_ids: list("scheduleId")?,
-        caller_ips: list("callerIp")?,
-        from: time("fromDate")?,
-        to: time("toDate")?,
-    })
-}
-
+/// `DELETE /v2/messages`: by `messageIds`, or every pending message the filters match (all of them when
+/// none is given). `count` is accepted and ignored, as the SDKs document: a bulk cancel takes every match.
 async fn cancel_messages(
     State(state): State<AppState>,
     caller: QueueAccount,
@@ -372,85 +309,19 @@ async fn cancel_messages(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Json<Value>> {
     caller.require_write()?;
-    let pairs = query_pairs(&uri);
-    let mut ids = query_list(&pairs, "messageIds");
-    if let Some(from_body) = body_list(&body, "messageIds")? {
-        ids.extend(from_body);
-    }
-    // Ids win over filters; no ids and no filters cancels everything pending.
-    let filter = cancel_filter(&pairs, &body)?;
-    let limit = match query_one(&pairs, "count") {
-        Some(_) => Some(count_from_query(&pairs, 100)?.clamp(1, 500)),
-        None => body
-            .get("count")
-            .and_then(Value::as_u64)
-            .map(|n| (n as usize).clamp(1, 500)),
-    };
+    let mut params = Params::new(&uri, &body)?;
+    let ids = params.list("messageIds");
+    let filter = params.cancel_filter()?;
+    params.count()?;
+    params.ignore("cursor");
+    params.flag("all")?;
+    params.finish()?;
     let selection = if ids.is_empty() { None } else { Some(ids) };
     let cancelled = state
         .queue
-        .cancel_many(caller.account.id, selection, filter, limit)
+        .cancel_many(caller.account.id, selection, filter, None)
         .await?;
     Ok(Json(json!({"cancelled": cancelled})))
-}
-
-fn parse_time(pairs: &[(String, String)], key: &str) -> Result<Option<Timestamp>, ApiError> {
-    query_one(pairs, key)
-        .map(|v| {
-            v.parse::<i64>()
-                .map(Timestamp::from_millis)
-                .map_err(|_| ApiError::bad_request(format!("{key}: must be unix milliseconds")))
-        })
-        .transpose()
-}
-
-fn filter_from_query(pairs: &[(String, String)]) -> Result<Filter, ApiError> {
-    let text = |key: &str| query_one(pairs, key).map(str::to_owned);
-    let mut states = Vec::new();
-    for state in query_list(pairs, "state") {
-        if state.eq_ignore_ascii_case("IN_PROGRESS") {
-            states.extend([MessageState::Active, MessageState::Retry, MessageState::Error]);
-        } else {
-            states.push(
-                MessageState::parse(&state).ok_or_else(|| {
-                    ApiError::bad_request(format!("state: `{state}` is not a message state"))
-                })?,
-            );
-        }
-    }
-    let mut message_ids = query_list(pairs, "messageId");
-    message_ids.extend(query_list(pairs, "messageIds"));
-    Ok(Filter {
-        message_ids,
-        dlq_ids: query_list(pairs, "dlqIds"),
-        states,
-        url: text("url"),
-        topic_name: text("topicName"),
-        queue_name: text("queueName"),
-        schedule_id: text("scheduleId"),
-        response_status: query_one(pairs, "responseStatus")
-            .map(|v| {
-                v.parse()
-                    .map_err(|_| ApiError::bad_request("responseStatus: must be an HTTP status"))
-            })
-            .transpose()?,
-        label: text("label"),
-        from: parse_time(pairs, "fromDate")?,
-        to: parse_time(pairs, "toDate")?,
-        flow_control_key: text("flowControlKey"),
-        caller_ip: text("callerIp"),
-        workflow_only: query_one(pairs, "source").is_some_and(|s| s.eq_ignore_ascii_case("workflow")),
-    })
-}
-
-pub(crate) fn count_from_query(pairs: &[(String, String)], default: usize) -> Result<usize, ApiError> {
-    query_one(pairs, "count")
-        .map(|v| {
-            v.parse::<usize>()
-                .map_err(|_| ApiError::bad_request("count: must be a positive whole number"))
-        })
-        .transpose()
-        .map(|count| count.unwrap_or(default))
 }
 
 async fn list_dead_letters(
@@ -458,12 +329,15 @@ async fn list_dead_letters(
     caller: QueueAccount,
     uri: Uri,
 ) -> ApiResult<Json<Value>> {
-    let pairs = query_pairs(&uri);
-    let filter = filter_from_query(&pairs)?;
-    let count = count_from_query(&pairs, 100)?;
+    let mut params = Params::new(&uri, &Value::Null)?;
+    let filter = params.message_filter(true)?;
+    let count = params.count()?.unwrap_or(100);
+    let cursor = params.one("cursor")?;
+    params.ignore("trimBody");
+    params.finish()?;
     let page = state
         .queue
-        .dead_letters(caller.account.id, &filter, query_one(&pairs, "cursor"), count)
+        .dead_letters(caller.account.id, &filter, cursor.as_deref(), count)
         .await?;
     let messages: Vec<Value> = page.items.iter().map(dead_letter_json).collect();
     let mut answer = json!({"messages": messages});
@@ -500,33 +374,37 @@ async fn delete_dead_letter(
     Ok(Json(json!({"deleted": 1})))
 }
 
-/// The DLQ ids a bulk request names (query `dlqIds`, or body `{"dlqIds": [...]}`), or every id matching
-/// its filters.
-async fn selected_dead_letters(
+/// The dead letters a bulk request names: `dlqIds` (query or body), or one page of those matching its
+/// filters (`count` of them from `cursor`; every match when no `count` is given). Returns the ids and the
+/// cursor of the next page.
+pub(crate) async fn selected_dead_letters(
     state: &AppState,
     caller: &QueueAccount,
     uri: &Uri,
     body: &Value,
-) -> ApiResult<Vec<String>> {
-    let pairs = query_pairs(uri);
-    let mut ids = query_list(&pairs, "dlqIds");
-    if let Some(from_body) = body_list(body, "dlqIds")? {
-        ids.extend(from_body);
-    }
+) -> ApiResult<(Vec<String>, Option<String>)> {
+    let mut params = Params::new(uri, body)?;
+    let ids = params.list("dlqIds");
+    let filter = params.message_filter(true)?;
+    let count = params.count()?;
+    let mut cursor = params.one("cursor")?;
+    params.flag("all")?;
+    params.finish()?;
     if !ids.is_empty() {
-        return Ok(ids);
+        return Ok((ids, None));
     }
-    let filter = filter_from_query(&pairs)?;
-    let mut cursor: Option<String> = None;
+    let mut selected = Vec::new();
     loop {
+        let page_size = count.map_or(100, |count| (count - selected.len()).min(100));
         let page = state
             .queue
-            .dead_letters(caller.account.id, &filter, cursor.as_deref(), 100)
+            .dead_letters(caller.account.id, &filter, cursor.as_deref(), page_size)
             .await?;
-        ids.extend(page.items.into_iter().map(|dead| dead.dlq_id));
-        match page.cursor {
-            Some(next) => cursor = Some(next),
-            None => return Ok(ids),
+        selected.extend(page.items.into_iter().map(|dead| dead.dlq_id));
+        cursor = page.cursor;
+        let page_is_enough = count.is_some_and(|count| selected.len() >= count);
+        if cursor.is_none() || page_is_enough {
+            return Ok((selected, cursor));
         }
     }
 }
@@ -538,9 +416,13 @@ async fn delete_dead_letters(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Json<Value>> {
     caller.require_write()?;
-    let ids = selected_dead_letters(&state, &caller, &uri, &body).await?;
+    let (ids, cursor) = selected_dead_letters(&state, &caller, &uri, &body).await?;
     let deleted = state.queue.delete_dead_letters(caller.account.id, &ids).await?;
-    Ok(Json(json!({"deleted": deleted})))
+    let mut answer = json!({"deleted": deleted});
+    if let Some(cursor) = cursor {
+        answer["cursor"] = Value::String(cursor);
+    }
+    Ok(Json(answer))
 }
 
 async fn retry_dead_letter(
@@ -565,7 +447,7 @@ async fn retry_dead_letters(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Json<Value>> {
     caller.require_write()?;
-    let ids = selected_dead_letters(&state, &caller, &uri, &body).await?;
+    let (ids, cursor) = selected_dead_letters(&state, &caller, &uri, &body).await?;
     let headers = header_pairs(&headers);
     let mut responses = Vec::with_capacity(ids.len());
     for id in ids {
@@ -575,7 +457,9 @@ async fn retry_dead_letters(
             .await?;
         responses.push(json!({"messageId": message_id.0}));
     }
-    Ok(Json(json!({"cursor": "", "responses": responses})))
+    Ok(Json(
+        json!({"cursor": cursor.unwrap_or_default(), "responses": responses}),
+    ))
 }
 
 async fn events_page(
@@ -583,12 +467,15 @@ async fn events_page(
     caller: &QueueAccount,
     uri: &Uri,
 ) -> ApiResult<(Vec<Value>, Option<String>)> {
-    let pairs = query_pairs(uri);
-    let filter = filter_from_query(&pairs)?;
-    let count = count_from_query(&pairs, 100)?;
+    let mut params = Params::new(uri, &Value::Null)?;
+    let filter = params.message_filter(false)?;
+    let count = params.count()?.unwrap_or(100);
+    let cursor = params.one("cursor")?;
+    params.ignore("trimBody");
+    params.finish()?;
     let page = state
         .queue
-        .events(caller.account.id, &filter, query_one(&pairs, "cursor"), count)
+        .events(caller.account.id, &filter, cursor.as_deref(), count)
         .await?;
     Ok((page.items.iter().map(event_json).collect(), page.cursor))
 }

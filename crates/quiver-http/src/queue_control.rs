@@ -12,9 +12,8 @@ use serde_json::{Value, json};
 use crate::auth::QueueAccount;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Fields, JsonBody, RawBody};
-use crate::queue::{
-    body_list, count_from_query, header_pairs, query_list, query_one, query_pairs, split_publish_uri,
-};
+use crate::queue::{header_pairs, query_one, query_pairs, split_publish_uri};
+use crate::queue_params::Params;
 use crate::queue_wire::schedule_json;
 use crate::router::AppState;
 
@@ -63,8 +62,10 @@ pub(crate) async fn end_run(
     Ok(StatusCode::OK)
 }
 
-/// `DELETE /v2/workflows/runs` (SPEC C1): by `workflowRunIds`, by `workflowUrl` prefix, or all; from
-/// the query or a JSON body.
+/// `DELETE /v2/workflows/runs` (SPEC C1): by `workflowRunIds`, or the running runs every filter given
+/// matches (`workflowUrl` as a prefix, or whole with `workflowUrlExactMatch=true`; `host`, `path`, `label`,
+/// `flowControlKey`, `callerIp`, `fromDate`, `toDate`; `count` caps it), or all of them when nothing is
+/// given; from the query or a JSON body. A key it does not know is a 400, never "all".
 pub(crate) async fn cancel_runs(
     State(state): State<AppState>,
     caller: QueueAccount,
@@ -72,22 +73,31 @@ pub(crate) async fn cancel_runs(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Json<Value>> {
     caller.require_write()?;
-    let pairs = query_pairs(&uri);
-    let mut run_ids = query_list(&pairs, "workflowRunIds");
-    if let Some(from_body) = body_list(&body, "workflowRunIds")? {
-        run_ids.extend(from_body);
+    let mut params = Params::new(&uri, &body)?;
+    let names_runs = params.has("workflowRunIds");
+    let run_ids = params.list("workflowRunIds");
+    let mut urls = params.whole_list("workflowUrl");
+    let url_exact = params.flag("workflowUrlExactMatch")?;
+    let prefixes = params.whole_list("workflowUrlStartingWith");
+    if !prefixes.is_empty() && (url_exact || !urls.is_empty()) {
+        return Err(ApiError::bad_request(
+            "workflowUrlStartingWith: cannot be combined with workflowUrl",
+        ));
     }
-    let url = match body.get("workflowUrl") {
-        Some(Value::String(url)) if !url.is_empty() => Some(url.clone()),
-        None | Some(Value::Null | Value::String(_)) => query_one(&pairs, "workflowUrl").map(str::to_owned),
-        Some(_) => return Err(ApiError::bad_request("workflowUrl: must be a string")),
-    };
-    let exact = query_one(&pairs, "workflowUrlExactMatch") == Some("true")
-        || body.get("workflowUrlExactMatch") == Some(&Value::Bool(true));
+    urls.extend(prefixes);
     let selection = quiver_queue::workflows::RunSelection {
         run_ids,
-        url: url.map(|u| (u, exact)),
+        urls,
+        url_exact,
+        count: params.count()?,
+        ..params.run_selection()?
     };
+    params.ignore("cursor");
+    params.flag("all")?;
+    params.finish()?;
+    if names_runs && selection.run_ids.is_empty() {
+        return Ok(Json(json!({"cancelled": 0})));
+    }
     let (cancelled, failures) = state.queue.cancel_runs(caller.account.id, &selection).await?;
     let mut answer = json!({"cancelled": cancelled});
     if !failures.is_empty() {
@@ -147,32 +157,74 @@ fn run_json(run: &quiver_queue::workflow::WorkflowRun) -> Value {
     if let Some(response) = &run.response {
         fields["workflowRunResponse"] = json!(response);
     }
+    if !run.labels.is_empty() {
+        fields["label"] = json!(run.labels.join(","));
+        fields["labels"] = json!(run.labels);
+    }
+    if let Some(key) = &run.flow_control_key {
+        fields["flowControlKey"] = json!(key);
+    }
     fields
 }
 
-/// `GET /v2/workflows/events` and `/v2/workflows/logs`: runs, newest first, optionally one run or state.
+/// `GET /v2/workflows/events` and `/v2/workflows/logs`: runs, newest first, `count` (default 10) a page
+/// from `cursor`, filtered by `workflowRunId`, `workflowUrl` (whole), `workflowCreatedAt`, `state`,
+/// `messageId`, `label`, `flowControlKey`, `callerIp`, `host`, `path`, `fromDate` and `toDate`.
 pub(crate) async fn list_runs(
     State(state): State<AppState>,
     caller: QueueAccount,
     uri: Uri,
 ) -> ApiResult<Json<Value>> {
-    let pairs = query_pairs(&uri);
-    let wanted_id = query_one(&pairs, "workflowRunId");
-    let wanted_url = query_one(&pairs, "workflowUrl");
-    let wanted_state = query_one(&pairs, "state");
-    let count = count_from_query(&pairs, 10)?;
-    let runs: Vec<Value> = state
+    let mut params = Params::new(&uri, &Value::Null)?;
+    let run_ids = params.list("workflowRunId");
+    let created_at = params.time("workflowCreatedAt")?;
+    let states = params.list("state");
+    let message_ids = params.list("messageId");
+    let selection = quiver_queue::workflows::RunSelection {
+        urls: params.whole_list("workflowUrl"),
+        url_exact: true,
+        ..params.run_selection()?
+    };
+    let count = params.count()?.unwrap_or(10);
+    let offset = match params.one("cursor")? {
+        None => 0,
+        Some(cursor) => cursor
+            .parse::<usize>()
+            .map_err(|_| ApiError::bad_request("cursor: not a cursor this route returned"))?,
+    };
+    params.ignore("groupBy");
+    params.ignore("trimBody");
+    params.finish()?;
+    for wanted in &states {
+        if !["RUN_STARTED", "RUN_SUCCESS", "RUN_FAILED", "RUN_CANCELED"].contains(&wanted.as_str()) {
+            return Err(ApiError::bad_request(format!(
+                "state: `{wanted}` is not a run state (RUN_STARTED, RUN_SUCCESS, RUN_FAILED, RUN_CANCELED)"
+            )));
+        }
+    }
+    let matching: Vec<_> = state
         .queue
         .workflow_runs(caller.account.id)
         .await?
-        .iter()
-        .filter(|run| wanted_id.is_none_or(|id| run.id == id))
-        .filter(|run| wanted_url.is_none_or(|url| run.url == url))
-        .filter(|run| wanted_state.is_none_or(|s| run.state.as_str() == s))
-        .take(count.max(1))
-        .map(run_json)
+        .into_iter()
+        .filter(|run| run_ids.is_empty() || run_ids.contains(&run.id))
+        .filter(|run| created_at.is_none_or(|at| run.created_at == at))
+        .filter(|run| states.is_empty() || states.iter().any(|s| s == run.state.as_str()))
+        .filter(|run| {
+            message_ids.is_empty()
+                || run
+                    .steps
+                    .iter()
+                    .any(|step| message_ids.contains(&step.message_id))
+        })
+        .filter(|run| selection.matches(run))
         .collect();
-    Ok(Json(json!({"runs": runs})))
+    let runs: Vec<Value> = matching.iter().skip(offset).take(count).map(run_json).collect();
+    let mut answer = json!({"runs": runs});
+    if offset + count < matching.len() {
+        answer["cursor"] = json!((offset + count).to_string());
+    }
+    Ok(Json(answer))
 }
 
 fn queue_json(record: &quiver_queue::store::QueueRecord) -> Value {

@@ -94,23 +94,23 @@ pub(crate) async fn notify(
     ))
 }
 
-/// Notify one run; with nobody of that run waiting yet, the event is kept for its wait.
+/// Notify one run: answers like the plain notify, an array of the waiters notified. With nobody of that
+/// run waiting yet, the event is kept for its wait and the array is empty.
 pub(crate) async fn notify_run(
     State(state): State<AppState>,
     caller: QueueAccount,
     Path((run_id, event_id)): Path<(String, String)>,
     RawBody(body): RawBody,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+) -> ApiResult<(StatusCode, Json<Vec<NotifyOut>>)> {
     caller.require_write()?;
     let notified = state
         .queue
         .notify(caller.account.id, &event_id, &body, Some(&run_id))
         .await?;
-    let answer = match notified.into_iter().next() {
-        Some(first) => serde_json::to_value(NotifyOut::from(first)).unwrap_or(Value::Null),
-        None => serde_json::json!({"waiter": null, "messageId": "", "kept": true}),
-    };
-    Ok((StatusCode::CREATED, Json(answer)))
+    Ok((
+        StatusCode::CREATED,
+        Json(notified.into_iter().map(NotifyOut::from).collect()),
+    ))
 }
 
 pub(crate) async fn waiters(

@@ -2,7 +2,7 @@
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use quiver_queue::message::{DeadLetter, Event, Message, MessageSpec, Redact};
+use quiver_queue::message::{DeadLetter, Event, FlowControl, Message, MessageSpec, Redact};
 use quiver_queue::store::UrlGroup;
 use quiver_queue::{PublishOutcome, Published, QueueConfig};
 use serde_json::{Map, Value, json};
@@ -69,15 +69,23 @@ fn spec_fields(fields: &mut Map<String, Value>, spec: &MessageSpec) {
         fields.insert("failureCallbackHeader".into(), header_arrays(&callback.headers));
     }
     if let Some(flow) = &spec.flow_control {
-        fields.insert("flowControlKey".into(), Value::String(flow.key.clone()));
-        put(fields, "parallelism", flow.parallelism.map(|v| json!(v)));
-        put(fields, "rate", flow.rate.map(|v| json!(v)));
-        put(fields, "period", flow.period.map(|v| json!(v)));
+        flow_fields(fields, flow);
     }
     if let Some(first) = spec.labels.first() {
         fields.insert("label".into(), Value::String(first.clone()));
         fields.insert("labels".into(), json!(spec.labels));
     }
+}
+
+/// A flow-control key and its limits. A rate or parallelism without a period has the default period,
+/// one second, and says so.
+fn flow_fields(fields: &mut Map<String, Value>, flow: &FlowControl) {
+    fields.insert("flowControlKey".into(), Value::String(flow.key.clone()));
+    put(fields, "parallelism", flow.parallelism.map(|v| json!(v)));
+    put(fields, "rate", flow.rate.map(|v| json!(v)));
+    let has_limit = flow.parallelism.is_some() || flow.rate.is_some();
+    let period = flow.period.or(has_limit.then_some(1));
+    put(fields, "period", period.map(|v| json!(v)));
 }
 
 /// A pending message (`GET /v2/messages/{id}`).
@@ -190,9 +198,17 @@ pub fn schedule_json(schedule: &quiver_queue::schedule::Schedule, config: &Queue
     );
     fields.insert("isPaused".into(), Value::Bool(schedule.paused));
     fields.insert("header".into(), header_arrays(&options.forward_headers));
-    put_body(&mut fields, "body", "bodyBase64", &schedule.body);
+    // A schedule without a body (created or re-created so) has no `body` field.
+    if !schedule.body.is_empty() {
+        put_body(&mut fields, "body", "bodyBase64", &schedule.body);
+    }
     fields.insert("retries".into(), json!(config.effective_retries(options.retries)));
     put(&mut fields, "delay", options.delay.map(|d| json!(d.as_secs())));
+    put(
+        &mut fields,
+        "timeout",
+        options.timeout.map(|d| json!(d.as_secs())),
+    );
     put(
         &mut fields,
         "callback",
@@ -206,6 +222,14 @@ pub fn schedule_json(schedule: &quiver_queue::schedule::Schedule, config: &Queue
             .as_ref()
             .map(|c| Value::String(c.url.clone())),
     );
+    for (key, callback) in [
+        ("callbackHeader", &options.callback),
+        ("failureCallbackHeader", &options.failure_callback),
+    ] {
+        if let Some(callback) = callback.as_ref().filter(|c| !c.headers.is_empty()) {
+            fields.insert(key.into(), header_arrays(&callback.headers));
+        }
+    }
     put(
         &mut fields,
         "callerIp",
@@ -217,10 +241,7 @@ pub fn schedule_json(schedule: &quiver_queue::schedule::Schedule, config: &Queue
         schedule.caller_ip.clone().map(Value::String),
     );
     if let Some(flow) = &options.flow_control {
-        fields.insert("flowControlKey".into(), Value::String(flow.key.clone()));
-        put(&mut fields, "parallelism", flow.parallelism.map(|v| json!(v)));
-        put(&mut fields, "rate", flow.rate.map(|v| json!(v)));
-        put(&mut fields, "period", flow.period.map(|v| json!(v)));
+        flow_fields(&mut fields, flow);
     }
     put(
         &mut fields,

@@ -75,6 +75,8 @@ pub fn routes(body_limit: usize) -> Router<AppState> {
             .route("/info", any(info))
             .route("/list-namespaces", any(list_namespaces))
             .route("/delete-namespace/{namespace}", any(delete_namespace))
+            .route("/delete-namespace", any(delete_unnamed_namespace))
+            .route("/delete-namespace/", any(delete_unnamed_namespace))
             .route("/rename-namespace", any(rename_namespace))
             .route("/resumable-query-next", any(resumable_next))
             .route("/resumable-query-end", any(resumable_end))
@@ -660,7 +662,26 @@ async fn update(
             mode,
         })
     };
-    let update = parse().map_err(vector_error)?;
+    let mut update = parse().map_err(vector_error)?;
+    // New data on an index with models is embedded again, as `upsert-data` would; a vector given with it
+    // wins for its part.
+    let models = caller.models();
+    if let Some(data) = &update.data
+        && (models.dense.is_some() || models.sparse.is_some())
+    {
+        let embedded = embed(
+            &state.embedders,
+            &caller.index.spec,
+            models,
+            vec![data.clone()],
+            None,
+        )
+        .await?;
+        if let Some((vector, sparse)) = embedded.into_iter().next() {
+            update.vector = update.vector.take().or(vector);
+            update.sparse = update.sparse.take().or(sparse);
+        }
+    }
     let updated = state
         .vectors
         .update(&caller.index, &namespace_of(&params), update)
@@ -736,6 +757,14 @@ async fn delete_namespace(
         .delete_namespace(&caller.index, &namespace_of(&params))
         .await?;
     Ok(success("Success"))
+}
+
+/// `delete-namespace` without a name: the default namespace cannot be deleted (reset it instead).
+async fn delete_unnamed_namespace(caller: VectorCaller, uri: axum::http::Uri) -> Handled {
+    caller.require_write(uri.path())?;
+    Err(vector_error(ApiError::bad_request(
+        "namespace: is required; the default namespace cannot be deleted, use reset to empty it",
+    )))
 }
 
 #[derive(Debug, Serialize)]

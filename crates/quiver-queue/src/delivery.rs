@@ -147,7 +147,12 @@ impl DeliveryWorker {
         debug!("delivery worker stopped");
     }
 
-    fn delivery_headers(&self, message: &Message, signature: Option<String>) -> HeaderMap {
+    fn delivery_headers(
+        &self,
+        message: &Message,
+        signature: Option<String>,
+        run_created_at: Option<&str>,
+    ) -> HeaderMap {
         let mut headers = HeaderMap::new();
         let mut put = |name: &str, value: &str| {
             if let (Ok(name), Ok(value)) = (
@@ -184,6 +189,9 @@ impl DeliveryWorker {
         if let Some(url) = &spec.workflow_url {
             ours.push(("Workflow-Url", url));
         }
+        if let Some(created_at) = run_created_at {
+            ours.push(("Workflow-CreatedAt", created_at));
+        }
         for (name, value) in ours {
             put(&format!("Upstash-{name}"), value);
             put(&format!("Svc-{name}"), value);
@@ -207,14 +215,21 @@ impl DeliveryWorker {
         if let Err(error) = self.queue.policy().check_url(&spec.url) {
             return failure(error);
         }
-        // A step message of a workflow run carries the run's history instead of its own body.
-        let body = match (&spec.workflow_run_id, spec.workflow_history) {
-            (Some(run_id), true) => match self.queue.store().run(message.account_id, run_id).await {
-                Ok(Some(run)) => run.history(),
-                Ok(None) | Err(_) => message.body.clone(),
+        // A message of a workflow run is delivered with the run's creation time, and a step message carries
+        // the run's history instead of its own body. A run that cannot be read fails the attempt (it is
+        // retried) rather than delivering a step without its history.
+        let run = match &spec.workflow_run_id {
+            Some(run_id) => match self.queue.store().run(message.account_id, run_id).await {
+                Ok(run) => run,
+                Err(error) => return failure(format!("could not read workflow run `{run_id}`: {error}")),
             },
+            None => None,
+        };
+        let body = match (&run, spec.workflow_history) {
+            (Some(run), true) => run.history(),
             (Some(_) | None, _) => message.body.clone(),
         };
+        let run_created_at = run.map(|run| run.created_at.as_millis().to_string());
         let signature = self.keys.signing_keys(message.account_id).await.map(|keys| {
             sign(
                 &keys.current,
@@ -228,7 +243,7 @@ impl DeliveryWorker {
         let request = self
             .client
             .request(method, &spec.url)
-            .headers(self.delivery_headers(message, signature))
+            .headers(self.delivery_headers(message, signature, run_created_at.as_deref()))
             .timeout(Duration::from_millis(spec.timeout_ms))
             .body(body);
         let response = match request.send().await {

@@ -39,6 +39,10 @@ pub enum QueueError {
     /// No workflow run with that id.
     #[error("workflow run `{0}` was not found")]
     WorkflowRunNotFound(String),
+    /// A step was published for a run that was cancelled or has finished. The workflow SDK stops the run
+    /// quietly on the 400 this is.
+    #[error("workflow run `{0}` is not running")]
+    WorkflowRunNotRunning(String),
     /// No queue by that name.
     #[error("queue `{0}` was not found")]
     QueueNotFound(String),

@@ -75,6 +75,16 @@ pub struct CallbackConfig {
     /// The run's workflow URL (`Svc-Callback-Workflow-Url`).
     #[serde(default)]
     pub workflow_url: Option<String>,
+    /// Flow control of the callback message (`Svc-Callback-Flow-Control-Key` and `-Value`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow_control: Option<FlowControl>,
+    /// The callback message's own failure callback (`Svc-Callback-Failure-Callback` and its settings):
+    /// the workflow SDK's `context.call` passes the run's failure function on this way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_callback: Option<Box<CallbackConfig>>,
+    /// Labels of the callback message (`Svc-Callback-Label`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub labels: Vec<String>,
 }
 
 /// Flow control settings carried by a message.

@@ -153,12 +153,26 @@ fn callback_config(
         headers: Vec::new(),
         workflow_run_id: None,
         workflow_url: None,
+        flow_control: None,
+        failure_callback: None,
+        labels: Vec::new(),
     };
+    let (mut flow_control_key, mut flow_control_value) = (None, None);
     for (key, value) in entries {
         let Some(setting) = key.strip_prefix(prefix) else {
             continue;
         };
         match setting {
+            "flow-control-key" => flow_control_key = non_empty(value),
+            "flow-control-value" => flow_control_value = Some(value.as_str()),
+            "label" => config.labels = labels_of(value),
+            "failure-callback" => {
+                config.failure_callback = Some(Box::new(callback_config(
+                    parse_url(key, value)?,
+                    &format!("{prefix}failure-callback-"),
+                    entries,
+                )?));
+            }
             "method" => config.method = parse_method(key, value)?,
             "timeout" => {
                 config.timeout_ms = Some(millis(parse_duration(value).map_err(|e| invalid(key, e))?))
@@ -171,11 +185,59 @@ fn callback_config(
             other => {
                 if let Some(name) = other.strip_prefix("forward-") {
                     config.headers.push((canonical(name), value.clone()));
+                } else if !other.starts_with("failure-callback-")
+                    && !other.starts_with("workflow-")
+                    && other != "feature-set"
+                {
+                    // The Python SDK sends `callback_headers` as `Upstash-Callback-<Name>`.
+                    config.headers.push((canonical(other), value.clone()));
                 }
             }
         }
     }
+    config.flow_control = flow_control_of(
+        flow_control_key,
+        flow_control_value,
+        &format!("{prefix}flow-control-value"),
+    )?;
     Ok(config)
+}
+
+/// Labels from a comma-separated header value.
+fn labels_of(value: &str) -> Vec<String> {
+    value
+        .split(',')
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Flow control from a key and an optional `parallelism=..,rate=..,period=..` value (read from
+/// `value_key`); a value without a key is an error.
+fn flow_control_of(
+    key: Option<String>,
+    value: Option<&str>,
+    value_key: &str,
+) -> Result<Option<FlowControl>, QueueError> {
+    match (key, value) {
+        (Some(key), Some(value)) => {
+            let mut flow = parse_flow_control_value(value_key, value)?;
+            flow.key = key;
+            Ok(Some(flow))
+        }
+        (Some(key), None) => Ok(Some(FlowControl {
+            key,
+            parallelism: None,
+            rate: None,
+            period: None,
+        })),
+        (None, Some(_)) => Err(invalid(
+            &value_key.replace("-value", "-key"),
+            "is required with a flow-control value",
+        )),
+        (None, None) => Ok(None),
+    }
 }
 
 /// `value` trimmed, or `None` when nothing is left.
@@ -244,14 +306,7 @@ pub fn parse_publish_options(
             "header-forward" => header_forward = parse_bool(value),
             "deduplication-id" => options.deduplication_id = Some(value.clone()).filter(|v| !v.is_empty()),
             "content-based-deduplication" => options.content_based_deduplication = parse_bool(value),
-            "label" => {
-                options.labels = value
-                    .split(',')
-                    .map(str::trim)
-                    .filter(|l| !l.is_empty())
-                    .map(str::to_owned)
-                    .collect();
-            }
+            "label" => options.labels = labels_of(value),
             "flow-control-key" => flow_control_key = non_empty(value),
             "flow-control-value" => flow_control_value = Some(value.clone()),
             "queue-name" => options.queue_name = non_empty(value),
@@ -268,28 +323,11 @@ pub fn parse_publish_options(
             }
         }
     }
-    match (flow_control_key, flow_control_value) {
-        (Some(key), Some(value)) => {
-            let mut flow = parse_flow_control_value("flow-control-value", &value)?;
-            flow.key = key;
-            options.flow_control = Some(flow);
-        }
-        (Some(key), None) => {
-            options.flow_control = Some(FlowControl {
-                key,
-                parallelism: None,
-                rate: None,
-                period: None,
-            });
-        }
-        (None, Some(_)) => {
-            return Err(invalid(
-                "flow-control-key",
-                "is required with Svc-Flow-Control-Value",
-            ));
-        }
-        (None, None) => {}
-    }
+    options.flow_control = flow_control_of(
+        flow_control_key,
+        flow_control_value.as_deref(),
+        "flow-control-value",
+    )?;
     if header_forward {
         for (name, value) in plain_headers {
             if !is_private_header(&name)
@@ -381,6 +419,35 @@ mod tests {
         assert_eq!(callback.headers, pairs(&[("X-Token", "t")]));
         let failure = options.failure_callback.unwrap();
         assert_eq!((failure.timeout_ms, failure.retries), (Some(10_000), None));
+    }
+
+    #[test]
+    fn callback_flow_control_nested_failure_callbacks_and_plain_callback_headers_are_kept() {
+        let headers = pairs(&[
+            ("Upstash-Callback", "https://example.com/workflow"),
+            ("Upstash-Callback-Flow-Control-Key", "calls"),
+            ("Upstash-Callback-Flow-Control-Value", "parallelism=2"),
+            ("Upstash-Callback-Workflow-RunId", "wfr_1"),
+            ("Upstash-Callback-Workflow-Init", "false"),
+            ("Upstash-Callback-Failure-Callback", "https://example.com/failed"),
+            ("Upstash-Callback-Failure-Callback-Retries", "1"),
+            ("Upstash-Callback-Failure-Callback-Forward-X-Why", "call"),
+            ("Upstash-Callback-X-Tenant", "acme"),
+            ("Upstash-Failure-Callback", "https://example.com/failure"),
+            ("Upstash-Failure-Callback-Flow-Control-Key", "failures"),
+        ]);
+        let options = parse_publish_options(&headers, &[]).unwrap();
+        let callback = options.callback.unwrap();
+        let flow = callback.flow_control.unwrap();
+        assert_eq!((flow.key.as_str(), flow.parallelism), ("calls", Some(2)));
+        assert_eq!(callback.workflow_run_id.as_deref(), Some("wfr_1"));
+        assert_eq!(callback.headers, pairs(&[("X-Tenant", "acme")]));
+        let nested = callback.failure_callback.unwrap();
+        assert_eq!(nested.url, "https://example.com/failed");
+        assert_eq!(nested.retries, Some(1));
+        assert_eq!(nested.headers, pairs(&[("X-Why", "call")]));
+        let failure = options.failure_callback.unwrap();
+        assert_eq!(failure.flow_control.unwrap().key, "failures");
     }
 
     #[test]

@@ -90,6 +90,28 @@ pub struct Schedule {
     pub caller_ip: Option<String>,
 }
 
+/// How the messages of a schedule's last firing went (`lastScheduleStates`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScheduleState {
+    /// Waiting or being delivered.
+    InProgress,
+    /// Delivered.
+    Success,
+    /// Dead-lettered or cancelled, or the publish itself failed.
+    Fail,
+}
+
+impl ScheduleState {
+    /// The wire spelling.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ScheduleState::InProgress => "IN_PROGRESS",
+            ScheduleState::Success => "SUCCESS",
+            ScheduleState::Fail => "FAIL",
+        }
+    }
+}
+
 /// A new schedule id.
 pub fn new_schedule_id() -> String {
     format!("scd_{}", random_token(20))

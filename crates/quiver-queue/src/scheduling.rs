@@ -7,8 +7,9 @@ use quiver_core::AccountId;
 
 use crate::error::QueueError;
 use crate::headers::{config_key, is_private_header};
+use crate::message::MessageState;
 use crate::publish::parse_publish_options;
-use crate::schedule::{CronSchedule, Schedule, is_valid_schedule_id, new_schedule_id};
+use crate::schedule::{CronSchedule, Schedule, ScheduleState, is_valid_schedule_id, new_schedule_id};
 use crate::service::{PublishOutcome, PublishRequest, Queue, is_valid_name};
 
 /// Schedules fired per store round trip.
@@ -98,10 +99,51 @@ impl Queue {
     /// # Errors
     /// [`QueueError::ScheduleNotFound`]; store failures.
     pub async fn schedule(&self, account: AccountId, id: &str) -> Result<Schedule, QueueError> {
-        self.store()
+        let schedule = self
+            .store()
             .schedule(account, id)
             .await?
-            .ok_or_else(|| QueueError::ScheduleNotFound(id.to_owned()))
+            .ok_or_else(|| QueueError::ScheduleNotFound(id.to_owned()))?;
+        self.with_current_states(schedule).await
+    }
+
+    /// `schedule` with the state of each message of its last firing as it stands now: in progress while
+    /// the message waits or is being delivered, then a success or a failure as its log says.
+    async fn with_current_states(&self, mut schedule: Schedule) -> Result<Schedule, QueueError> {
+        let account = schedule.account_id;
+        for (message_id, state) in &mut schedule.last_states {
+            // Schedules fired by earlier versions kept `CREATED` and `ERROR: ...`.
+            if state.starts_with("ERROR") {
+                *state = ScheduleState::Fail.as_str().to_owned();
+            }
+            let waiting = [ScheduleState::InProgress.as_str(), "CREATED"].contains(&state.as_str());
+            if message_id.is_empty() || !waiting {
+                continue;
+            }
+            let id = crate::message::MessageId(message_id.clone());
+            if self.store().message(account, &id).await?.is_some() {
+                continue;
+            }
+            let filter = crate::store::Filter {
+                message_ids: vec![message_id.clone()],
+                ..crate::store::Filter::default()
+            };
+            let newest = self.store().events(account, &filter, None, 1).await?;
+            let finished = newest.items.first().map(|event| event.state);
+            *state = match finished {
+                Some(MessageState::Failed | MessageState::Canceled | MessageState::CancelRequested) => {
+                    ScheduleState::Fail
+                }
+                // Delivered, or its log is gone (kept for `log_retention_days` after the last event).
+                Some(MessageState::Delivered) | None => ScheduleState::Success,
+                Some(
+                    MessageState::Created | MessageState::Active | MessageState::Retry | MessageState::Error,
+                ) => ScheduleState::InProgress,
+            }
+            .as_str()
+            .to_owned();
+        }
+        Ok(schedule)
     }
 
     /// Every schedule of the account.
@@ -109,7 +151,11 @@ impl Queue {
     /// # Errors
     /// Store failures.
     pub async fn schedules(&self, account: AccountId) -> Result<Vec<Schedule>, QueueError> {
-        Ok(self.store().schedules(account).await?)
+        let mut schedules = Vec::new();
+        for schedule in self.store().schedules(account).await? {
+            schedules.push(self.with_current_states(schedule).await?);
+        }
+        Ok(schedules)
     }
 
     /// Deletes a schedule.
@@ -188,15 +234,16 @@ impl Queue {
             caller_ip: schedule.caller_ip.clone(),
             schedule_id: Some(schedule.id.clone()),
         };
+        let in_progress = ScheduleState::InProgress.as_str().to_owned();
         schedule.last_states = match self.publish(schedule.account_id, request).await {
-            Ok(PublishOutcome::Url(published)) => vec![(published.message_id.0, "CREATED".to_owned())],
+            Ok(PublishOutcome::Url(published)) => vec![(published.message_id.0, in_progress)],
             Ok(PublishOutcome::Group(all)) => all
                 .into_iter()
-                .map(|p| (p.message_id.0, "CREATED".to_owned()))
+                .map(|p| (p.message_id.0, in_progress.clone()))
                 .collect(),
             Err(error) => {
                 warn!(schedule.id = %schedule.id, %error, "a scheduled publish failed");
-                vec![(String::new(), format!("ERROR: {error}"))]
+                vec![(String::new(), ScheduleState::Fail.as_str().to_owned())]
             }
         };
         schedule.last_fired = schedule.next_fire.or(Some(now));

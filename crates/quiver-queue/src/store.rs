@@ -63,37 +63,46 @@ pub struct AttemptRecord {
     pub follow_ups: Vec<NewMessage>,
 }
 
-/// Filters of the DLQ and the event log; `None` matches everything.
+/// Filters of the DLQ and the event log: every filter given must match, and the values of one filter are
+/// alternatives. An empty filter matches everything.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Filter {
-    /// Message ids (any of).
+    /// Message ids.
     pub message_ids: Vec<String>,
-    /// Dead letter ids (any of).
+    /// Dead letter ids.
     pub dlq_ids: Vec<String>,
-    /// States (any of).
+    /// States (events).
     pub states: Vec<MessageState>,
-    /// Destination URL.
-    pub url: Option<String>,
-    /// URL group.
-    pub topic_name: Option<String>,
-    /// Queue.
-    pub queue_name: Option<String>,
-    /// Schedule.
-    pub schedule_id: Option<String>,
-    /// Last response status (DLQ).
-    pub response_status: Option<u16>,
-    /// Label.
-    pub label: Option<String>,
+    /// Destination URLs.
+    pub urls: Vec<String>,
+    /// Destination hosts (events).
+    pub hosts: Vec<String>,
+    /// Destination paths (events).
+    pub paths: Vec<String>,
+    /// URL groups.
+    pub topic_names: Vec<String>,
+    /// FIFO queues.
+    pub queue_names: Vec<String>,
+    /// Schedules.
+    pub schedule_ids: Vec<String>,
+    /// Last response statuses (DLQ).
+    pub response_statuses: Vec<u16>,
+    /// Labels (a message matches when it carries any of them).
+    pub labels: Vec<String>,
     /// From this time on (inclusive).
     pub from: Option<Timestamp>,
     /// Up to this time (inclusive).
     pub to: Option<Timestamp>,
-    /// Flow-control key (DLQ).
-    pub flow_control_key: Option<String>,
-    /// Publisher address (DLQ).
-    pub caller_ip: Option<String>,
+    /// Flow-control keys.
+    pub flow_control_keys: Vec<String>,
+    /// Publisher addresses.
+    pub caller_ips: Vec<String>,
     /// Only messages of workflow runs (DLQ, `source=workflow`).
     pub workflow_only: bool,
+    /// Runs (DLQ of workflows).
+    pub workflow_run_ids: Vec<String>,
+    /// Workflow URLs (DLQ of workflows).
+    pub workflow_urls: Vec<String>,
 }
 
 /// Which pending messages a bulk cancel by filter takes: every filter given must match, and the values of

@@ -69,6 +69,12 @@ pub struct WorkflowRun {
     pub steps: Vec<RunStep>,
     /// The result the workflow reported when it finished.
     pub response: Option<String>,
+    /// The labels the run was started with.
+    #[serde(default)]
+    pub labels: Vec<String>,
+    /// The flow-control key the run was started with.
+    #[serde(default)]
+    pub flow_control_key: Option<String>,
 }
 
 impl WorkflowRun {
@@ -119,6 +125,8 @@ mod tests {
                 },
             ],
             response: None,
+            labels: Vec::new(),
+            flow_control_key: None,
         };
         let history: serde_json::Value = serde_json::from_slice(&run.history()).unwrap();
         assert_eq!(

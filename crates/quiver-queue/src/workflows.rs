@@ -1,7 +1,7 @@
 //! Workflow run operations of the queue: tracking runs as their messages are published, cancelling
 //! one or many, ending them, reading their steps.
 
-use quiver_core::AccountId;
+use quiver_core::{AccountId, Timestamp};
 
 use crate::error::QueueError;
 use crate::message::NewMessage;
@@ -9,13 +9,61 @@ use crate::publish::PublishOptions;
 use crate::service::{PublishOutcome, PublishRequest, Queue};
 use crate::workflow::{CancelFailure, RunState, RunStep, WorkflowRun};
 
-/// Which runs a bulk cancel addresses.
-#[derive(Debug, Clone, Default)]
+/// Which runs a bulk cancel addresses: the runs named, or every running run that all the filters given
+/// match (the values of one filter are alternatives). With neither, every running run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RunSelection {
-    /// These runs (wins over the URL).
+    /// These runs (the filters are then not looked at).
     pub run_ids: Vec<String>,
-    /// Runs whose URL starts with (or, when exact, equals) this.
-    pub url: Option<(String, bool)>,
+    /// Workflow URLs: prefixes, or whole URLs when `url_exact`.
+    pub urls: Vec<String>,
+    /// Whether `urls` are whole URLs rather than prefixes.
+    pub url_exact: bool,
+    /// Hosts of the workflow URL.
+    pub hosts: Vec<String>,
+    /// Paths of the workflow URL.
+    pub paths: Vec<String>,
+    /// Labels (a run matches when it carries any of them).
+    pub labels: Vec<String>,
+    /// Flow-control keys.
+    pub flow_control_keys: Vec<String>,
+    /// Addresses the runs were started from.
+    pub caller_ips: Vec<String>,
+    /// Started at or after.
+    pub from: Option<Timestamp>,
+    /// Started at or before.
+    pub to: Option<Timestamp>,
+    /// At most this many runs are cancelled.
+    pub count: Option<usize>,
+}
+
+impl RunSelection {
+    /// Whether `run` is selected (its state aside).
+    pub fn matches(&self, run: &WorkflowRun) -> bool {
+        if !self.run_ids.is_empty() {
+            return self.run_ids.contains(&run.id);
+        }
+        let one = |wanted: &[String], value: Option<&str>| {
+            wanted.is_empty() || value.is_some_and(|v| wanted.iter().any(|w| w == v))
+        };
+        let url = url::Url::parse(&run.url).ok();
+        let url_matches = self.urls.is_empty()
+            || self.urls.iter().any(|wanted| {
+                if self.url_exact {
+                    run.url == *wanted
+                } else {
+                    run.url.starts_with(wanted.as_str())
+                }
+            });
+        url_matches
+            && one(&self.hosts, url.as_ref().and_then(url::Url::host_str))
+            && one(&self.paths, url.as_ref().map(url::Url::path))
+            && (self.labels.is_empty() || run.labels.iter().any(|l| self.labels.contains(l)))
+            && one(&self.flow_control_keys, run.flow_control_key.as_deref())
+            && one(&self.caller_ips, run.caller_ip.as_deref())
+            && self.from.is_none_or(|from| run.created_at >= from)
+            && self.to.is_none_or(|to| run.created_at <= to)
+    }
 }
 
 impl Queue {
@@ -46,9 +94,7 @@ impl Queue {
                 return Ok(());
             }
             if !self.store().append_step(account, run_id, &step).await? {
-                return Err(QueueError::InvalidRequest(format!(
-                    "workflow run `{run_id}` is not running"
-                )));
+                return Err(QueueError::WorkflowRunNotRunning(run_id.clone()));
             }
             return Ok(());
         }
@@ -67,6 +113,8 @@ impl Queue {
             caller_ip: request.caller_ip.clone(),
             steps: vec![step],
             response: None,
+            labels: options.labels.clone(),
+            flow_control_key: options.flow_control.as_ref().map(|f| f.key.clone()),
         };
         if !self.store().start_run(&run).await? {
             let existing = self.store().run(account, run_id).await?;
@@ -195,7 +243,7 @@ impl Queue {
         Ok(())
     }
 
-    /// Cancels every running run that `selection` addresses (all runs when it is empty). Runs that
+    /// Cancels the running runs that `selection` addresses, newest first, at most its `count`. Runs that
     /// cannot be cancelled keep their state and are reported; repeating the call cancels the rest.
     ///
     /// # Errors
@@ -208,19 +256,11 @@ impl Queue {
         let runs = self.store().runs(account).await?;
         let mut cancelled = 0;
         let mut failures = Vec::new();
-        for run in runs.into_iter().filter(|run| run.state == RunState::Started) {
-            let selected = if !selection.run_ids.is_empty() {
-                selection.run_ids.contains(&run.id)
-            } else {
-                match &selection.url {
-                    Some((url, true)) => run.url == *url,
-                    Some((prefix, false)) => run.url.starts_with(prefix.as_str()),
-                    None => true,
-                }
-            };
-            if !selected {
-                continue;
-            }
+        let selected = runs
+            .into_iter()
+            .filter(|run| run.state == RunState::Started && selection.matches(run))
+            .take(selection.count.unwrap_or(usize::MAX));
+        for run in selected {
             match self.cancel_run(account, &run.id).await {
                 Ok(()) => cancelled += 1,
                 Err(QueueError::Store(error)) => return Err(QueueError::Store(error)),

@@ -136,10 +136,25 @@ fn configure(connection: &Connection, config: &StorageConfig) -> rusqlite::Resul
 /// Keeps each cached statement's query plan. Without this, SQLite re-prepares a statement whenever a new
 /// value is bound to a parameter that the planner looked at (a `LIMIT ?`, a range next to a partial
 /// index): the claim of due messages was parsed and planned again on every run.
+///
+/// Also registers `url_host(url)` and `url_path(url)`, which the event log's `host` and `path` filters
+/// use (`NULL` for text that is not a URL with a host).
 fn stable_plans(connection: &Connection) -> rusqlite::Result<()> {
-    connection
-        .set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)
-        .map(drop)
+    use rusqlite::functions::FunctionFlags;
+    connection.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
+    let flags = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC;
+    connection.create_scalar_function("url_host", 1, flags, |context| {
+        let text: Option<String> = context.get(0)?;
+        Ok(text
+            .and_then(|t| url::Url::parse(&t).ok())
+            .and_then(|u| u.host_str().map(str::to_owned)))
+    })?;
+    connection.create_scalar_function("url_path", 1, flags, |context| {
+        let text: Option<String> = context.get(0)?;
+        Ok(text
+            .and_then(|t| url::Url::parse(&t).ok())
+            .map(|u| u.path().to_owned()))
+    })
 }
 
 impl Database {

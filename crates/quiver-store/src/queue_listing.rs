@@ -9,7 +9,13 @@ use rusqlite::{Connection, OptionalExtension, Row, params_from_iter};
 
 use crate::queue::read_error;
 
-/// Builds `WHERE` conditions for a filter over the DLQ (`time_column` failed_at) or events (time).
+/// A message's spec as an event row of `events e` reads it: CREATED events carry it, later events borrow
+/// their message's (see `EVENT_COLUMNS`).
+const EVENT_SPEC: &str = "COALESCE(spec, (SELECT c.spec FROM events c INDEXED BY events_by_message \
+     WHERE c.account_id = e.account_id AND c.message_id = e.message_id AND c.state = 'CREATED' LIMIT 1))";
+
+/// Builds `WHERE` conditions for a filter over the DLQ (`time_column` failed_at) or events (time). Each
+/// filter given is one condition, its values alternatives.
 pub(crate) fn filter_sql(
     account: AccountId,
     filter: &Filter,
@@ -18,53 +24,66 @@ pub(crate) fn filter_sql(
 ) -> (String, Vec<SqlValue>) {
     let mut conditions = vec!["account_id = ?".to_owned()];
     let mut values: Vec<SqlValue> = vec![SqlValue::Text(account.to_string())];
-    let mut any_of = |column: &str, items: Vec<String>| {
+    let mut any_of = |expression: &str, items: Vec<SqlValue>| {
         if !items.is_empty() {
-            conditions.push(format!("{column} IN ({})", vec!["?"; items.len()].join(", ")));
-            values.extend(items.into_iter().map(SqlValue::Text));
+            conditions.push(format!("{expression} IN ({})", vec!["?"; items.len()].join(", ")));
+            values.extend(items);
         }
     };
-    any_of("message_id", filter.message_ids.clone());
+    let texts = |items: &[String]| items.iter().cloned().map(SqlValue::Text).collect::<Vec<_>>();
+    let spec = if is_dead_letters { "spec" } else { EVENT_SPEC };
+    any_of("message_id", texts(&filter.message_ids));
     if is_dead_letters {
-        any_of("dlq_id", filter.dlq_ids.clone());
+        any_of("dlq_id", texts(&filter.dlq_ids));
+        any_of(
+            "response_status",
+            filter
+                .response_statuses
+                .iter()
+                .map(|s| SqlValue::Integer(i64::from(*s)))
+                .collect(),
+        );
+        any_of(
+            &format!("json_extract({spec}, '$.workflow_run_id')"),
+            texts(&filter.workflow_run_ids),
+        );
+        any_of(
+            &format!("json_extract({spec}, '$.workflow_url')"),
+            texts(&filter.workflow_urls),
+        );
     } else {
         any_of(
             "state",
-            filter.states.iter().map(|s| s.as_str().to_owned()).collect(),
+            filter
+                .states
+                .iter()
+                .map(|s| SqlValue::Text(s.as_str().to_owned()))
+                .collect(),
         );
+        any_of("url_host(url)", texts(&filter.hosts));
+        any_of("url_path(url)", texts(&filter.paths));
     }
-    for (column, value) in [
-        ("url", &filter.url),
-        ("topic_name", &filter.topic_name),
-        ("queue_name", &filter.queue_name),
-        ("schedule_id", &filter.schedule_id),
-    ] {
-        if let Some(value) = value {
-            conditions.push(format!("{column} = ?"));
-            values.push(SqlValue::Text(value.clone()));
-        }
+    any_of("url", texts(&filter.urls));
+    any_of("topic_name", texts(&filter.topic_names));
+    any_of("queue_name", texts(&filter.queue_names));
+    any_of("schedule_id", texts(&filter.schedule_ids));
+    any_of(
+        &format!("json_extract({spec}, '$.flow_control.key')"),
+        texts(&filter.flow_control_keys),
+    );
+    any_of(
+        &format!("json_extract({spec}, '$.caller_ip')"),
+        texts(&filter.caller_ips),
+    );
+    if !filter.labels.is_empty() {
+        conditions.push(format!(
+            "EXISTS (SELECT 1 FROM json_each(labels) WHERE value IN ({}))",
+            vec!["?"; filter.labels.len()].join(", ")
+        ));
+        values.extend(texts(&filter.labels));
     }
-    if let Some(label) = &filter.label {
-        conditions.push("EXISTS (SELECT 1 FROM json_each(labels) WHERE value = ?)".into());
-        values.push(SqlValue::Text(label.clone()));
-    }
-    if is_dead_letters {
-        for (path, value) in [
-            ("$.flow_control.key", &filter.flow_control_key),
-            ("$.caller_ip", &filter.caller_ip),
-        ] {
-            if let Some(value) = value {
-                conditions.push(format!("json_extract(spec, '{path}') = ?"));
-                values.push(SqlValue::Text(value.clone()));
-            }
-        }
-        if filter.workflow_only {
-            conditions.push("json_extract(spec, '$.workflow_run_id') IS NOT NULL".into());
-        }
-    }
-    if is_dead_letters && let Some(status) = filter.response_status {
-        conditions.push("response_status = ?".into());
-        values.push(SqlValue::Integer(i64::from(status)));
+    if is_dead_letters && filter.workflow_only {
+        conditions.push("json_extract(spec, '$.workflow_run_id') IS NOT NULL".into());
     }
     if let Some(from) = filter.from {
         conditions.push(format!("{time_column} >= ?"));

@@ -21,12 +21,8 @@ pub(crate) fn run_query(spec: &IndexSpec, namespace: &Namespace, query: &Query) 
     let record_filter = |record: &Record| passes(filter, record);
     let dense_filter: Option<&dyn Fn(&Record) -> bool> =
         filter.map(|_| &record_filter as &dyn Fn(&Record) -> bool);
-    let both = query.vector.is_some() && query.sparse.is_some();
-    let candidates = if both {
-        (query.top_k * 3).max(30)
-    } else {
-        query.top_k
-    };
+    // A hybrid query fuses each part's own top k (DESIGN §10.10), as the hosted service does.
+    let candidates = query.top_k;
     let dense: Vec<Hit> = query
         .vector
         .as_ref()
@@ -121,20 +117,26 @@ fn sparse_search(
         .collect()
 }
 
-/// Fuses two rankings (each best first) as DESIGN §10.10 fixes: RRF `1/(60+rank)` from rank 1; DBSF
-/// mean +/- 3 population sigma, 0.5 when sigma is 0.
+/// Fuses two rankings (each best first) as DESIGN §10.10 fixes: RRF `1/(60+rank)` with the first rank 0;
+/// DBSF normalises each list over its mean +/- 3 sample standard deviations, 0.5 when that is 0 (or the
+/// list has one hit).
 pub fn fuse(dense: Vec<Hit>, sparse: Vec<Hit>, fusion: Fusion) -> Vec<Hit> {
     let mut fused: Vec<Hit> = Vec::new();
     let mut position: HashMap<String, usize> = HashMap::new();
     for list in [dense, sparse] {
         let mapped = match fusion {
-            Fusion::Rrf => (1..=list.len())
+            Fusion::Rrf => (0..list.len())
                 .map(|rank| 1.0 / (60.0 + rank as f32))
                 .collect::<Vec<_>>(),
             Fusion::Dbsf => {
                 let n = list.len() as f32;
                 let mean = list.iter().map(|h| h.score).sum::<f32>() / n.max(1.0);
-                let sigma = (list.iter().map(|h| (h.score - mean).powi(2)).sum::<f32>() / n.max(1.0)).sqrt();
+                let squares = list.iter().map(|h| (h.score - mean).powi(2)).sum::<f32>();
+                let sigma = if list.len() > 1 {
+                    (squares / (n - 1.0)).sqrt()
+                } else {
+                    0.0
+                };
                 list.iter()
                     .map(|h| {
                         if sigma == 0.0 {
@@ -181,7 +183,7 @@ mod tests {
     }
 
     #[test]
-    fn rrf_sums_reciprocal_ranks_from_one() {
+    fn rrf_sums_reciprocal_ranks_from_zero() {
         let fused = fuse(
             vec![hit("a", 0.9), hit("b", 0.8)],
             vec![hit("b", 5.0), hit("c", 1.0)],
@@ -189,21 +191,24 @@ mod tests {
         );
         let ids: Vec<&str> = fused.iter().map(|h| h.record.id.as_str()).collect();
         assert_eq!(ids, ["b", "a", "c"]);
-        assert!((fused[0].score - (1.0 / 62.0 + 1.0 / 61.0)).abs() < 1e-7);
-        assert!((fused[1].score - 1.0 / 61.0).abs() < 1e-7);
+        assert!((fused[0].score - (1.0 / 61.0 + 1.0 / 60.0)).abs() < 1e-7);
+        assert!((fused[1].score - 1.0 / 60.0).abs() < 1e-7);
+        let first_in_both = fuse(vec![hit("a", 0.9)], vec![hit("a", 3.0)], Fusion::Rrf);
+        assert!((first_in_both[0].score - 2.0 / 60.0).abs() < 1e-7);
     }
 
     #[test]
-    fn dbsf_normalises_by_three_population_sigmas_and_uses_a_half_when_flat() {
+    fn dbsf_normalises_by_three_sample_sigmas_and_uses_a_half_when_flat() {
         let fused = fuse(
             vec![hit("a", 1.0), hit("b", 0.0)],
             vec![hit("c", 2.0)],
             Fusion::Dbsf,
         );
-        // Dense: mean 0.5, sigma 0.5 -> a = (1 - (0.5 - 1.5)) / 3 = 2/3, b = 1/3. Sparse: sigma 0 -> 0.5.
+        // Dense: mean 0.5, sample sigma sqrt(0.5) -> a = (0.5 + 3 sigma) / (6 sigma). Sparse: one hit -> 0.5.
+        let sigma = 0.5_f32.sqrt();
         let score = |id: &str| fused.iter().find(|h| h.record.id == id).unwrap().score;
-        assert!((score("a") - 2.0 / 3.0).abs() < 1e-6);
-        assert!((score("b") - 1.0 / 3.0).abs() < 1e-6);
+        assert!((score("a") - (0.5 + 3.0 * sigma) / (6.0 * sigma)).abs() < 1e-6);
+        assert!((score("b") - (-0.5 + 3.0 * sigma) / (6.0 * sigma)).abs() < 1e-6);
         assert_eq!(score("c"), 0.5);
     }
 }

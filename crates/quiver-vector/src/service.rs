@@ -495,7 +495,9 @@ impl Vectors {
         if limit == 0 {
             return Err(VectorError::InvalidRequest("limit must be greater than 0".into()));
         }
-        let start: u64 = if cursor.is_empty() {
+        // The cursor counts the records (with the prefix) before the page, from 0, as the hosted service's
+        // does: from cursor 0 with limit 5 the next cursor is "5".
+        let start: usize = if cursor.is_empty() {
             0
         } else {
             cursor.parse().map_err(|_| {
@@ -507,18 +509,16 @@ impl Vectors {
         let Some(found) = namespaces.get(namespace) else {
             return Ok((Vec::new(), String::new()));
         };
-        let mut page = Vec::with_capacity(limit.min(1000));
-        let mut next = String::new();
-        for (sequence, record) in found.from_sequence(start) {
-            if prefix.is_some_and(|p| !record.id.starts_with(p)) {
-                continue;
-            }
-            if page.len() == limit {
-                next = sequence.to_string();
-                break;
-            }
-            page.push(record.clone());
-        }
+        let mut matching = found
+            .records()
+            .filter(|record| prefix.is_none_or(|p| record.id.starts_with(p)))
+            .skip(start);
+        let page: Vec<Record> = matching.by_ref().take(limit).cloned().collect();
+        let next = if matching.next().is_some() {
+            (start + page.len()).to_string()
+        } else {
+            String::new()
+        };
         Ok((page, next))
     }
 
@@ -641,6 +641,8 @@ impl Vectors {
         if let Some(found) = write(&state.namespaces).get_mut(namespace) {
             found.put(stored);
         }
+        // A new dense vector waits for the indexer like an upserted one.
+        self.indexing.notify_one();
         Ok(true)
     }
 

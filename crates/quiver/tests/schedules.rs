@@ -61,6 +61,10 @@ async fn a_schedule_fires_on_its_cron_and_reports_every_field() {
             ("Content-Type", "text/plain"),
             ("Svc-Label", "nightly"),
             ("Svc-Callback", &receiver.url("/cb")),
+            ("Svc-Callback-Forward-X-Cb", "1"),
+            ("Svc-Timeout", "30s"),
+            ("Svc-Flow-Control-Key", "ticks"),
+            ("Svc-Flow-Control-Value", "rate=5"),
         ],
         "tick",
     )
@@ -82,6 +86,13 @@ async fn a_schedule_fires_on_its_cron_and_reports_every_field() {
     assert_eq!(record["retries"], 2);
     assert_eq!(record["callback"], receiver.url("/cb"));
     assert_eq!(record["labels"], json!(["nightly"]));
+    assert_eq!(record["timeout"], 30, "seconds, as the SDKs send it");
+    assert_eq!(record["callbackHeader"]["X-Cb"], json!(["1"]));
+    assert_eq!(
+        (record["rate"].clone(), record["period"].clone()),
+        (json!(5), json!(1)),
+        "a rate without a period reports the default period"
+    );
     assert_eq!(record["label"], "nightly");
     assert!(record["callerIp"].is_string());
     assert_eq!(record["nextScheduleTime"], START + 3 * 60_000, "10:05");
@@ -97,7 +108,18 @@ async fn a_schedule_fires_on_its_cron_and_reports_every_field() {
     assert_eq!(record["nextScheduleTime"], START + 8 * 60_000);
     let states = record["lastScheduleStates"].as_object().unwrap();
     assert_eq!(states.len(), 1);
-    let message_id = states.keys().next().unwrap();
+    let message_id = states.keys().next().unwrap().clone();
+    let state = &states[&message_id];
+    assert!(state == "IN_PROGRESS" || state == "SUCCESS", "{state}");
+    let mut delivered_state = state.clone();
+    for _ in 0..2_000 {
+        if delivered_state == "SUCCESS" {
+            break;
+        }
+        tokio::task::yield_now().await;
+        delivered_state = schedule(&server, &id).await["lastScheduleStates"][&message_id].clone();
+    }
+    assert_eq!(delivered_state, "SUCCESS", "the firing's message was delivered");
     let (_, message_events) =
         send(server.queue(Method::GET, &format!("/v2/events?messageId={message_id}"))).await;
     assert_eq!(message_events["events"][0]["scheduleId"], id.as_str());
@@ -138,11 +160,12 @@ async fn pause_resume_overwrite_delete_and_bad_input() {
         ("Upstash-Cron", "0 * * * *"),
         ("Upstash-Schedule-Id", "hourly.job"),
     ];
-    let (status, created) = create(&server, &receiver.url("/hourly"), &headers, "").await;
+    let (status, created) = create(&server, &receiver.url("/hourly"), &headers, "first body").await;
     assert_eq!(
         (status, created["scheduleId"].clone()),
         (StatusCode::OK, json!("hourly.job"))
     );
+    assert_eq!(schedule(&server, "hourly.job").await["body"], "first body");
 
     let (status, _) = send(server.queue(Method::PATCH, "/v2/schedules/hourly.job/pause")).await;
     assert_eq!(status, StatusCode::OK);
@@ -178,6 +201,11 @@ async fn pause_resume_overwrite_delete_and_bad_input() {
     );
     assert_eq!(all[0]["cron"], "30 * * * *");
     assert_eq!(all[0]["retries"], 3);
+    assert!(
+        all[0].get("body").is_none(),
+        "re-created without a body: {}",
+        all[0]
+    );
 
     server.restart().await;
     assert_eq!(

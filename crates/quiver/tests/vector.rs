@@ -196,6 +196,21 @@ async fn range_pages_through_every_vector_in_insertion_order() {
         .map(|v| v["id"].as_str().unwrap())
         .collect();
     assert_eq!(ids, ["id-1", "id-10", "id-11", "id-12"]);
+    assert_eq!(
+        first["nextCursor"], "4",
+        "cursors count from 0, among the prefix's vectors"
+    );
+    let second = ok(
+        &server,
+        &idx,
+        "/range",
+        json!({"cursor": "4", "limit": 100, "prefix": "id-1"}),
+    )
+    .await;
+    assert_eq!(second["vectors"][0]["id"], "id-13");
+    assert_eq!(second["nextCursor"], "");
+    let page = ok(&server, &idx, "/range", json!({"cursor": 0, "limit": 5})).await;
+    assert_eq!(page["nextCursor"], "5");
 }
 
 #[tokio::test]
@@ -309,6 +324,18 @@ async fn update_overwrites_or_patches_and_reports_missing_ids() {
     );
     let (status, error, _) = call(&server, &idx, "/update", json!({"id": "u", "vector": [1.0]})).await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{error}");
+    // The updated vector reaches the graph without another write to wake the indexer.
+    let mut pending = u64::MAX;
+    for _ in 0..5_000 {
+        pending = ok(&server, &idx, "/info", Value::Null).await["pendingVectorCount"]
+            .as_u64()
+            .unwrap();
+        if pending == 0 {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(pending, 0, "the update was indexed");
 }
 
 #[tokio::test]

@@ -46,6 +46,25 @@ async fn sparse_and_hybrid_indexes_score_by_shared_dimensions_and_fusion() {
     );
     let (status, _, _) = call(&server, &sparse, "/upsert", json!({"id": "d", "vector": [1.0]})).await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    // Repeated indices, as the official suites' random sparse vectors have: their values add up.
+    ok(
+        &server,
+        &sparse,
+        "/upsert",
+        json!({"id": "r", "sparseVector": {"indices": [9, 4, 9], "values": [0.5, 1.0, 0.25]}}),
+    )
+    .await;
+    let fetched = ok(
+        &server,
+        &sparse,
+        "/fetch",
+        json!({"ids": ["r"], "includeVectors": true}),
+    )
+    .await;
+    assert_eq!(
+        fetched[0]["sparseVector"],
+        json!({"indices": [4, 9], "values": [1.0, 0.75]})
+    );
 
     let hybrid = index(&server, json!({"name": "h", "region": "us-east-1", "index_type": "HYBRID", "similarity_function": "COSINE", "dimension_count": 2})).await;
     let (status, _, _) = call(
@@ -79,8 +98,8 @@ async fn sparse_and_hybrid_indexes_score_by_shared_dimensions_and_fusion() {
     .await;
     assert_eq!(fused[0]["id"], "x");
     assert!(
-        (fused[0]["score"].as_f64().unwrap() - 2.0 / 61.0).abs() < 1e-6,
-        "RRF: 1/61 from each list"
+        (fused[0]["score"].as_f64().unwrap() - 2.0 / 60.0).abs() < 1e-6,
+        "RRF: 1/60 from each list, the first rank being 0"
     );
     let dense_only = ok(
         &server,

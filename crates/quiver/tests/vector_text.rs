@@ -177,6 +177,26 @@ async fn a_hybrid_index_fuses_minilm_and_bm25_and_honours_the_query_mode() {
     )
     .await;
     assert!(ids(&sparse).is_empty(), "no shared term, no sparse hit");
+
+    // Updating a record's data embeds the new text into both parts, as upsert-data would.
+    let updated = ok(
+        &server,
+        &hybrid,
+        "/update",
+        json!({"id": "soup", "data": "A kitten naps on the sofa; the feline purrs."}),
+    )
+    .await;
+    assert_eq!(updated, json!({"updated": 1}));
+    for mode in ["DENSE", "SPARSE"] {
+        let hits = ok(
+            &server,
+            &hybrid,
+            "/query-data",
+            json!({"data": "feline kitten", "topK": 1, "queryMode": mode}),
+        )
+        .await;
+        assert_eq!(ids(&hits), ["soup"], "{mode}");
+    }
 }
 
 #[tokio::test]

@@ -171,6 +171,113 @@ async fn bulk_cancel_by_ids_by_url_prefix_or_everything() {
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
 
+async fn running_runs(server: &TestServer) -> Vec<String> {
+    let (_, logs) = send(server.queue(Method::GET, "/v2/workflows/events?state=RUN_STARTED&count=100")).await;
+    let mut ids: Vec<String> = logs["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["workflowRunId"].as_str().unwrap().to_owned())
+        .collect();
+    ids.sort();
+    ids
+}
+
+#[tokio::test]
+async fn bulk_cancel_takes_every_filter_the_workflow_sdk_sends_and_never_widens_an_unknown_one() {
+    let server = TestServer::embedded().await;
+    for (run, url, label, key) in [
+        ("wfr_1", "https://shop.example.com/orders/a", "gold", "tenant-1"),
+        ("wfr_2", "https://shop.example.com/refunds", "silver", "tenant-1"),
+        ("wfr_3", "https://other.example.com/orders/b", "gold", "tenant-2"),
+        (
+            "wfr_4",
+            "https://other.example.com/orders/b",
+            "bronze",
+            "tenant-3",
+        ),
+        ("wfr_5", "https://third.example.com/x", "bronze", "tenant-3"),
+        ("wfr_6", "https://third.example.com/y", "bronze", "tenant-3"),
+    ] {
+        trigger_by_batch(
+            &server,
+            run,
+            url,
+            &[
+                ("Upstash-Delay", "1h"),
+                ("Upstash-Label", label),
+                ("Upstash-Flow-Control-Key", key),
+                ("Upstash-Flow-Control-Value", "parallelism=1"),
+            ],
+        )
+        .await;
+    }
+    let cancel =
+        async |query: &str| send(server.queue(Method::DELETE, &format!("/v2/workflows/runs?{query}"))).await;
+
+    // A filter Quiver does not know, or a misspelt one, cancels nothing.
+    for query in [
+        "lable=gold&count=100",
+        "workflowUrlStartsWith=https://&count=100",
+        "state=RUN_STARTED",
+    ] {
+        let (status, answer) = cancel(query).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{query}: {answer}");
+        assert!(answer["error"].as_str().unwrap().contains('`'), "{answer}");
+    }
+    let (status, answer) = send(
+        server
+            .queue(Method::DELETE, "/v2/workflows/runs")
+            .json(&json!({"workflowRunIdz": ["wfr_1"]})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+    assert_eq!(running_runs(&server).await.len(), 6, "nothing was cancelled");
+
+    // Values of one filter are alternatives; filters together must all match.
+    let (_, answer) = cancel("label=gold&flowControlKey=tenant-2&count=100").await;
+    assert_eq!(answer, json!({"cancelled": 1}), "only wfr_3 is gold and tenant-2");
+    let (_, answer) =
+        cancel("workflowUrl=https://shop.example.com/refunds&workflowUrlExactMatch=true&count=100").await;
+    assert_eq!(answer, json!({"cancelled": 1}));
+    let (_, answer) = cancel("workflowUrl=https://shop.example.com/orders&workflowUrlExactMatch=true").await;
+    assert_eq!(answer, json!({"cancelled": 0}), "an exact URL is not a prefix");
+    let (_, answer) = cancel("host=other.example.com&path=/orders/b&label=bronze&label=silver").await;
+    assert_eq!(answer, json!({"cancelled": 1}), "wfr_4");
+    assert_eq!(running_runs(&server).await, ["wfr_1", "wfr_5", "wfr_6"]);
+
+    // A window of time that holds no run cancels none; `count` caps the rest.
+    let (_, answer) = cancel("fromDate=1&toDate=2&count=100").await;
+    assert_eq!(answer, json!({"cancelled": 0}));
+    let (_, answer) = cancel("callerIp=127.0.0.1&flowControlKey=tenant-3&count=1").await;
+    assert_eq!(answer, json!({"cancelled": 1}));
+    assert_eq!(running_runs(&server).await.len(), 2);
+    // `{ all: true }` from the SDK is a bare `count`.
+    let (_, answer) = cancel("count=100").await;
+    assert_eq!(answer, json!({"cancelled": 2}));
+}
+
+#[tokio::test]
+async fn a_step_published_in_a_batch_for_a_cancelled_run_is_a_400() {
+    let server = TestServer::embedded().await;
+    let url = "https://shop.example.com/flow";
+    trigger_by_batch(&server, "wfr_gone", url, &[("Upstash-Delay", "1h")]).await;
+    let (status, _) = send(server.queue(Method::DELETE, "/v2/workflows/runs/wfr_gone")).await;
+    assert_eq!(status, StatusCode::OK);
+    let headers: serde_json::Map<String, Value> = workflow_headers("wfr_gone", false, url)
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), Value::String(v)))
+        .collect();
+    let (status, answer) = send(
+        server
+            .queue(Method::POST, "/v2/batch")
+            .json(&json!([{"destination": url, "headers": headers, "body": "{}"}])),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+    assert!(answer["error"].as_str().unwrap().contains("wfr_gone"), "{answer}");
+}
+
 #[tokio::test]
 async fn a_run_whose_step_is_in_flight_is_reported_and_kept_then_cancelled_on_repeat() {
     let server = TestServer::embedded().await;

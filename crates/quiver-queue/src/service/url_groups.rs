@@ -140,14 +140,12 @@ impl Queue {
     /// Deletes a URL group.
     ///
     /// # Errors
-    /// [`QueueError::UrlGroupNotFound`]; store failures.
+    /// Store failures; a group that does not exist is not an error.
     pub async fn delete_url_group(&self, account: AccountId, name: &str) -> Result<(), QueueError> {
         let _guard = self.group_changes.lock().await;
-        if self.store.delete_url_group(account, name).await? {
-            Ok(())
-        } else {
-            Err(QueueError::UrlGroupNotFound(name.to_owned()))
-        }
+        // Deleting a group that does not exist succeeds, as the API description says: the group is gone.
+        self.store.delete_url_group(account, name).await?;
+        Ok(())
     }
 
     /// Replaces a group's default headers (merged under each later publish's own headers).
