@@ -138,6 +138,29 @@ test("a sleeping run is bulk-cancelled mid-way", async () => {
   await settles(workflowRunId, "RUN_CANCELED");
 });
 
+test("a filtered bulk cancel takes only the runs its filter matches", async () => {
+  const tagged = await client.trigger({ url: `${base}/sleepy`, body: {}, label: "cancel-me" });
+  const kept = await client.trigger({ url: `${base}/sleepy`, body: {}, label: "keep-me" });
+  await eventually(() => sleeping.includes(tagged.workflowRunId) && sleeping.includes(kept.workflowRunId));
+  const byLabel = await eventually(async () => {
+    const answer = await client.cancel({ filter: { label: "cancel-me" } });
+    return answer.cancelled === 1 && answer;
+  });
+  assert.equal(byLabel.cancelled, 1);
+  await settles(tagged.workflowRunId, "RUN_CANCELED");
+  const { runs } = await client.logs({ workflowRunId: kept.workflowRunId });
+  assert.equal(runs[0].workflowState, "RUN_STARTED", "a run the filter does not match keeps running");
+  assert.deepEqual(runs[0].labels, ["keep-me"]);
+  const none = await client.cancel({ filter: { workflowUrl: `${base}/no-such-workflow` } });
+  assert.equal(none.cancelled, 0);
+  const all = await eventually(async () => {
+    const answer = await client.cancel({ all: true });
+    return answer.cancelled >= 1 && answer;
+  });
+  assert.ok(all.cancelled >= 1);
+  await settles(kept.workflowRunId, "RUN_CANCELED");
+});
+
 test("a run waiting for an event continues with the data notify sends", async () => {
   const { workflowRunId } = await client.trigger({ url: `${base}/waiting`, body: {} });
   const eventId = `order-${workflowRunId}`;

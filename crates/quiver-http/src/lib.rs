@@ -5,7 +5,7 @@
 //! - [`extract`]: [`extract::JsonBody`] (JSON whatever the content type) and field parsing.
 //! - [`auth`]: the HTTP Basic extractor of the management API.
 //! - [`management`]: `/v2/vector/index...` and `/v2/search...`.
-//! - [`queue_control`]: schedules, FIFO queues and workflow runs.
+//! - [`queue_control`]: schedules, FIFO queues and workflow runs; `queue_workflow_dlq`: their dead letters.
 //! - `queue_params`: filters of list and bulk routes, from the query or a JSON body; unknown keys are 400.
 //! - [`queue`], [`queue_wire`]: the message queue API (`/v2/publish`, `/v2/topics`, ...) and its shapes.
 //! - [`vector`], [`vector_wire`]: the vector REST API (token per index) and its shapes.
@@ -24,6 +24,7 @@ mod queue_params;
 mod queue_url_groups;
 mod queue_waiters;
 pub mod queue_wire;
+mod queue_workflow_dlq;
 pub mod router;
 pub mod stats;
 pub mod vector;

@@ -86,6 +86,19 @@ pub fn routes(max_message_bytes: usize) -> Router<AppState> {
             get(crate::queue_control::run_steps).delete(crate::queue_control::end_run),
         )
         .route("/v2/workflows/events", get(crate::queue_control::list_runs))
+        .route(
+            "/v2/workflows/dlq",
+            get(crate::queue_workflow_dlq::list).delete(crate::queue_workflow_dlq::delete_many),
+        )
+        .route(
+            "/v2/workflows/dlq/{segment}",
+            axum::routing::delete(crate::queue_workflow_dlq::delete_one)
+                .post(crate::queue_workflow_dlq::recover_many),
+        )
+        .route(
+            "/v2/workflows/dlq/{action}/{id}",
+            post(crate::queue_workflow_dlq::recover_one),
+        )
         .route("/v2/workflows/logs", get(crate::queue_control::list_runs))
         .route("/v2/schedules", get(crate::queue_control::list_schedules))
         .route(
@@ -324,7 +337,7 @@ async fn cancel_messages(
     Ok(Json(json!({"cancelled": cancelled})))
 }
 
-async fn list_dead_letters(
+pub(crate) async fn list_dead_letters(
     State(state): State<AppState>,
     caller: QueueAccount,
     uri: Uri,
@@ -339,7 +352,7 @@ async fn list_dead_letters(
         .queue
         .dead_letters(caller.account.id, &filter, cursor.as_deref(), count)
         .await?;
-    let messages: Vec<Value> = page.items.iter().map(dead_letter_json).collect();
+    let messages = dead_letters_json(&state, &caller, &page.items).await?;
     let mut answer = json!({"messages": messages});
     if let Some(cursor) = page.cursor {
         answer["cursor"] = Value::String(cursor);
@@ -352,9 +365,44 @@ async fn get_dead_letter(
     caller: QueueAccount,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Value>> {
-    Ok(Json(dead_letter_json(
-        &state.queue.dead_letter(caller.account.id, &id).await?,
-    )))
+    let dead = state.queue.dead_letter(caller.account.id, &id).await?;
+    let mut answers = dead_letters_json(&state, &caller, std::slice::from_ref(&dead)).await?;
+    Ok(Json(answers.pop().unwrap_or(Value::Null)))
+}
+
+/// Dead letters as the wire shows them; those of workflow runs also carry `workflowRunId`, `workflowUrl`
+/// and the run's `workflowCreatedAt` (a run no longer stored leaves that field out).
+async fn dead_letters_json(
+    state: &AppState,
+    caller: &QueueAccount,
+    dead_letters: &[quiver_queue::message::DeadLetter],
+) -> ApiResult<Vec<Value>> {
+    let mut created: std::collections::HashMap<String, Option<i64>> = std::collections::HashMap::new();
+    let mut answers = Vec::with_capacity(dead_letters.len());
+    for dead in dead_letters {
+        let mut answer = dead_letter_json(dead);
+        let spec = &dead.message.spec;
+        if let (Some(run_id), Value::Object(fields)) = (&spec.workflow_run_id, &mut answer) {
+            if !created.contains_key(run_id) {
+                let at = match state.queue.workflow_run(caller.account.id, run_id).await {
+                    Ok(run) => Some(run.created_at.as_millis()),
+                    Err(quiver_queue::QueueError::WorkflowRunNotFound(_)) => None,
+                    Err(error) => return Err(error.into()),
+                };
+                created.insert(run_id.clone(), at);
+            }
+            fields.insert("workflowRunId".into(), json!(run_id));
+            fields.insert(
+                "workflowUrl".into(),
+                json!(spec.workflow_url.as_deref().unwrap_or(&spec.url)),
+            );
+            if let Some(Some(at)) = created.get(run_id) {
+                fields.insert("workflowCreatedAt".into(), json!(at));
+            }
+        }
+        answers.push(answer);
+    }
+    Ok(answers)
 }
 
 async fn delete_dead_letter(
@@ -382,10 +430,12 @@ pub(crate) async fn selected_dead_letters(
     caller: &QueueAccount,
     uri: &Uri,
     body: &Value,
+    workflows_only: bool,
 ) -> ApiResult<(Vec<String>, Option<String>)> {
     let mut params = Params::new(uri, body)?;
     let ids = params.list("dlqIds");
-    let filter = params.message_filter(true)?;
+    let mut filter = params.message_filter(true)?;
+    filter.workflow_only |= workflows_only;
     let count = params.count()?;
     let mut cursor = params.one("cursor")?;
     params.flag("all")?;
@@ -409,14 +459,14 @@ pub(crate) async fn selected_dead_letters(
     }
 }
 
-async fn delete_dead_letters(
+pub(crate) async fn delete_dead_letters(
     State(state): State<AppState>,
     caller: QueueAccount,
     uri: Uri,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Json<Value>> {
     caller.require_write()?;
-    let (ids, cursor) = selected_dead_letters(&state, &caller, &uri, &body).await?;
+    let (ids, cursor) = selected_dead_letters(&state, &caller, &uri, &body, false).await?;
     let deleted = state.queue.delete_dead_letters(caller.account.id, &ids).await?;
     let mut answer = json!({"deleted": deleted});
     if let Some(cursor) = cursor {
@@ -447,7 +497,7 @@ async fn retry_dead_letters(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Json<Value>> {
     caller.require_write()?;
-    let (ids, cursor) = selected_dead_letters(&state, &caller, &uri, &body).await?;
+    let (ids, cursor) = selected_dead_letters(&state, &caller, &uri, &body, false).await?;
     let headers = header_pairs(&headers);
     let mut responses = Vec::with_capacity(ids.len());
     for id in ids {

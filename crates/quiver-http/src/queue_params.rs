@@ -243,6 +243,12 @@ impl Params {
             };
             filter.workflow_run_ids = self.list("workflowRunId");
             filter.workflow_urls = self.whole_list("workflowUrl");
+            filter.workflow_created_at = self.time("workflowCreatedAt")?;
+            if self.has("failureFunctionState") {
+                return Err(ApiError::bad_request(
+                    "failureFunctionState: the states of failure callbacks are not tracked yet",
+                ));
+            }
         } else {
             for state in self.list("state") {
                 if state.eq_ignore_ascii_case("IN_PROGRESS") {

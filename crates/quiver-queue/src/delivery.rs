@@ -23,6 +23,7 @@ use crate::service::Queue;
 use crate::signing::sign;
 use crate::ssrf::GuardedResolver;
 use crate::store::{AttemptRecord, AttemptResolution};
+use crate::workflow::RunState;
 
 /// Response headers whose value asks for a retry delay.
 const DELAY_HEADERS: [&str; 4] = [
@@ -412,8 +413,23 @@ impl DeliveryWorker {
             events,
             follow_ups,
         };
+        let dead_lettered = matches!(outcome, DeliveryOutcome::DeadLettered);
         if let Err(error) = self.queue.store().record_attempt(record).await {
             warn!(message.id = %message.id, %error, "could not record a delivery attempt; the lease will expire and it is retried");
+        } else if dead_lettered
+            && spec.workflow_history
+            && let Some(run_id) = &spec.workflow_run_id
+        {
+            // A step of the workflow itself that exhausted its retries ends the run as failed; its dead
+            // letter is where the run can be resumed or restarted from.
+            if let Err(error) = self
+                .queue
+                .store()
+                .finish_run(message.account_id, run_id, RunState::Failed, now, None)
+                .await
+            {
+                warn!(workflow.run = %run_id, %error, "could not mark a failed workflow run");
+            }
         }
         // A finished queued or flow-controlled message lets the next one of its queue or key go.
         if has_follow_ups

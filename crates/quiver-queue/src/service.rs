@@ -594,6 +594,27 @@ impl Queue {
     ) -> Result<MessageId, QueueError> {
         let dead = self.dead_letter(account, dlq_id).await?;
         let now = self.clock.now();
+        let replacement = self.replacement_for(&dead, headers, now)?;
+        let id = self
+            .store
+            .retry_dead_letter(account, dlq_id, replacement, now)
+            .await?
+            .ok_or_else(|| QueueError::DeadLetterNotFound(dlq_id.to_owned()))?;
+        self.wakeup.notify_one();
+        Ok(id)
+    }
+
+    /// A new message for `dead`, with the publish settings in `headers` (retries, method, callbacks,
+    /// retry delay, flow control, delay) replacing its own.
+    ///
+    /// # Errors
+    /// Malformed settings.
+    pub(crate) fn replacement_for(
+        &self,
+        dead: &DeadLetter,
+        headers: &[(String, String)],
+        now: Timestamp,
+    ) -> Result<NewMessage, QueueError> {
         let overrides = parse_publish_options(headers, &[])?;
         let mut spec = dead.message.spec.clone();
         if let Some(retries) = overrides.retries {
@@ -611,28 +632,24 @@ impl Queue {
         if overrides.retry_delay.is_some() {
             spec.retry_delay = overrides.retry_delay;
         }
+        if overrides.flow_control.is_some() {
+            spec.flow_control = overrides.flow_control;
+        }
         let not_before = overrides
             .not_before
             .unwrap_or_else(|| now.saturating_add(overrides.delay.unwrap_or(Duration::ZERO)));
-        let replacement = NewMessage {
+        Ok(NewMessage {
             message: Message {
                 id: MessageId::generate(now),
-                account_id: account,
+                account_id: dead.message.account_id,
                 spec,
-                body: dead.message.body,
+                body: dead.message.body.clone(),
                 retried: 0,
                 not_before,
                 created_at: now,
             },
             dedup: None,
-        };
-        let id = self
-            .store
-            .retry_dead_letter(account, dlq_id, replacement, now)
-            .await?
-            .ok_or_else(|| QueueError::DeadLetterNotFound(dlq_id.to_owned()))?;
-        self.wakeup.notify_one();
-        Ok(id)
+        })
     }
 
     /// A page of the event log.

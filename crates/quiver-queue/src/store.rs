@@ -103,6 +103,8 @@ pub struct Filter {
     pub workflow_run_ids: Vec<String>,
     /// Workflow URLs (DLQ of workflows).
     pub workflow_urls: Vec<String>,
+    /// When the message's workflow run was created (DLQ of workflows).
+    pub workflow_created_at: Option<Timestamp>,
 }
 
 /// Which pending messages a bulk cancel by filter takes: every filter given must match, and the values of

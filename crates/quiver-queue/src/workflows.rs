@@ -66,7 +66,96 @@ impl RunSelection {
     }
 }
 
+/// How a run whose step was dead-lettered starts again, as a new run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunRecovery {
+    /// From the failed step, with the history before it.
+    Resume,
+    /// From the beginning, with the initial payload.
+    Restart,
+}
+
 impl Queue {
+    /// Starts a new run from a dead-lettered step of a run (`POST /v2/workflows/dlq/resume` and
+    /// `/restart`): the dead letter leaves the queue, and its message goes again under a new run id,
+    /// with the publish settings in `headers` (retries, flow control) replacing its own. Returns the new
+    /// run's id and creation time.
+    ///
+    /// # Errors
+    /// An unknown dead letter (404); one that is not a step of a workflow run (400); malformed settings;
+    /// store failures.
+    pub async fn recover_run(
+        &self,
+        account: AccountId,
+        dlq_id: &str,
+        headers: &[(String, String)],
+        how: RunRecovery,
+    ) -> Result<(String, i64), QueueError> {
+        let dead = self.dead_letter(account, dlq_id).await?;
+        let spec = &dead.message.spec;
+        let Some(old_id) = spec.workflow_run_id.clone().filter(|_| spec.workflow_history) else {
+            return Err(QueueError::InvalidRequest(format!(
+                "dead letter `{dlq_id}` is not a step of a workflow run"
+            )));
+        };
+        let old = self.workflow_run(account, &old_id).await?;
+        let now = self.clock().now();
+        let mut replacement = self.replacement_for(&dead, headers, now)?;
+        let run_id = format!("wfr_{}", quiver_core::secret::random_token(16));
+        let message = &mut replacement.message;
+        message.spec.workflow_run_id = Some(run_id.clone());
+        let mut steps = match how {
+            RunRecovery::Restart => {
+                message.body = old.steps.first().map(|s| s.body.clone()).unwrap_or_default();
+                Vec::new()
+            }
+            RunRecovery::Resume => old
+                .steps
+                .iter()
+                .take_while(|step| step.message_id != dead.message.id.0)
+                .cloned()
+                .collect(),
+        };
+        steps.push(RunStep {
+            message_id: message.id.0.clone(),
+            body: message.body.clone(),
+            call_type: "step".into(),
+        });
+        let run = WorkflowRun {
+            id: run_id.clone(),
+            account_id: account,
+            url: old.url,
+            state: RunState::Started,
+            created_at: now,
+            completed_at: None,
+            caller_ip: old.caller_ip,
+            steps,
+            response: None,
+            labels: old.labels,
+            flow_control_key: message.spec.flow_control.as_ref().map(|f| f.key.clone()),
+        };
+        if !self.store().start_run(&run).await? {
+            return Err(QueueError::WorkflowRunExists {
+                run_id,
+                message_id: String::new(),
+            });
+        }
+        if self
+            .store()
+            .retry_dead_letter(account, dlq_id, replacement, now)
+            .await?
+            .is_none()
+        {
+            // Taken meanwhile by another resume, restart or delete: the new run has nothing to run.
+            self.store()
+                .finish_run(account, &run.id, RunState::Canceled, now, None)
+                .await?;
+            return Err(QueueError::DeadLetterNotFound(dlq_id.to_owned()));
+        }
+        self.wakeup().notify_one();
+        Ok((run_id, now.as_millis()))
+    }
+
     /// Starts a run (`Init: true`, or no init header) or appends a step (`Init: false`) for a message
     /// about to be stored.
     ///

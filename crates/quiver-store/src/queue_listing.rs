@@ -85,6 +85,15 @@ pub(crate) fn filter_sql(
     if is_dead_letters && filter.workflow_only {
         conditions.push("json_extract(spec, '$.workflow_run_id') IS NOT NULL".into());
     }
+    if is_dead_letters && let Some(created_at) = filter.workflow_created_at {
+        conditions.push(
+            "json_extract(spec, '$.workflow_run_id') IN \
+             (SELECT r.id FROM workflow_runs r WHERE r.account_id = ? AND r.created_at = ?)"
+                .into(),
+        );
+        values.push(SqlValue::Text(account.to_string()));
+        values.push(SqlValue::Integer(created_at.as_millis()));
+    }
     if let Some(from) = filter.from {
         conditions.push(format!("{time_column} >= ?"));
         values.push(SqlValue::Integer(from.as_millis()));

@@ -385,3 +385,96 @@ async fn the_dlq_lists_only_workflow_messages_with_source_workflow() {
     assert_eq!(keyed["messages"][0]["url"], receiver.url("/plain"));
     assert_eq!(keyed["messages"].as_array().unwrap().len(), 1);
 }
+
+async fn workflow_dead_letters(server: &TestServer, expected: usize) -> Vec<Value> {
+    for _ in 0..2_000 {
+        let (_, page) = send(server.queue(Method::GET, "/v2/dlq?source=workflow")).await;
+        let messages = page["messages"].as_array().unwrap().clone();
+        if messages.len() == expected {
+            return messages;
+        }
+        tokio::task::yield_now().await;
+    }
+    panic!("the workflow DLQ never held {expected} dead letters");
+}
+
+async fn run_state(server: &TestServer, run: &str) -> Value {
+    let (_, logs) =
+        send(server.queue(Method::GET, &format!("/v2/workflows/events?workflowRunId={run}"))).await;
+    logs["runs"][0]["workflowState"].clone()
+}
+
+#[tokio::test]
+async fn a_dead_lettered_step_fails_its_run_which_can_be_restarted_resumed_or_deleted_from_the_dlq() {
+    let server = TestServer::embedded().await;
+    let receiver = Receiver::start().await;
+    receiver.respond_with(Reply::status(500));
+    let url = receiver.url("/workflow");
+    trigger_by_batch(&server, "wfr_broken", &url, &[("Upstash-Retries", "0")]).await;
+    let dead = workflow_dead_letters(&server, 1).await.remove(0);
+    assert_eq!(dead["workflowRunId"], "wfr_broken");
+    assert_eq!(dead["workflowUrl"], url);
+    let created_at = dead["workflowCreatedAt"]
+        .as_i64()
+        .expect("the run's creation time");
+    let mut state = Value::Null;
+    for _ in 0..2_000 {
+        state = run_state(&server, "wfr_broken").await;
+        if state == "RUN_FAILED" {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(state, "RUN_FAILED");
+    let (_, by_time) = send(server.queue(
+        Method::GET,
+        &format!("/v2/workflows/dlq?workflowCreatedAt={created_at}&workflowRunId=wfr_broken"),
+    ))
+    .await;
+    assert_eq!(by_time["messages"].as_array().unwrap().len(), 1, "{by_time}");
+    let (_, none) = send(server.queue(Method::GET, "/v2/dlq?source=workflow&workflowCreatedAt=1")).await;
+    assert_eq!(none["messages"].as_array().unwrap().len(), 0, "{none}");
+
+    // Restart: a new run from the beginning, with the initial payload as its history.
+    receiver.respond_with(Reply::status(200));
+    let dlq_id = dead["dlqId"].as_str().unwrap();
+    let (status, restarted) = send(
+        server
+            .queue(Method::POST, &format!("/v2/workflows/dlq/restart/{dlq_id}"))
+            .header("Upstash-Retries", "2"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{restarted}");
+    let new_run = restarted["workflowRunId"].as_str().unwrap().to_owned();
+    assert_ne!(new_run, "wfr_broken");
+    assert!(restarted["workflowCreatedAt"].is_i64());
+    let delivered = receiver.wait_for(2, WAIT).await.remove(1);
+    assert_eq!(delivered.header("upstash-workflow-runid"), Some(new_run.as_str()));
+    assert!(delivered.header("upstash-workflow-createdat").is_some());
+    let history: Value = serde_json::from_slice(&delivered.body).unwrap();
+    assert_eq!(history[0]["body"], STANDARD.encode("{\"order\":1}"));
+    assert_eq!(run_state(&server, &new_run).await, "RUN_STARTED");
+    workflow_dead_letters(&server, 0).await;
+
+    // Resume in bulk by filter, and delete: both act on workflow dead letters only.
+    receiver.respond_with(Reply::status(500));
+    trigger_by_batch(
+        &server,
+        "wfr_again",
+        &url,
+        &[("Upstash-Retries", "0"), ("Upstash-Label", "retry-me")],
+    )
+    .await;
+    trigger_by_batch(&server, "wfr_other", &url, &[("Upstash-Retries", "0")]).await;
+    workflow_dead_letters(&server, 2).await;
+    receiver.respond_with(Reply::status(200));
+    let (status, resumed) =
+        send(server.queue(Method::POST, "/v2/workflows/dlq/resume?label=retry-me&count=100")).await;
+    assert_eq!(status, StatusCode::OK, "{resumed}");
+    assert_eq!(resumed["workflowRuns"].as_array().unwrap().len(), 1, "{resumed}");
+    let (status, typo) = send(server.queue(Method::DELETE, "/v2/workflows/dlq?lable=x")).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{typo}");
+    let (_, deleted) = send(server.queue(Method::DELETE, "/v2/workflows/dlq?count=100")).await;
+    assert_eq!(deleted["deleted"], 1, "{deleted}");
+    workflow_dead_letters(&server, 0).await;
+}

@@ -1,0 +1,120 @@
+//! The dead letters of workflow runs (`/v2/workflows/dlq`): list and delete them, and start a run again
+//! from one, where it failed (`resume`) or from the beginning (`restart`).
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, Uri};
+use quiver_queue::workflows::RunRecovery;
+use serde_json::{Value, json};
+
+use crate::auth::QueueAccount;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::JsonBody;
+use crate::queue::{header_pairs, selected_dead_letters};
+use crate::router::AppState;
+
+/// `GET /v2/workflows/dlq`: the DLQ's listing, of workflow runs' dead letters only.
+pub(crate) async fn list(state: State<AppState>, caller: QueueAccount, uri: Uri) -> ApiResult<Json<Value>> {
+    let query = match uri.query() {
+        Some(query) if !query.is_empty() => format!("{}?{query}&source=workflow", uri.path()),
+        Some(_) | None => format!("{}?source=workflow", uri.path()),
+    };
+    let uri: Uri = query
+        .parse()
+        .map_err(|_| ApiError::bad_request("the query is not valid"))?;
+    crate::queue::list_dead_letters(state, caller, uri).await
+}
+
+/// `DELETE /v2/workflows/dlq`: by `dlqIds`, or a page of those the filters match.
+pub(crate) async fn delete_many(
+    State(state): State<AppState>,
+    caller: QueueAccount,
+    uri: Uri,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Json<Value>> {
+    caller.require_write()?;
+    let (ids, cursor) = selected_dead_letters(&state, &caller, &uri, &body, true).await?;
+    let deleted = state.queue.delete_dead_letters(caller.account.id, &ids).await?;
+    let mut answer = json!({"deleted": deleted});
+    if let Some(cursor) = cursor {
+        answer["cursor"] = Value::String(cursor);
+    }
+    Ok(Json(answer))
+}
+
+/// `DELETE /v2/workflows/dlq/{dlqId}`.
+pub(crate) async fn delete_one(
+    State(state): State<AppState>,
+    caller: QueueAccount,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    caller.require_write()?;
+    if state
+        .queue
+        .delete_dead_letters(caller.account.id, std::slice::from_ref(&id))
+        .await?
+        == 0
+    {
+        return Err(quiver_queue::QueueError::DeadLetterNotFound(id).into());
+    }
+    Ok(Json(json!({"deleted": 1})))
+}
+
+fn recovery(action: &str) -> ApiResult<RunRecovery> {
+    match action {
+        "resume" => Ok(RunRecovery::Resume),
+        "restart" => Ok(RunRecovery::Restart),
+        "callback" => Err(ApiError::new(
+            axum::http::StatusCode::NOT_IMPLEMENTED,
+            "retrying a failure callback from the DLQ is not supported yet",
+        )),
+        other => Err(ApiError::not_found(format!(
+            "no route for POST /v2/workflows/dlq/{other}"
+        ))),
+    }
+}
+
+/// `POST /v2/workflows/dlq/resume|restart`: by `dlqIds`, or a page of those the filters match; answers
+/// `{workflowRuns: [{workflowRunId, workflowCreatedAt}], cursor}`.
+pub(crate) async fn recover_many(
+    State(state): State<AppState>,
+    caller: QueueAccount,
+    Path(action): Path<String>,
+    uri: Uri,
+    headers: HeaderMap,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Json<Value>> {
+    caller.require_write()?;
+    let how = recovery(&action)?;
+    let (ids, cursor) = selected_dead_letters(&state, &caller, &uri, &body, true).await?;
+    let headers = header_pairs(&headers);
+    let mut runs = Vec::with_capacity(ids.len());
+    for id in ids {
+        let (run_id, created_at) = state
+            .queue
+            .recover_run(caller.account.id, &id, &headers, how)
+            .await?;
+        runs.push(json!({"workflowRunId": run_id, "workflowCreatedAt": created_at}));
+    }
+    Ok(Json(
+        json!({"workflowRuns": runs, "cursor": cursor.unwrap_or_default()}),
+    ))
+}
+
+/// `POST /v2/workflows/dlq/resume|restart/{dlqId}`: answers `{workflowRunId, workflowCreatedAt}`.
+pub(crate) async fn recover_one(
+    State(state): State<AppState>,
+    caller: QueueAccount,
+    Path((action, id)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> ApiResult<Json<Value>> {
+    caller.require_write()?;
+    let how = recovery(&action)?;
+    let (run_id, created_at) = state
+        .queue
+        .recover_run(caller.account.id, &id, &header_pairs(&headers), how)
+        .await?;
+    Ok(Json(
+        json!({"workflowRunId": run_id, "workflowCreatedAt": created_at}),
+    ))
+}
