@@ -151,6 +151,8 @@ impl From<QueueError> for ApiError {
                 ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, error.to_string())
             }
             QueueError::ReadOnly => ApiError::new(StatusCode::FORBIDDEN, error.to_string()),
+            QueueError::LlmNotConfigured => ApiError::new(StatusCode::NOT_IMPLEMENTED, error.to_string()),
+            QueueError::LlmUnavailable(_) => ApiError::new(StatusCode::BAD_GATEWAY, error.to_string()),
             QueueError::Store(inner) => inner.into(),
         }
     }

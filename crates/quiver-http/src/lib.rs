@@ -20,6 +20,7 @@ pub mod management;
 pub mod queue;
 pub mod queue_control;
 mod queue_flow;
+mod queue_llm;
 mod queue_params;
 mod queue_url_groups;
 mod queue_waiters;

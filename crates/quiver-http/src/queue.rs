@@ -105,6 +105,10 @@ pub fn routes(max_message_bytes: usize) -> Router<AppState> {
             "/v2/schedules/{*rest}",
             axum::routing::any(crate::queue_control::schedules),
         )
+        .route(
+            "/llm/v1/chat/completions",
+            post(crate::queue_llm::chat_completions),
+        )
         .route("/v2/keys", get(get_keys))
         .route("/v2/keys/rotate", post(rotate_keys))
 }

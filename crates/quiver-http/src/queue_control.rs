@@ -128,18 +128,37 @@ pub(crate) async fn run_steps(
         .into_response())
 }
 
+/// One step of a run's log. The workflow SDK publishes each finished step as a JSON object (`stepId`,
+/// `stepName`, `stepType`, `out`, `concurrent`, and the fields of waits, sleeps and calls), which the
+/// log shows as it came; the first step is the run's initial payload.
+fn step_json(position: usize, step: &quiver_queue::workflow::RunStep) -> Value {
+    let mut fields = match serde_json::from_slice::<Value>(&step.body) {
+        Ok(Value::Object(fields)) if position > 0 && fields.contains_key("stepId") => fields,
+        Ok(_) | Err(_) => {
+            let mut fields = serde_json::Map::new();
+            fields.insert("stepId".into(), json!(0));
+            fields.insert("stepName".into(), json!("init"));
+            fields.insert("stepType".into(), json!("Initial"));
+            fields.insert("out".into(), json!(String::from_utf8_lossy(&step.body)));
+            fields
+        }
+    };
+    fields.entry("concurrent").or_insert(json!(1));
+    fields.insert("messageId".into(), json!(step.message_id));
+    fields.insert("callType".into(), json!(step.call_type));
+    fields.insert("state".into(), json!("STEP_SUCCESS"));
+    fields.insert("createdAt".into(), json!(step.created_at.as_millis()));
+    fields.insert("retries".into(), json!(step.retries));
+    fields.insert("headers".into(), crate::queue_wire::header_arrays(&step.headers));
+    Value::Object(fields)
+}
+
 fn run_json(run: &quiver_queue::workflow::WorkflowRun) -> Value {
     let steps: Vec<Value> = run
         .steps
         .iter()
-        .map(|step| {
-            json!({"type": "sequential", "steps": [{
-                "messageId": step.message_id,
-                "out": String::from_utf8_lossy(&step.body),
-                "state": "STEP_SUCCESS",
-                "callType": step.call_type,
-            }]})
-        })
+        .enumerate()
+        .map(|(position, step)| json!({"type": "sequential", "steps": [step_json(position, step)]}))
         .collect();
     let mut fields = json!({
         "workflowRunId": run.id,

@@ -39,6 +39,18 @@ pub struct QueueConfig {
     pub signature_issuer: String,
     /// `User-Agent` of deliveries.
     pub user_agent: String,
+    /// Base URL of an OpenAI-compatible language-model API (a local vLLM or Ollama server, say): publishes
+    /// to `api/llm` are delivered to its `/v1/chat/completions`, and `/llm/v1/chat/completions` is proxied
+    /// to it. Empty: both answer 501.
+    pub llm_url: String,
+    /// Bearer token sent to `llm_url` (empty sends none). Printed redacted by `quiver check-config`.
+    #[serde(serialize_with = "redacted")]
+    pub llm_api_key: String,
+}
+
+/// Serializes a secret as `"<redacted>"` when it is set: the configuration is printed, never its secrets.
+fn redacted<S: serde::Serializer>(secret: &str, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(if secret.is_empty() { "" } else { "<redacted>" })
 }
 
 impl QueueConfig {
@@ -46,6 +58,12 @@ impl QueueConfig {
     /// not say, capped at the most allowed.
     pub fn effective_retries(&self, requested: Option<u32>) -> u32 {
         requested.unwrap_or(self.default_retries).min(self.max_retries)
+    }
+
+    /// The chat-completions URL of the configured language-model API, if one is configured.
+    pub fn llm_chat_url(&self) -> Option<String> {
+        let base = self.llm_url.trim().trim_end_matches('/');
+        (!base.is_empty()).then(|| format!("{base}/v1/chat/completions"))
     }
 }
 
@@ -68,6 +86,8 @@ impl Default for QueueConfig {
             dlq_retention_days: 30,
             signature_issuer: "Upstash".into(),
             user_agent: "Upstash-QStash".into(),
+            llm_url: String::new(),
+            llm_api_key: String::new(),
         }
     }
 }

@@ -36,6 +36,14 @@ pub enum QueueError {
         /// The message that started it.
         message_id: String,
     },
+    /// A language-model route was used without `queue.llm_url` configured.
+    #[error(
+        "no language-model provider is configured; set queue.llm_url (QUIVER__QUEUE__LLM_URL) to an OpenAI-compatible API"
+    )]
+    LlmNotConfigured,
+    /// The language-model API did not answer.
+    #[error("the language-model provider at queue.llm_url could not be reached: {0}")]
+    LlmUnavailable(String),
     /// No workflow run with that id.
     #[error("workflow run `{0}` was not found")]
     WorkflowRunNotFound(String),

@@ -14,6 +14,7 @@
 //! - [`workflow`], [`workflows`]: workflow runs, their history, cancelling them.
 //! - [`store`]: [`QueueStore`], the storage trait every backend implements.
 //! - [`duration`], [`retry_delay`], [`headers`]: small parsers.
+//! - [`llm`]: the language-model routes, backed by the operator's OpenAI-compatible API.
 //! - [`config`]: [`QueueConfig`], the `[queue]` section.
 #![warn(missing_docs)]
 
@@ -25,6 +26,7 @@ pub mod error;
 pub mod flow;
 pub mod headers;
 pub mod keys;
+pub mod llm;
 pub mod message;
 pub mod publish;
 pub mod queues;

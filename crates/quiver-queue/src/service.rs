@@ -66,6 +66,7 @@ pub struct Queue {
     schedules_changed: Arc<Notify>,
     next_wake: Arc<AtomicI64>,
     group_changes: Arc<Mutex<()>>,
+    llm_client: reqwest::Client,
 }
 
 /// `next_wake` while the delivery worker is busy (it looks for due work again before sleeping).
@@ -144,7 +145,12 @@ impl Queue {
             schedules_changed: Arc::new(Notify::new()),
             next_wake: Arc::new(AtomicI64::new(WORKER_BUSY)),
             group_changes: Arc::new(Mutex::new(())),
+            llm_client: reqwest::Client::new(),
         }
+    }
+
+    pub(crate) fn llm_client(&self) -> &reqwest::Client {
+        &self.llm_client
     }
 
     pub(crate) fn store(&self) -> &Arc<dyn QueueStore> {
@@ -306,6 +312,33 @@ impl Queue {
     }
 
     /// Turns a request into the messages it creates, and whether it went to a group.
+    /// A publish to `api/llm`: delivered to the configured language-model API's chat completions, with
+    /// its token (redacted when the message is read back).
+    async fn prepare_llm(
+        &self,
+        account: AccountId,
+        request: &PublishRequest,
+        now: Timestamp,
+    ) -> Result<(Vec<NewMessage>, bool), QueueError> {
+        let url = self.config.llm_chat_url().ok_or(QueueError::LlmNotConfigured)?;
+        let mut headers = request.headers.clone();
+        if !self.config.llm_api_key.is_empty() {
+            headers.push((
+                "Svc-Forward-Authorization".into(),
+                format!("Bearer {}", self.config.llm_api_key),
+            ));
+        }
+        let mut options = parse_publish_options(&headers, &request.query)?;
+        if !options.redact.covers_header("Authorization") {
+            options.redact.headers.push("Authorization".into());
+        }
+        options.method.get_or_insert_with(|| "POST".into());
+        self.check_callbacks(&options)?;
+        self.ensure_queue_of(account, &options).await?;
+        let message = self.build(account, url, None, None, &options, request, now)?;
+        Ok((vec![message], false))
+    }
+
     async fn prepare(
         &self,
         account: AccountId,
@@ -324,6 +357,9 @@ impl Queue {
             ));
         }
         let now = self.clock.now();
+        if destination.trim_start_matches('/') == "api/llm" {
+            return self.prepare_llm(account, request, now).await;
+        }
         if is_url(destination) {
             let url = normalise_url(destination);
             let parsed =

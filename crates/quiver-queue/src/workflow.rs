@@ -46,6 +46,33 @@ pub struct RunStep {
     pub body: Vec<u8>,
     /// `step`, `toCallback` or `fromCallback`.
     pub call_type: String,
+    /// When its message was published (runs stored before this was kept read the epoch).
+    #[serde(default = "epoch")]
+    pub created_at: Timestamp,
+    /// The headers its message is delivered with.
+    #[serde(default)]
+    pub headers: Vec<(String, String)>,
+    /// How often its message is retried.
+    #[serde(default)]
+    pub retries: u32,
+}
+
+fn epoch() -> Timestamp {
+    Timestamp::EPOCH
+}
+
+impl RunStep {
+    /// The step that `message` carries, with `body` (the request's, byte for byte).
+    pub fn of(message: &crate::message::Message, body: Vec<u8>) -> RunStep {
+        RunStep {
+            message_id: message.id.0.clone(),
+            body,
+            call_type: "step".into(),
+            created_at: message.created_at,
+            headers: message.spec.headers.clone(),
+            retries: message.spec.max_retries,
+        }
+    }
 }
 
 /// A workflow run.
@@ -117,11 +144,17 @@ mod tests {
                     message_id: "msg_a".into(),
                     body: b"init".to_vec(),
                     call_type: "step".into(),
+                    created_at: Timestamp::EPOCH,
+                    headers: Vec::new(),
+                    retries: 3,
                 },
                 RunStep {
                     message_id: "msg_b".into(),
                     body: br#"{"stepId":1}"#.to_vec(),
                     call_type: "step".into(),
+                    created_at: Timestamp::EPOCH,
+                    headers: Vec::new(),
+                    retries: 3,
                 },
             ],
             response: None,

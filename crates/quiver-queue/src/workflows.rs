@@ -116,11 +116,7 @@ impl Queue {
                 .cloned()
                 .collect(),
         };
-        steps.push(RunStep {
-            message_id: message.id.0.clone(),
-            body: message.body.clone(),
-            call_type: "step".into(),
-        });
+        steps.push(RunStep::of(message, message.body.clone()));
         let run = WorkflowRun {
             id: run_id.clone(),
             account_id: account,
@@ -172,11 +168,7 @@ impl Queue {
         let Some(run_id) = &options.workflow_run_id else {
             return Ok(());
         };
-        let step = RunStep {
-            message_id: message.message.id.0.clone(),
-            body: request.body.clone(),
-            call_type: "step".into(),
-        };
+        let step = RunStep::of(&message.message, request.body.clone());
         if options.workflow_init == Some(false) {
             if !crate::service::forwards_workflow_protocol(options) {
                 // A third-party call of the run: tagged with the run (so cancelling stops it), no step.

@@ -156,9 +156,19 @@ impl App {
 
         let queue_store = SqliteQueueStore::open(&config.server.data_dir, &config.storage)?;
         let queue_database = queue_store.database().clone();
+        let mut allowed_hosts = config.queue.allowed_hosts.clone();
+        // The operator's language-model API is a destination they chose, wherever it runs.
+        if let Some(host) = config
+            .queue
+            .llm_chat_url()
+            .and_then(|url| url::Url::parse(&url).ok())
+            .and_then(|url| url.host_str().map(str::to_owned))
+        {
+            allowed_hosts.push(host.trim_start_matches('[').trim_end_matches(']').to_owned());
+        }
         let policy = DestinationPolicy {
             allow_internal: config.queue.allow_private_destinations || config.server.dev,
-            allowed_hosts: config.queue.allowed_hosts.clone(),
+            allowed_hosts,
         };
         let queue = Queue::new(
             Arc::new(queue_store),

@@ -213,6 +213,7 @@ fn check_config_prints_overrides_and_redacts_secrets() {
         .arg("check-config")
         .env("QUIVER__STORAGE__READ_CONNECTIONS", "3")
         .env("QUIVER_ADMIN_API_KEY", "super-secret-key")
+        .env("QUIVER__QUEUE__LLM_API_KEY", "sk-provider-secret")
         .output()
         .unwrap();
     assert!(output.status.success());
@@ -220,6 +221,8 @@ fn check_config_prints_overrides_and_redacts_secrets() {
     assert!(printed.contains("read_connections = 3"), "{printed}");
     assert!(printed.contains("QUIVER_ADMIN_API_KEY = <redacted>"));
     assert!(!printed.contains("super-secret-key"));
+    assert!(printed.contains(r#"llm_api_key = "<redacted>""#), "{printed}");
+    assert!(!printed.contains("sk-provider-secret"));
 
     let invalid = quiver(dir.path())
         .arg("check-config")

@@ -108,6 +108,26 @@ async fn a_run_starts_carries_its_history_to_each_step_and_ends() {
     let (_, logs) = send(server.queue(Method::GET, "/v2/workflows/events?workflowRunId=wfr_one")).await;
     assert_eq!(logs["runs"][0]["workflowState"], "RUN_SUCCESS");
     assert_eq!(logs["runs"][0]["workflowRunResponse"], "\"done\"");
+    let logged = &logs["runs"][0]["steps"];
+    assert_eq!(logged[0]["steps"][0]["stepType"], "Initial");
+    assert_eq!(logged[0]["steps"][0]["out"], r#"{"order":1}"#);
+    let charge = &logged[1]["steps"][0];
+    assert_eq!(
+        (
+            &charge["stepId"],
+            &charge["stepName"],
+            &charge["stepType"],
+            &charge["out"]
+        ),
+        (&json!(1), &json!("charge"), &json!("Run"), &json!("\"ok\""))
+    );
+    assert_eq!(charge["state"], "STEP_SUCCESS");
+    assert!(charge["createdAt"].is_i64(), "{charge}");
+    assert_eq!(
+        charge["headers"]["Upstash-Workflow-Sdk-Version"],
+        json!(["1"]),
+        "{charge}"
+    );
 
     let (status, triggered) = send(
         server
