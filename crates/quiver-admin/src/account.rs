@@ -90,6 +90,24 @@ pub fn new_token() -> String {
     random_token(32)
 }
 
+/// A new queue token, shaped like the hosted service's: the base64 of `{"UserID": <account id>,
+/// "Password": <32 random bytes, base64url>}`. The workflow SDK reads the `UserID` out of it to build
+/// webhook URLs (`/v2/workflows/hooks/{userId}/...`).
+pub fn new_queue_token(account: AccountId) -> String {
+    use base64::Engine;
+    let payload = serde_json::json!({"UserID": account.to_string(), "Password": random_token(32)});
+    base64::engine::general_purpose::STANDARD.encode(payload.to_string())
+}
+
+/// The `UserID` a queue token carries, if it is shaped like the hosted service's tokens (the
+/// development token's is `defaultUser`).
+pub fn queue_token_user(token: &str) -> Option<String> {
+    use base64::Engine;
+    let decoded = base64::engine::general_purpose::STANDARD.decode(token).ok()?;
+    let payload: serde_json::Value = serde_json::from_slice(&decoded).ok()?;
+    payload.get("UserID")?.as_str().map(str::to_owned)
+}
+
 /// A new signing key, shaped like the queue's own (`sig_` and 28 random characters).
 pub fn new_signing_key() -> String {
     format!("sig_{}", random_token(21))
@@ -98,12 +116,13 @@ pub fn new_signing_key() -> String {
 impl Account {
     /// A new account with freshly generated credentials.
     pub fn generate(email: Email, created_at: Timestamp, is_bootstrap: bool) -> Account {
+        let id = AccountId::random();
         Account {
-            id: AccountId::random(),
+            id,
             email,
             api_key: new_token(),
-            queue_token: new_token(),
-            queue_read_only_token: new_token(),
+            queue_token: new_queue_token(id),
+            queue_read_only_token: new_queue_token(id),
             current_signing_key: new_signing_key(),
             next_signing_key: new_signing_key(),
             created_at,
@@ -172,6 +191,23 @@ impl BootstrapCredentials {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn generated_queue_tokens_carry_their_account_as_user_id_like_the_hosted_ones() {
+        let account = Account::generate(
+            Email::try_from("a@b.c".to_owned()).unwrap(),
+            Timestamp::EPOCH,
+            false,
+        );
+        assert_eq!(
+            queue_token_user(&account.queue_token),
+            Some(account.id.to_string())
+        );
+        assert_ne!(account.queue_token, account.queue_read_only_token);
+        let dev = "eyJVc2VySUQiOiJkZWZhdWx0VXNlciIsIlBhc3N3b3JkIjoiZGVmYXVsdFBhc3N3b3JkIn0=";
+        assert_eq!(queue_token_user(dev).as_deref(), Some("defaultUser"));
+        assert_eq!(queue_token_user("not a token"), None);
+    }
 
     #[test]
     fn emails_need_one_at_sign_and_no_spaces() {

@@ -220,6 +220,17 @@ impl Admin {
         Ok(rotated)
     }
 
+    /// The account whose queue token carries `user_id` (see `account::queue_token_user`): the owner of a
+    /// workflow webhook URL. Webhooks are rare; the accounts are scanned.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn account_by_queue_user(&self, user_id: &str) -> Result<Option<Account>, AdminError> {
+        Ok(self.store.accounts().await?.into_iter().find(|account| {
+            crate::account::queue_token_user(&account.queue_token).as_deref() == Some(user_id)
+        }))
+    }
+
     /// The account with this id.
     ///
     /// # Errors

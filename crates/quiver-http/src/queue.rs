@@ -78,6 +78,10 @@ pub fn routes(max_message_bytes: usize) -> Router<AppState> {
         .route("/v2/notify/{run}/{event}", post(crate::queue_waiters::notify_run))
         .route("/v2/waiters/{event}", get(crate::queue_waiters::waiters))
         .route(
+            "/v2/workflows/hooks/{user}/{run}/{event}",
+            axum::routing::any(crate::queue_waiters::call_webhook),
+        )
+        .route(
             "/v2/workflows/runs",
             axum::routing::delete(crate::queue_control::cancel_runs),
         )

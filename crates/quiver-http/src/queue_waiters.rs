@@ -121,3 +121,37 @@ pub(crate) async fn waiters(
     let waiters = state.queue.event_waiters(caller.account.id, &event_id).await?;
     Ok(Json(waiters.into_iter().map(WaiterOut::from).collect()))
 }
+
+/// `{queue_url}/v2/workflows/hooks/{userId}/{workflowRunId}/{eventId}`, any method: the URL a workflow's
+/// `createWebhook` hands to a third party. It carries no token: the user, run and (random) event ids
+/// in the path address the waiting run. The call is handed to the run's `waitForWebhook`.
+pub(crate) async fn call_webhook(
+    State(state): State<AppState>,
+    Path((user_id, run_id, event_id)): Path<(String, String, String)>,
+    method: axum::http::Method,
+    uri: axum::http::Uri,
+    headers: axum::http::HeaderMap,
+    RawBody(body): RawBody,
+) -> ApiResult<Json<Vec<NotifyOut>>> {
+    let account = state
+        .admin
+        .account_by_queue_user(&user_id)
+        .await?
+        .ok_or_else(|| crate::error::ApiError::not_found(format!("no webhook user `{user_id}`")))?;
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let call = quiver_queue::waiters::WebhookCall {
+        method: method.as_str().to_owned(),
+        proto: header("x-forwarded-proto").unwrap_or("http").to_owned(),
+        host: header("host").unwrap_or_default().to_owned(),
+        url: uri
+            .path_and_query()
+            .map_or_else(|| uri.path().to_owned(), |p| p.as_str().to_owned()),
+        headers: crate::queue::header_pairs(&headers),
+        body: body.to_vec(),
+    };
+    let notified = state
+        .queue
+        .call_webhook(account.id, &run_id, &event_id, &call)
+        .await?;
+    Ok(Json(notified.into_iter().map(NotifyOut::from).collect()))
+}

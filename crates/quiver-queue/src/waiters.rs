@@ -104,6 +104,23 @@ pub trait WaiterStore: Send + Sync + 'static {
     ) -> StoreResult<Option<Vec<u8>>>;
 }
 
+/// A call of a workflow webhook URL, as it arrived.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookCall {
+    /// HTTP method.
+    pub method: String,
+    /// `http` or `https`.
+    pub proto: String,
+    /// The `Host` it was sent to.
+    pub host: String,
+    /// Path and query.
+    pub url: String,
+    /// Its headers, in order.
+    pub headers: Vec<(String, String)>,
+    /// Its body.
+    pub body: Vec<u8>,
+}
+
 /// What a notify did for one waiter (`NotifyResponse`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Notified {
@@ -175,6 +192,44 @@ impl Queue {
             .await?;
         self.schedules_changed().notify_one();
         Ok(())
+    }
+
+    /// A third party's call of a workflow webhook URL (`createWebhook` / `waitForWebhook`): handed to the
+    /// run's waiter of `event_id` as the event data the SDK reads back (`method`, `proto`, `host`, `url`,
+    /// `header`, and the body in base64), or kept for the run's later wait.
+    ///
+    /// # Errors
+    /// An unknown run (404); a run that has ended (400); store failures.
+    pub async fn call_webhook(
+        &self,
+        account: AccountId,
+        run_id: &str,
+        event_id: &str,
+        call: &WebhookCall,
+    ) -> Result<Vec<Notified>, QueueError> {
+        let run = self.workflow_run(account, run_id).await?;
+        if run.state != crate::workflow::RunState::Started {
+            return Err(QueueError::WorkflowRunNotRunning(run_id.to_owned()));
+        }
+        let mut header = serde_json::Map::new();
+        for (name, value) in &call.headers {
+            if let Value::Array(values) = header
+                .entry(name.clone())
+                .or_insert_with(|| Value::Array(Vec::new()))
+            {
+                values.push(Value::String(value.clone()));
+            }
+        }
+        let data = json!({
+            "method": call.method,
+            "proto": call.proto,
+            "host": call.host,
+            "url": call.url,
+            "header": header,
+            "body": base64::engine::general_purpose::STANDARD.encode(&call.body),
+        });
+        self.notify(account, event_id, data.to_string().as_bytes(), Some(run_id))
+            .await
     }
 
     /// Hands `data` to every waiter of `event_id` (of `run_id`'s run only, when given). With a run id and

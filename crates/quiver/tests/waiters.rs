@@ -119,3 +119,100 @@ async fn an_event_notified_for_a_run_before_it_waits_is_kept_for_the_wait() {
     .await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
 }
+
+#[tokio::test]
+async fn a_webhook_call_reaches_the_run_waiting_for_it_even_when_it_comes_first() {
+    let server = TestServer::embedded().await;
+    let receiver = Receiver::start().await;
+    let user = quiver_admin::account::queue_token_user(&server.account().queue_token)
+        .expect("generated queue tokens carry a UserID, as the workflow SDK expects");
+    let (status, _) = send(server.queue(Method::POST, "/v2/batch").json(&json!([{
+        "destination": receiver.url("/workflow"),
+        "headers": {
+            "Upstash-Workflow-RunId": "wfr_hook",
+            "Upstash-Workflow-Init": "true",
+            "Upstash-Delay": "1h",
+        },
+        "body": "{}",
+    }])))
+    .await;
+    assert_eq!(status, StatusCode::OK);
+
+    let hook = server.url(&format!(
+        "/v2/workflows/hooks/{user}/wfr_hook/evt_paid?source=stripe"
+    ));
+    let called = server
+        .client()
+        .post(&hook)
+        .header("X-Signature", "abc")
+        .body("payment done")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        called.status(),
+        StatusCode::OK,
+        "a third party calls it without a token"
+    );
+    // `waitForWebhook` registers like `waitForEvent`, with the run's headers as the SDK sends them.
+    let (status, answer) = send(server.queue(Method::POST, "/v2/wait/evt_paid").json(&json!({
+        "url": receiver.url("/notified"),
+        "timeout": "1h",
+        "timeoutUrl": receiver.url("/timed-out"),
+        "timeoutHeaders": {
+            "Upstash-Workflow-Runid": ["wfr_hook"],
+            "Upstash-Workflow-Init": ["false"],
+            "Upstash-Forward-Upstash-Workflow-Sdk-Version": ["1"],
+        },
+        "step": {"stepId": 2, "stepType": "WaitForWebhook", "stepName": "hook", "concurrent": 1, "targetStep": 0},
+    })))
+    .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let delivered = receiver.wait_for(1, WAIT).await.remove(0);
+    let history = step_of(&delivered.body);
+    let step: Value = serde_json::from_slice(
+        &base64::engine::general_purpose::STANDARD
+            .decode(history[1]["body"].as_str().unwrap())
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(step["waitTimeout"], false);
+    assert_eq!(step["stepType"], "WaitForWebhook");
+    let data: Value = serde_json::from_slice(
+        &base64::engine::general_purpose::STANDARD
+            .decode(step["out"].as_str().unwrap())
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(data["method"], "POST");
+    assert_eq!(data["proto"], "http");
+    assert_eq!(
+        data["url"],
+        format!("/v2/workflows/hooks/{user}/wfr_hook/evt_paid?source=stripe")
+    );
+    assert_eq!(data["header"]["x-signature"], json!(["abc"]));
+    assert_eq!(
+        data["body"],
+        base64::engine::general_purpose::STANDARD.encode("payment done")
+    );
+
+    for (path, what) in [
+        (
+            "/v2/workflows/hooks/nobody/wfr_hook/evt_x".to_owned(),
+            "an unknown user",
+        ),
+        (
+            format!("/v2/workflows/hooks/{user}/wfr_none/evt_x"),
+            "an unknown run",
+        ),
+    ] {
+        let status = server
+            .client()
+            .post(server.url(&path))
+            .send()
+            .await
+            .unwrap()
+            .status();
+        assert_eq!(status, StatusCode::NOT_FOUND, "{what}");
+    }
+}
