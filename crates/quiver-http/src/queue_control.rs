@@ -183,6 +183,13 @@ fn run_json(run: &quiver_queue::workflow::WorkflowRun) -> Value {
     if let Some(key) = &run.flow_control_key {
         fields["flowControlKey"] = json!(key);
     }
+    if let Some(invoker) = &run.invoker {
+        fields["invoker"] = json!({
+            "workflowRunId": invoker.workflow_run_id,
+            "workflowUrl": invoker.workflow_url,
+            "workflowRunCreatedAt": invoker.workflow_run_created_at,
+        });
+    }
     fields
 }
 

@@ -422,13 +422,25 @@ impl DeliveryWorker {
         {
             // A step of the workflow itself that exhausted its retries ends the run as failed; its dead
             // letter is where the run can be resumed or restarted from.
-            if let Err(error) = self
+            match self
                 .queue
                 .store()
                 .finish_run(message.account_id, run_id, RunState::Failed, now, None)
                 .await
             {
-                warn!(workflow.run = %run_id, %error, "could not mark a failed workflow run");
+                Ok(true) => match self.queue.store().run(message.account_id, run_id).await {
+                    Ok(Some(run)) => {
+                        self.queue
+                            .tell_invoker(&run, crate::workflow::InvokeOutcome::Failed, None)
+                            .await;
+                    }
+                    Ok(None) => {}
+                    Err(error) => {
+                        warn!(workflow.run = %run_id, %error, "could not read a failed workflow run")
+                    }
+                },
+                Ok(false) => {}
+                Err(error) => warn!(workflow.run = %run_id, %error, "could not mark a failed workflow run"),
             }
         }
         // A finished queued or flow-controlled message lets the next one of its queue or key go.

@@ -51,6 +51,8 @@ pub struct PublishOptions {
     pub workflow_init: Option<bool>,
     /// The workflow's URL (`Svc-Workflow-Url`).
     pub workflow_url: Option<String>,
+    /// Whether the run is started by another run's `context.invoke` (`Svc-Workflow-Invoke: true`).
+    pub workflow_invoke: bool,
     /// What the API shows redacted (`Svc-Redact-Fields`).
     pub redact: crate::message::Redact,
 }
@@ -316,6 +318,7 @@ pub fn parse_publish_options(
                 options.redact = crate::message::Redact::parse(value).map_err(|e| invalid(key, e))?;
             }
             "workflow-url" => options.workflow_url = non_empty(value),
+            "workflow-invoke" => options.workflow_invoke = parse_bool(value),
             other => {
                 if let Some(name) = other.strip_prefix("forward-") {
                     options.forward_headers.push((canonical(name), value.clone()));

@@ -102,6 +102,75 @@ pub struct WorkflowRun {
     /// The flow-control key the run was started with.
     #[serde(default)]
     pub flow_control_key: Option<String>,
+    /// The run whose `context.invoke` started this one, told the outcome when this run ends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invoker: Option<Invoker>,
+}
+
+/// The run that invoked another (`context.invoke`), and what it needs to receive the result as its next
+/// step. Read from the body of the invoking publish (`Svc-Workflow-Invoke: true`), as the SDK sends it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Invoker {
+    /// The invoking run.
+    pub workflow_run_id: String,
+    /// Its creation time, unix milliseconds.
+    #[serde(default)]
+    pub workflow_run_created_at: i64,
+    /// Its workflow URL, where the result step goes.
+    pub workflow_url: String,
+    /// The headers the result step is published with (the invoking run's own).
+    #[serde(default)]
+    pub headers: std::collections::BTreeMap<String, Vec<String>>,
+    /// The invoke step (`stepId`, `stepName`, `concurrent`, `targetStep`).
+    #[serde(default)]
+    pub step: serde_json::Value,
+}
+
+/// How an invoked run ended, as its invoker is told.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InvokeOutcome {
+    /// It finished with a result.
+    Finished,
+    /// It failed.
+    Failed,
+    /// It was cancelled.
+    Canceled,
+}
+
+impl Invoker {
+    /// The step body the invoking run receives: the invoke step with `out` holding `{body, isFailed,
+    /// isCanceled}` as JSON text, which the SDK parses.
+    pub fn result_step(&self, outcome: InvokeOutcome, result: Option<&str>) -> Vec<u8> {
+        let field = |name: &str| self.step.get(name).cloned().unwrap_or(serde_json::Value::Null);
+        let out = json!({
+            "body": result,
+            "isFailed": outcome == InvokeOutcome::Failed,
+            "isCanceled": outcome == InvokeOutcome::Canceled,
+        });
+        let mut step = json!({
+            "stepId": field("stepId"),
+            "stepName": field("stepName"),
+            "stepType": "Invoke",
+            "out": out.to_string(),
+            "concurrent": self.step.get("concurrent").cloned().unwrap_or_else(|| json!(1)),
+        });
+        if let Some(target) = self.step.get("targetStep").filter(|t| !t.is_null()) {
+            step["targetStep"] = target.clone();
+        }
+        step.to_string().into_bytes()
+    }
+}
+
+/// The body of an invoking publish: the invoked run's payload and its invoker.
+#[derive(Debug, Clone, Deserialize)]
+pub struct InvokeRequest {
+    /// The invoked run's payload, as text.
+    #[serde(default)]
+    pub body: Option<String>,
+    /// The invoker.
+    #[serde(flatten)]
+    pub invoker: Invoker,
 }
 
 impl WorkflowRun {
@@ -160,6 +229,7 @@ mod tests {
             response: None,
             labels: Vec::new(),
             flow_control_key: None,
+            invoker: None,
         };
         let history: serde_json::Value = serde_json::from_slice(&run.history()).unwrap();
         assert_eq!(

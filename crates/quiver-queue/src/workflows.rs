@@ -7,7 +7,7 @@ use crate::error::QueueError;
 use crate::message::NewMessage;
 use crate::publish::PublishOptions;
 use crate::service::{PublishOutcome, PublishRequest, Queue};
-use crate::workflow::{CancelFailure, RunState, RunStep, WorkflowRun};
+use crate::workflow::{CancelFailure, InvokeOutcome, RunState, RunStep, WorkflowRun};
 
 /// Which runs a bulk cancel addresses: the runs named, or every running run that all the filters given
 /// match (the values of one filter are alternatives). With neither, every running run.
@@ -129,6 +129,7 @@ impl Queue {
             response: None,
             labels: old.labels,
             flow_control_key: message.spec.flow_control.as_ref().map(|f| f.key.clone()),
+            invoker: old.invoker,
         };
         if !self.store().start_run(&run).await? {
             return Err(QueueError::WorkflowRunExists {
@@ -168,7 +169,19 @@ impl Queue {
         let Some(run_id) = &options.workflow_run_id else {
             return Ok(());
         };
-        let step = RunStep::of(&message.message, request.body.clone());
+        // A run started by `context.invoke` gets the invoke's payload as its own, and keeps its invoker.
+        let (payload, invoker) = if options.workflow_invoke && options.workflow_init != Some(false) {
+            let invoke: crate::workflow::InvokeRequest =
+                serde_json::from_slice(&request.body).map_err(|e| {
+                    QueueError::InvalidRequest(format!(
+                        "an invoking publish (Svc-Workflow-Invoke) needs the SDK's invoke body: {e}"
+                    ))
+                })?;
+            (invoke.body.unwrap_or_default().into_bytes(), Some(invoke.invoker))
+        } else {
+            (request.body.clone(), None)
+        };
+        let step = RunStep::of(&message.message, payload);
         if options.workflow_init == Some(false) {
             if !crate::service::forwards_workflow_protocol(options) {
                 // A third-party call of the run: tagged with the run (so cancelling stops it), no step.
@@ -196,6 +209,7 @@ impl Queue {
             response: None,
             labels: options.labels.clone(),
             flow_control_key: options.flow_control.as_ref().map(|f| f.key.clone()),
+            invoker,
         };
         if !self.store().start_run(&run).await? {
             let existing = self.store().run(account, run_id).await?;
@@ -304,7 +318,32 @@ impl Queue {
         self.store()
             .finish_run(account, run_id, RunState::Canceled, now, None)
             .await?;
+        self.tell_invoker(&run, InvokeOutcome::Canceled, None).await;
         Ok(())
+    }
+
+    /// Publishes an invoked run's outcome to the run that invoked it, as that run's next step. A failure
+    /// is logged: the invoked run has ended either way, and its invoker's own retries do not depend on it.
+    pub(crate) async fn tell_invoker(&self, run: &WorkflowRun, outcome: InvokeOutcome, result: Option<&str>) {
+        let Some(invoker) = &run.invoker else {
+            return;
+        };
+        let request = PublishRequest {
+            destination: invoker.workflow_url.clone(),
+            headers: invoker
+                .headers
+                .iter()
+                .flat_map(|(name, values)| values.iter().map(move |v| (name.clone(), v.clone())))
+                .collect(),
+            query: Vec::new(),
+            body: invoker.result_step(outcome, result),
+            caller_ip: None,
+            schedule_id: None,
+        };
+        if let Err(error) = self.publish(run.account_id, request).await {
+            tracing::warn!(workflow.run = %run.id, workflow.invoker = %invoker.workflow_run_id, %error,
+                "could not hand an invoked run's outcome to its invoker");
+        }
     }
 
     /// Ends a run as finished, with the workflow's result (the SDK's `cancel=false`).
@@ -317,10 +356,21 @@ impl Queue {
         run_id: &str,
         response: Option<String>,
     ) -> Result<(), QueueError> {
-        self.workflow_run(account, run_id).await?;
-        self.store()
-            .finish_run(account, run_id, RunState::Success, self.clock().now(), response)
+        let run = self.workflow_run(account, run_id).await?;
+        let ended = self
+            .store()
+            .finish_run(
+                account,
+                run_id,
+                RunState::Success,
+                self.clock().now(),
+                response.clone(),
+            )
             .await?;
+        if ended {
+            self.tell_invoker(&run, InvokeOutcome::Finished, response.as_deref())
+                .await;
+        }
         Ok(())
     }
 

@@ -498,3 +498,68 @@ async fn a_dead_lettered_step_fails_its_run_which_can_be_restarted_resumed_or_de
     assert_eq!(deleted["deleted"], 1, "{deleted}");
     workflow_dead_letters(&server, 0).await;
 }
+
+#[tokio::test]
+async fn an_invoked_run_starts_with_the_invoke_payload_and_its_result_is_the_invokers_next_step() {
+    let server = TestServer::embedded().await;
+    let receiver = Receiver::start().await;
+    let parent = receiver.url("/parent");
+    let child = receiver.url("/child");
+    trigger_by_batch(&server, "wfr_parent", &parent, &[("Upstash-Delay", "1h")]).await;
+    let invoke = json!({
+        "body": "{\"n\":1}",
+        "headers": {
+            "Upstash-Workflow-Runid": ["wfr_parent"],
+            "Upstash-Workflow-Init": ["false"],
+            "Upstash-Workflow-Url": [parent],
+            "Upstash-Forward-Upstash-Workflow-Sdk-Version": ["1"],
+        },
+        "workflowRunId": "wfr_parent",
+        "workflowRunCreatedAt": 1_700_000_000_000_i64,
+        "workflowUrl": parent,
+        "step": {"stepId": 2, "stepName": "ask the child", "stepType": "Invoke", "concurrent": 1},
+    });
+    let mut request = server
+        .queue(Method::POST, &format!("/v2/publish/{child}"))
+        .header("Upstash-Workflow-Invoke", "true")
+        .body(invoke.to_string());
+    for (name, value) in workflow_headers("wfr_child", true, &child) {
+        request = request.header(name, value);
+    }
+    let (status, answer) = send(request).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let first = receiver.wait_for(1, WAIT).await.remove(0);
+    assert_eq!(first.uri.path(), "/child");
+    let history: Value = serde_json::from_slice(&first.body).unwrap();
+    assert_eq!(
+        history[0]["body"],
+        STANDARD.encode("{\"n\":1}"),
+        "the invoke payload is the run's own"
+    );
+    let (_, logs) = send(server.queue(Method::GET, "/v2/workflows/events?workflowRunId=wfr_child")).await;
+    assert_eq!(logs["runs"][0]["invoker"]["workflowRunId"], "wfr_parent");
+
+    let (status, _) = send(
+        server
+            .queue(Method::DELETE, "/v2/workflows/runs/wfr_child?cancel=false")
+            .body("\"done\""),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let result = receiver.wait_for(2, WAIT).await.remove(1);
+    assert_eq!(result.uri.path(), "/parent");
+    assert_eq!(result.header("upstash-workflow-runid"), Some("wfr_parent"));
+    let history: Value = serde_json::from_slice(&result.body).unwrap();
+    let last = history.as_array().unwrap().last().unwrap();
+    let step: Value =
+        serde_json::from_slice(&STANDARD.decode(last["body"].as_str().unwrap()).unwrap()).unwrap();
+    assert_eq!(
+        (&step["stepId"], &step["stepType"]),
+        (&json!(2), &json!("Invoke"))
+    );
+    let out: Value = serde_json::from_str(step["out"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        out,
+        json!({"body": "\"done\"", "isFailed": false, "isCanceled": false})
+    );
+}
