@@ -5,6 +5,7 @@ import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import http from "node:http";
 import { serve, Client } from "@upstash/workflow";
+import { serveMany, createWorkflow } from "@upstash/workflow/cloudflare";
 
 const finished = [];
 const sleeping = [];
@@ -55,6 +56,35 @@ const { handler: calling } = serve(async (context) => {
 
 const apiCalls = [];
 
+const hooks = [];
+const { handler: hooked } = serve(async (context) => {
+  const webhook = await context.createWebhook("make a webhook");
+  await context.run("share it", async () => {
+    hooks.push({ runId: context.workflowRunId, url: webhook.webhookUrl });
+  });
+  const { request, timeout } = await context.waitForWebhook("wait for the call", webhook, "1h");
+  const text = request ? await request.text() : undefined;
+  await context.run("record", async () => {
+    finished.push({ runId: context.workflowRunId, method: request?.method, text, timeout });
+  });
+});
+
+// context.invoke needs workflows served together (serveMany), so the invoker can name the invoked one.
+const child = createWorkflow(async (context) => {
+  const n = context.requestPayload.n;
+  return await context.run("double", async () => n * 2);
+});
+const parent = createWorkflow(async (context) => {
+  const { body, isFailed, isCanceled } = await context.invoke("ask the child", {
+    workflow: child,
+    body: { n: context.requestPayload.n },
+  });
+  await context.run("record", async () => {
+    finished.push({ runId: context.workflowRunId, invoked: body, isFailed, isCanceled });
+  });
+});
+const { fetch: many } = serveMany({ parent, child });
+
 const server = http.createServer(async (request, response) => {
   const chunks = [];
   for await (const chunk of request) chunks.push(chunk);
@@ -74,7 +104,15 @@ const server = http.createServer(async (request, response) => {
     headers: request.headers,
     body: ["GET", "HEAD"].includes(request.method) ? undefined : Buffer.concat(chunks),
   });
-  const handler = request.url.startsWith("/sleepy")
+  if (request.url.startsWith("/many/")) {
+    const answer = await many({ request: fetchRequest, env: process.env });
+    response.writeHead(answer.status, Object.fromEntries(answer.headers));
+    response.end(Buffer.from(await answer.arrayBuffer()));
+    return;
+  }
+  const handler = request.url.startsWith("/hooked")
+    ? hooked
+    : request.url.startsWith("/sleepy")
     ? sleepy
     : request.url.startsWith("/waiting")
       ? waiting
@@ -159,6 +197,24 @@ test("a filtered bulk cancel takes only the runs its filter matches", async () =
   });
   assert.ok(all.cancelled >= 1);
   await settles(kept.workflowRunId, "RUN_CANCELED");
+});
+
+test("context.invoke runs another workflow and continues with its result", async () => {
+  const { workflowRunId } = await client.trigger({ url: `${base}/many/parent`, body: { n: 21 } });
+  const done = await eventually(() => finished.find((f) => f.runId === workflowRunId));
+  assert.deepEqual(done, { runId: workflowRunId, invoked: 42, isFailed: false, isCanceled: false });
+  await settles(workflowRunId, "RUN_SUCCESS");
+});
+
+test("a webhook URL from createWebhook hands a third party's call to waitForWebhook", async () => {
+  const { workflowRunId } = await client.trigger({ url: `${base}/hooked`, body: {} });
+  const hook = await eventually(() => hooks.find((h) => h.runId === workflowRunId));
+  assert.ok(hook.url.startsWith(`${process.env.QSTASH_URL}/v2/workflows/hooks/`), hook.url);
+  const called = await fetch(hook.url, { method: "POST", body: "payment done" });
+  assert.equal(called.status, 200);
+  const done = await eventually(() => finished.find((f) => f.runId === workflowRunId));
+  assert.deepEqual(done, { runId: workflowRunId, method: "POST", text: "payment done", timeout: false });
+  await settles(workflowRunId, "RUN_SUCCESS");
 });
 
 test("a run waiting for an event continues with the data notify sends", async () => {
