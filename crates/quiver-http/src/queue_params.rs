@@ -244,11 +244,18 @@ impl Params {
             filter.workflow_run_ids = self.list("workflowRunId");
             filter.workflow_urls = self.whole_list("workflowUrl");
             filter.workflow_created_at = self.time("workflowCreatedAt")?;
-            if self.has("failureFunctionState") {
-                return Err(ApiError::bad_request(
-                    "failureFunctionState: the states of failure callbacks are not tracked yet",
-                ));
-            }
+            filter.failure_callback_states = self
+                .list("failureFunctionState")
+                .iter()
+                .map(|state| {
+                    serde_json::from_value(Value::String(state.clone())).map_err(|_| {
+                        ApiError::bad_request(format!(
+                            "failureFunctionState: `{state}` is not one of CALLBACK_INPROGRESS, \
+                             CALLBACK_SUCCESS, CALLBACK_FAIL, CALLBACK_CANCELED"
+                        ))
+                    })
+                })
+                .collect::<Result<_, _>>()?;
         } else {
             for state in self.list("state") {
                 if state.eq_ignore_ascii_case("IN_PROGRESS") {

@@ -114,6 +114,24 @@ pub fn dead_letter_json(dead: &DeadLetter) -> Value {
         fields.insert("responseHeaders".into(), header_arrays(&dead.response_headers));
         put_body(fields, "responseBody", "responseBodyBase64", &dead.response_body);
         fields.insert("failedAt".into(), json!(dead.failed_at.as_millis()));
+        if let Some(info) = &dead.failure_callback {
+            let mut callback = Map::new();
+            callback.insert("state".into(), json!(info.state.as_str()));
+            put(
+                &mut callback,
+                "responseStatus",
+                info.response_status.map(|s| json!(s)),
+            );
+            put(
+                &mut callback,
+                "responseBody",
+                info.response_body.clone().map(Value::String),
+            );
+            if !info.response_headers.is_empty() {
+                callback.insert("responseHeaders".into(), header_arrays(&info.response_headers));
+            }
+            fields.insert("failureCallbackInfo".into(), Value::Object(callback));
+        }
     }
     value
 }

@@ -64,10 +64,6 @@ fn recovery(action: &str) -> ApiResult<RunRecovery> {
     match action {
         "resume" => Ok(RunRecovery::Resume),
         "restart" => Ok(RunRecovery::Restart),
-        "callback" => Err(ApiError::new(
-            axum::http::StatusCode::NOT_IMPLEMENTED,
-            "retrying a failure callback from the DLQ is not supported yet",
-        )),
         other => Err(ApiError::not_found(format!(
             "no route for POST /v2/workflows/dlq/{other}"
         ))),
@@ -101,7 +97,8 @@ pub(crate) async fn recover_many(
     ))
 }
 
-/// `POST /v2/workflows/dlq/resume|restart/{dlqId}`: answers `{workflowRunId, workflowCreatedAt}`.
+/// `POST /v2/workflows/dlq/resume|restart|callback/{dlqId}`: answers `{workflowRunId, workflowCreatedAt}`.
+/// `callback` sends the dead letter's failure callback again.
 pub(crate) async fn recover_one(
     State(state): State<AppState>,
     caller: QueueAccount,
@@ -109,11 +106,15 @@ pub(crate) async fn recover_one(
     headers: HeaderMap,
 ) -> ApiResult<Json<Value>> {
     caller.require_write()?;
-    let how = recovery(&action)?;
-    let (run_id, created_at) = state
-        .queue
-        .recover_run(caller.account.id, &id, &header_pairs(&headers), how)
-        .await?;
+    let (run_id, created_at) = if action == "callback" {
+        state.queue.retry_failure_callback(caller.account.id, &id).await?
+    } else {
+        let how = recovery(&action)?;
+        state
+            .queue
+            .recover_run(caller.account.id, &id, &header_pairs(&headers), how)
+            .await?
+    };
     Ok(Json(
         json!({"workflowRunId": run_id, "workflowCreatedAt": created_at}),
     ))

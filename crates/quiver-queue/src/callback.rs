@@ -120,6 +120,7 @@ pub fn callback_message(
                 workflow_url: config.workflow_url.clone(),
                 workflow_history: false,
                 redact: crate::message::Redact::default(),
+                reports_dead_letter: None,
             },
             body,
             retried: 0,

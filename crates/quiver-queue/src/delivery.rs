@@ -16,7 +16,10 @@ use tracing::{debug, warn};
 
 use crate::callback::{ResponseRecord, callback_body, callback_message};
 use crate::keys::KeySource;
-use crate::message::{DeadLetter, EventDetail, Message, MessageKind, MessageState, NewEvent, NewMessage};
+use crate::message::{
+    DeadLetter, EventDetail, FailureCallbackInfo, FailureCallbackState, Message, MessageKind, MessageState,
+    NewEvent, NewMessage,
+};
 use crate::retry::{AttemptReport, DeliveryOutcome, decide, parse_requested_delay};
 use crate::retry_delay::RetryDelay;
 use crate::service::Queue;
@@ -346,6 +349,22 @@ impl DeliveryWorker {
                 self.queue.config().default_timeout_ms,
             ));
         }
+        // The failure callback of a workflow step reports to its step's dead letter, never to a DLQ of
+        // its own.
+        let callback_info = |state| FailureCallbackInfo {
+            state,
+            response_status: report.status,
+            response_body: response_text.clone(),
+            response_headers: response.headers.clone(),
+        };
+        let failure_callback_report = spec.reports_dead_letter.as_ref().and_then(|dlq_id| {
+            let state = match outcome {
+                DeliveryOutcome::Delivered => FailureCallbackState::Success,
+                DeliveryOutcome::DeadLettered => FailureCallbackState::Fail,
+                DeliveryOutcome::RetryAt(_) => return None,
+            };
+            Some((dlq_id.clone(), callback_info(state)))
+        });
         let resolution = match outcome {
             DeliveryOutcome::Delivered => {
                 events.push(event(
@@ -381,28 +400,45 @@ impl DeliveryWorker {
                     now.as_millis(),
                     self.dlq_sequence.fetch_add(1, Ordering::Relaxed)
                 );
-                if reports_to_callbacks && let Some(callback) = &spec.failure_callback {
+                // Callback messages may carry a failure callback of their own (the workflow SDK's
+                // `context.call`); failure callbacks never do.
+                let mut failure_callback = None;
+                if spec.kind != MessageKind::FailureCallback
+                    && let Some(callback) = &spec.failure_callback
+                {
                     let body = callback_body(&message, &response, message.retried, Some(&dlq_id));
-                    follow_ups.push(callback_message(
+                    let mut follow_up = callback_message(
                         &message,
                         callback,
                         MessageKind::FailureCallback,
                         body,
                         now,
                         self.queue.config().default_timeout_ms,
-                    ));
+                    );
+                    if spec.workflow_run_id.is_some() {
+                        follow_up.message.spec.reports_dead_letter = Some(dlq_id.clone());
+                        failure_callback = Some(FailureCallbackInfo {
+                            state: FailureCallbackState::InProgress,
+                            response_status: None,
+                            response_body: None,
+                            response_headers: Vec::new(),
+                        });
+                    }
+                    follow_ups.push(follow_up);
                 }
                 warn!(message.id = %message.id, dlq.id = %dlq_id, url = %spec.url, "retries exhausted; moved to the dead letter queue");
-                AttemptResolution::Finished {
-                    dead_letter: Some(Box::new(DeadLetter {
+                let dead_letter = spec.reports_dead_letter.is_none().then(|| {
+                    Box::new(DeadLetter {
                         dlq_id,
                         message: message.clone(),
                         response_status: report.status,
                         response_headers: response.headers.clone(),
                         response_body: response.body.clone(),
                         failed_at: now,
-                    })),
-                }
+                        failure_callback,
+                    })
+                });
+                AttemptResolution::Finished { dead_letter }
             }
         };
         let has_follow_ups = !follow_ups.is_empty();
@@ -412,6 +448,7 @@ impl DeliveryWorker {
             resolution,
             events,
             follow_ups,
+            failure_callback_report,
         };
         let dead_lettered = matches!(outcome, DeliveryOutcome::DeadLettered);
         if let Err(error) = self.queue.store().record_attempt(record).await {

@@ -163,6 +163,10 @@ pub struct MessageSpec {
     /// What the API shows redacted (`Svc-Redact-Fields`); deliveries are never redacted.
     #[serde(default, skip_serializing_if = "Redact::is_nothing")]
     pub redact: Redact,
+    /// For the failure callback of a workflow run's step: the dead letter whose `failureCallbackInfo` its
+    /// outcome goes to (instead of a dead letter of its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reports_dead_letter: Option<String>,
 }
 
 /// Fields shown as `REDACTED:<sha256 hex of the value>` when a message is read back through the API.
@@ -340,6 +344,53 @@ pub struct DeadLetter {
     pub response_body: Vec<u8>,
     /// When it was moved here.
     pub failed_at: Timestamp,
+    /// How its failure callback went (workflow runs' dead letters with a failure function).
+    pub failure_callback: Option<FailureCallbackInfo>,
+}
+
+/// Where a dead letter's failure callback stands (`failureCallbackInfo`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FailureCallbackState {
+    /// Being delivered, or waiting to be.
+    #[serde(rename = "CALLBACK_INPROGRESS")]
+    InProgress,
+    /// Delivered.
+    #[serde(rename = "CALLBACK_SUCCESS")]
+    Success,
+    /// Its retries ran out.
+    #[serde(rename = "CALLBACK_FAIL")]
+    Fail,
+    /// Cancelled.
+    #[serde(rename = "CALLBACK_CANCELED")]
+    Canceled,
+}
+
+impl FailureCallbackState {
+    /// The wire spelling.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            FailureCallbackState::InProgress => "CALLBACK_INPROGRESS",
+            FailureCallbackState::Success => "CALLBACK_SUCCESS",
+            FailureCallbackState::Fail => "CALLBACK_FAIL",
+            FailureCallbackState::Canceled => "CALLBACK_CANCELED",
+        }
+    }
+}
+
+/// A dead letter's failure callback: its state and, once it has one, its last response.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FailureCallbackInfo {
+    /// Where it stands.
+    pub state: FailureCallbackState,
+    /// The last response's status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_status: Option<u16>,
+    /// The last response's body, as text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_body: Option<String>,
+    /// The last response's headers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub response_headers: Vec<(String, String)>,
 }
 
 /// One line of a message's history.

@@ -487,6 +487,7 @@ impl Queue {
             // the run's history; others of the run (third-party calls) carry their own body.
             workflow_history: options.workflow_run_id.is_some() && forwards_workflow_protocol(options),
             redact: options.redact.clone(),
+            reports_dead_letter: None,
         };
         let dedup_key = match (&options.deduplication_id, options.content_based_deduplication) {
             (Some(id), _) => Some(format!("id:{id}|{url}")),

@@ -61,6 +61,8 @@ pub struct AttemptRecord {
     pub events: Vec<NewEvent>,
     /// Callback messages to start.
     pub follow_ups: Vec<NewMessage>,
+    /// For a workflow step's failure callback: its dead letter and how the callback stands now.
+    pub failure_callback_report: Option<(String, crate::message::FailureCallbackInfo)>,
 }
 
 /// Filters of the DLQ and the event log: every filter given must match, and the values of one filter are
@@ -105,6 +107,8 @@ pub struct Filter {
     pub workflow_urls: Vec<String>,
     /// When the message's workflow run was created (DLQ of workflows).
     pub workflow_created_at: Option<Timestamp>,
+    /// States of the dead letter's failure callback (DLQ of workflows).
+    pub failure_callback_states: Vec<crate::message::FailureCallbackState>,
 }
 
 /// Which pending messages a bulk cancel by filter takes: every filter given must match, and the values of
@@ -230,6 +234,17 @@ pub trait QueueStore:
 
     /// Removes dead letters; returns how many existed.
     async fn delete_dead_letters(&self, account: AccountId, dlq_ids: &[String]) -> StoreResult<u64>;
+
+    /// Starts a dead letter's failure callback again: stores `callback` and marks the dead letter's
+    /// failure callback in progress, in one transaction. `false` (and nothing stored) when the dead
+    /// letter is gone.
+    async fn retry_failure_callback(
+        &self,
+        account: AccountId,
+        dlq_id: &str,
+        callback: NewMessage,
+        now: Timestamp,
+    ) -> StoreResult<bool>;
 
     /// Removes a dead letter and stores `replacement` in its place, atomically; `None` when there was no
     /// such dead letter.

@@ -153,6 +153,67 @@ impl Queue {
         Ok((run_id, now.as_millis()))
     }
 
+    /// Sends a workflow dead letter's failure callback again (`POST /v2/workflows/dlq/callback/{dlqId}`),
+    /// with the body it had: the step's last response and the dead letter id. Returns the run's id and
+    /// creation time.
+    ///
+    /// # Errors
+    /// An unknown dead letter (404); one without a failure callback, or whose callback is in progress
+    /// (400); store failures.
+    pub async fn retry_failure_callback(
+        &self,
+        account: AccountId,
+        dlq_id: &str,
+    ) -> Result<(String, i64), QueueError> {
+        let dead = self.dead_letter(account, dlq_id).await?;
+        let spec = &dead.message.spec;
+        let (Some(callback), Some(run_id)) = (&spec.failure_callback, &spec.workflow_run_id) else {
+            return Err(QueueError::InvalidRequest(format!(
+                "dead letter `{dlq_id}` has no failure callback of a workflow run"
+            )));
+        };
+        if dead
+            .failure_callback
+            .as_ref()
+            .is_some_and(|info| info.state == crate::message::FailureCallbackState::InProgress)
+        {
+            return Err(QueueError::InvalidRequest(format!(
+                "the failure callback of dead letter `{dlq_id}` is in progress"
+            )));
+        }
+        let now = self.clock().now();
+        let response = crate::callback::ResponseRecord {
+            status: dead.response_status,
+            headers: dead.response_headers.clone(),
+            body: dead.response_body.clone(),
+        };
+        let body =
+            crate::callback::callback_body(&dead.message, &response, dead.message.retried, Some(dlq_id));
+        let mut message = crate::callback::callback_message(
+            &dead.message,
+            callback,
+            crate::message::MessageKind::FailureCallback,
+            body,
+            now,
+            self.config().default_timeout_ms,
+        );
+        message.message.spec.reports_dead_letter = Some(dlq_id.to_owned());
+        if !self
+            .store()
+            .retry_failure_callback(account, dlq_id, message, now)
+            .await?
+        {
+            return Err(QueueError::DeadLetterNotFound(dlq_id.to_owned()));
+        }
+        self.wakeup().notify_one();
+        let created_at = self
+            .store()
+            .run(account, run_id)
+            .await?
+            .map_or(0, |run| run.created_at.as_millis());
+        Ok((run_id.clone(), created_at))
+    }
+
     /// Starts a run (`Init: true`, or no init header) or appends a step (`Init: false`) for a message
     /// about to be stored.
     ///

@@ -79,6 +79,11 @@ pub const QUEUE: &[Migration] = &[
         name: "CREATED events written at a message's first change",
         sql: include_str!("../migrations/queue/0009_unlogged_created.sql"),
     },
+    Migration {
+        version: 10,
+        name: "failure-callback state of dead letters",
+        sql: include_str!("../migrations/queue/0010_failure_callback_state.sql"),
+    },
 ];
 
 /// The schema of `vectors.db` (namespaces and vectors of every index).

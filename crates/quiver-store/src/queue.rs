@@ -6,8 +6,8 @@ use async_trait::async_trait;
 use quiver_core::store::StoreResult;
 use quiver_core::{AccountId, StoreError, Timestamp};
 use quiver_queue::message::{
-    DeadLetter, Enqueued, Event, EventDetail, Message, MessageId, MessageSpec, MessageState, NewEvent,
-    NewMessage,
+    DeadLetter, Enqueued, Event, EventDetail, FailureCallbackInfo, FailureCallbackState, Message, MessageId,
+    MessageSpec, MessageState, NewEvent, NewMessage,
 };
 use quiver_queue::store::{
     AttemptRecord, AttemptResolution, CancelFilter, Endpoint, Filter, LogPosition, Page, QueueStore, UrlGroup,
@@ -196,12 +196,13 @@ fn delete_message(connection: &Connection, message: &Message) -> StoreResult<()>
 fn insert_dead_letter(connection: &Connection, dead: &DeadLetter) -> StoreResult<()> {
     let message = &dead.message;
     let spec = &message.spec;
+    let failure_callback = dead.failure_callback.as_ref().map(to_json).transpose()?;
     connection
         .prepare_cached(
             "INSERT INTO dead_letters (dlq_id, account_id, message_id, url, topic_name, queue_name, schedule_id,
                  labels, response_status, failed_at, retried, not_before, created_at, spec, body,
-                 response_headers, response_body)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+                 response_headers, response_body, failure_callback)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
         )
         .and_then(|mut s| {
             s.execute(params![
@@ -222,14 +223,30 @@ fn insert_dead_letter(connection: &Connection, dead: &DeadLetter) -> StoreResult
                 message.body,
                 to_json(&dead.response_headers).unwrap_or_else(|_| "[]".into()),
                 dead.response_body,
+                failure_callback,
             ])
         })
         .map(drop)
         .map_err(backend_error)
 }
 
+/// Records how a dead letter's failure callback stands; `false` when the dead letter is gone.
+fn set_failure_callback(
+    connection: &Connection,
+    account: AccountId,
+    dlq_id: &str,
+    info: &FailureCallbackInfo,
+) -> StoreResult<bool> {
+    let info = to_json(info)?;
+    connection
+        .prepare_cached("UPDATE dead_letters SET failure_callback = ?3 WHERE account_id = ?1 AND dlq_id = ?2")
+        .and_then(|mut s| s.execute(params![account.to_string(), dlq_id, info]))
+        .map(|changed| changed == 1)
+        .map_err(backend_error)
+}
+
 const DEAD_LETTER_COLUMNS: &str = "seq, dlq_id, account_id, message_id, retried, not_before, created_at, spec, body, \
-                                   response_status, response_headers, response_body, failed_at";
+                                   response_status, response_headers, response_body, failed_at, failure_callback";
 
 fn dead_letter_from_row(row: &Row<'_>) -> rusqlite::Result<(i64, DeadLetter)> {
     let spec: String = row.get(7)?;
@@ -251,6 +268,10 @@ fn dead_letter_from_row(row: &Row<'_>) -> rusqlite::Result<(i64, DeadLetter)> {
             response_headers: serde_json::from_str(&headers).map_err(|e| corrupt(10, e))?,
             response_body: row.get(11)?,
             failed_at: Timestamp::from_millis(row.get(12)?),
+            failure_callback: row
+                .get::<_, Option<String>>(13)?
+                .map(|text| serde_json::from_str(&text).map_err(|e| corrupt(13, e)))
+                .transpose()?,
         },
     ))
 }
@@ -440,6 +461,9 @@ impl QueueStore for SqliteQueueStore {
                 for (follow_up, spec) in record.follow_ups.iter().zip(&specs) {
                     insert_message(c, follow_up, spec, follow_up.message.created_at)?;
                 }
+                if let Some((dlq_id, info)) = &record.failure_callback_report {
+                    set_failure_callback(c, record.account_id, dlq_id, info)?;
+                }
                 Ok(())
             })
             .await
@@ -548,6 +572,32 @@ impl QueueStore for SqliteQueueStore {
                         .map_err(backend_error)? as u64;
                 }
                 Ok(deleted)
+            })
+            .await
+    }
+
+    async fn retry_failure_callback(
+        &self,
+        account: AccountId,
+        dlq_id: &str,
+        callback: NewMessage,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        let dlq_id = dlq_id.to_owned();
+        let spec = to_json(&callback.message.spec)?;
+        self.database
+            .write(move |c| {
+                let in_progress = FailureCallbackInfo {
+                    state: FailureCallbackState::InProgress,
+                    response_status: None,
+                    response_body: None,
+                    response_headers: Vec::new(),
+                };
+                if !set_failure_callback(c, account, &dlq_id, &in_progress)? {
+                    return Ok(false);
+                }
+                insert_message(c, &callback, &spec, now)?;
+                Ok(true)
             })
             .await
     }

@@ -85,6 +85,13 @@ pub(crate) fn filter_sql(
     if is_dead_letters && filter.workflow_only {
         conditions.push("json_extract(spec, '$.workflow_run_id') IS NOT NULL".into());
     }
+    if is_dead_letters {
+        any_of_states(
+            &mut conditions,
+            &mut values,
+            filter.failure_callback_states.iter().map(|s| s.as_str()),
+        );
+    }
     if is_dead_letters && let Some(created_at) = filter.workflow_created_at {
         conditions.push(
             "json_extract(spec, '$.workflow_run_id') IN \
@@ -103,6 +110,22 @@ pub(crate) fn filter_sql(
         values.push(SqlValue::Integer(to.as_millis()));
     }
     (conditions.join(" AND "), values)
+}
+
+/// `failure_callback`'s state is one of `states` (none given: no condition).
+fn any_of_states<'a>(
+    conditions: &mut Vec<String>,
+    values: &mut Vec<SqlValue>,
+    states: impl Iterator<Item = &'a str>,
+) {
+    let states: Vec<SqlValue> = states.map(|s| SqlValue::Text(s.to_owned())).collect();
+    if !states.is_empty() {
+        conditions.push(format!(
+            "json_extract(failure_callback, '$.state') IN ({})",
+            vec!["?"; states.len()].join(", ")
+        ));
+        values.extend(states);
+    }
 }
 
 /// Reads one page, newest first, starting below the sequence number in `cursor`.

@@ -563,3 +563,76 @@ async fn an_invoked_run_starts_with_the_invoke_payload_and_its_result_is_the_inv
         json!({"body": "\"done\"", "isFailed": false, "isCanceled": false})
     );
 }
+
+#[tokio::test]
+async fn a_failed_failure_callback_is_reported_on_its_steps_dead_letter_and_can_be_sent_again() {
+    let server = TestServer::embedded().await;
+    let receiver = Receiver::start().await;
+    receiver.respond_with(Reply::status(500).with_body("still down"));
+    let url = receiver.url("/workflow");
+    let failure = receiver.url("/failure");
+    trigger_by_batch(
+        &server,
+        "wfr_doomed",
+        &url,
+        &[
+            ("Upstash-Retries", "0"),
+            ("Upstash-Failure-Callback", failure.as_str()),
+            ("Upstash-Failure-Callback-Retries", "0"),
+        ],
+    )
+    .await;
+    let mut dead = Value::Null;
+    for _ in 0..2_000 {
+        dead = workflow_dead_letters(&server, 1).await.remove(0);
+        if dead["failureCallbackInfo"]["state"] == "CALLBACK_FAIL" {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(dead["failureCallbackInfo"]["state"], "CALLBACK_FAIL", "{dead}");
+    assert_eq!(dead["failureCallbackInfo"]["responseStatus"], 500);
+    assert_eq!(dead["failureCallbackInfo"]["responseBody"], "still down");
+    let (_, all) = send(server.queue(Method::GET, "/v2/dlq")).await;
+    assert_eq!(
+        all["messages"].as_array().unwrap().len(),
+        1,
+        "the failed callback has no dead letter of its own"
+    );
+    let (_, failed) = send(server.queue(
+        Method::GET,
+        "/v2/dlq?source=workflow&failureFunctionState=CALLBACK_FAIL",
+    ))
+    .await;
+    assert_eq!(failed["messages"].as_array().unwrap().len(), 1);
+    let (_, succeeded) = send(server.queue(
+        Method::GET,
+        "/v2/dlq?source=workflow&failureFunctionState=CALLBACK_SUCCESS",
+    ))
+    .await;
+    assert_eq!(succeeded["messages"].as_array().unwrap().len(), 0);
+    let (status, _) = send(server.queue(Method::GET, "/v2/dlq?failureFunctionState=SOMETIMES")).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+
+    receiver.respond_with(Reply::status(200));
+    let dlq_id = dead["dlqId"].as_str().unwrap();
+    let (status, retried) =
+        send(server.queue(Method::POST, &format!("/v2/workflows/dlq/callback/{dlq_id}"))).await;
+    assert_eq!(status, StatusCode::OK, "{retried}");
+    assert_eq!(retried["workflowRunId"], "wfr_doomed");
+    let mut state = Value::Null;
+    for _ in 0..2_000 {
+        state = workflow_dead_letters(&server, 1).await[0]["failureCallbackInfo"]["state"].clone();
+        if state == "CALLBACK_SUCCESS" {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(state, "CALLBACK_SUCCESS");
+    let callback = receiver
+        .requests()
+        .into_iter()
+        .rfind(|r| r.uri.path() == "/failure")
+        .unwrap();
+    assert_eq!(callback.json()["dlqId"], dlq_id);
+}
