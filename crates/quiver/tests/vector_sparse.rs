@@ -109,6 +109,38 @@ async fn sparse_and_hybrid_indexes_score_by_shared_dimensions_and_fusion() {
     )
     .await;
     assert_eq!(dense_only[0]["id"], "y");
+
+    // The official suite's hybrid data: DBSF fuses each part's own top 2, normalised with the sample
+    // standard deviation; the sparse part has one hit, which scores 0.5.
+    ok(
+        &server,
+        &hybrid,
+        "/upsert/suite",
+        json!([
+            {"id": "id0", "vector": [0.1, 0.2], "sparseVector": {"indices": [0, 1], "values": [0.1, 0.2]}},
+            {"id": "id1", "vector": [0.2, 0.3], "sparseVector": {"indices": [1, 2], "values": [0.2, 0.3]}},
+            {"id": "id2", "vector": [0.3, 0.4], "sparseVector": {"indices": [2, 3], "values": [0.3, 0.4]}},
+        ]),
+    )
+    .await;
+    let fused = ok(
+        &server,
+        &hybrid,
+        "/query/suite",
+        json!({"vector": [0.1, 0.1], "sparseVector": {"indices": [0], "values": [0.1]}, "topK": 2,
+               "fusionAlgorithm": "DBSF", "weightingStrategy": "IDF"}),
+    )
+    .await;
+    assert_eq!(
+        (&fused[0]["id"], &fused[1]["id"]),
+        (&json!("id2"), &json!("id0")),
+        "{fused}"
+    );
+    assert!(
+        (fused[0]["score"].as_f64().unwrap() - 0.617851).abs() < 1e-5,
+        "{fused}"
+    );
+    assert_eq!(fused[1]["score"], 0.5);
 }
 
 #[tokio::test]
