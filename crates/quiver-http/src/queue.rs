@@ -259,7 +259,7 @@ async fn batch(
     let parsed: Vec<Result<PublishRequest, ApiError>> =
         items.iter().map(|item| batch_item(item, &caller_ip)).collect();
     let valid: Vec<PublishRequest> = parsed.iter().filter_map(|p| p.as_ref().ok().cloned()).collect();
-    let outcomes = state.queue.batch(caller.account.id, valid).await;
+    let outcomes = state.queue.batch(caller.account.id, valid).await?;
     // A step for a run that has ended fails the whole request with a 400: the workflow SDK publishes
     // steps in batches and stops the run on that status, not on an error inside a 200.
     if let Some(Err(ended @ quiver_queue::QueueError::WorkflowRunNotRunning(_))) = outcomes

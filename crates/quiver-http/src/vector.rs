@@ -146,6 +146,7 @@ impl From<VectorError> for ApiError {
                 | EmbedError::Tokenizer(_) => ApiError::internal(&error),
             },
             VectorError::Store(inner) => inner.into(),
+            VectorError::Internal(cause) => ApiError::internal(&cause),
         };
         vector_error(api)
     }

@@ -133,14 +133,27 @@ impl DeliveryWorker {
             if batch_was_full {
                 continue;
             }
-            let next_due = store.next_due().await.ok().flatten();
+            // A failed look-up is not "nothing is due": the worker looks again shortly instead of
+            // sleeping until a publish happens to wake it.
+            let (next_due, sleep) = match store.next_due().await {
+                Ok(next_due) => (
+                    next_due,
+                    match next_due {
+                        Some(due) => clock.sleep_until(due),
+                        None => Box::pin(std::future::pending()),
+                    },
+                ),
+                Err(StoreError::Closed) => break,
+                Err(error) => {
+                    warn!(%error, "finding the next due message failed; looking again shortly");
+                    let retry: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> =
+                        Box::pin(tokio::time::sleep(Duration::from_millis(200)));
+                    (None, retry)
+                }
+            };
             // Publishers wake us only for work due before this; anything published meanwhile saw
             // "busy" and left a wake-up permit.
             self.queue.worker_sleeps_until(next_due);
-            let sleep = match next_due {
-                Some(due) => clock.sleep_until(due),
-                None => Box::pin(std::future::pending()),
-            };
             tokio::select! {
                 biased;
                 () = shutdown.cancelled() => break,
@@ -203,10 +216,16 @@ impl DeliveryWorker {
         headers
     }
 
-    async fn attempt(&self, message: &Message) -> (AttemptReport, ResponseRecord, Option<String>) {
+    /// Makes one attempt. `Err` means it was not made: something the delivery depends on (the signing
+    /// keys, the workflow run) could not be read, and the message goes again later without spending a
+    /// retry, rather than going out changed (unsigned, or a step without its history).
+    async fn attempt(
+        &self,
+        message: &Message,
+    ) -> Result<(AttemptReport, ResponseRecord, Option<String>), String> {
         let spec = &message.spec;
         let failure = |error: String| {
-            (
+            Ok((
                 AttemptReport {
                     status: None,
                     requested_delay: None,
@@ -214,19 +233,20 @@ impl DeliveryWorker {
                 },
                 ResponseRecord::default(),
                 Some(error),
-            )
+            ))
         };
         if let Err(error) = self.queue.policy().check_url(&spec.url) {
             return failure(error);
         }
         // A message of a workflow run is delivered with the run's creation time, and a step message carries
-        // the run's history instead of its own body. A run that cannot be read fails the attempt (it is
-        // retried) rather than delivering a step without its history.
+        // the run's history instead of its own body.
         let run = match &spec.workflow_run_id {
-            Some(run_id) => match self.queue.store().run(message.account_id, run_id).await {
-                Ok(run) => run,
-                Err(error) => return failure(format!("could not read workflow run `{run_id}`: {error}")),
-            },
+            Some(run_id) => self
+                .queue
+                .store()
+                .run(message.account_id, run_id)
+                .await
+                .map_err(|error| format!("could not read workflow run `{run_id}`: {error}"))?,
             None => None,
         };
         let body = match (&run, spec.workflow_history) {
@@ -234,7 +254,14 @@ impl DeliveryWorker {
             (Some(_) | None, _) => message.body.clone(),
         };
         let run_created_at = run.map(|run| run.created_at.as_millis().to_string());
-        let signature = self.keys.signing_keys(message.account_id).await.map(|keys| {
+        // An account that no longer exists has no keys: its messages go unsigned. An account that cannot
+        // be read right now is no reason to drop the signature.
+        let keys = self
+            .keys
+            .signing_keys(message.account_id)
+            .await
+            .map_err(|error| format!("could not read the account's signing keys: {error}"))?;
+        let signature = keys.map(|keys| {
             sign(
                 &keys.current,
                 &self.queue.config().signature_issuer,
@@ -292,7 +319,7 @@ impl DeliveryWorker {
             requested_delay,
             non_retryable,
         };
-        (
+        Ok((
             report,
             ResponseRecord {
                 status: Some(status),
@@ -300,11 +327,55 @@ impl DeliveryWorker {
                 body,
             },
             None,
-        )
+        ))
+    }
+
+    /// Puts off an attempt that could not be made: the message is due again in [`POSTPONE`] with its
+    /// retries untouched, and the log says why.
+    async fn postpone(&self, message: &Message, reason: String) {
+        let now = self.queue.clock().now();
+        let at = now.saturating_add(POSTPONE);
+        warn!(message.id = %message.id, %reason, "delivery put off");
+        let record = AttemptRecord {
+            account_id: message.account_id,
+            message_id: message.id.clone(),
+            resolution: AttemptResolution::Retry {
+                retried: message.retried,
+                at,
+            },
+            events: vec![
+                NewEvent {
+                    time: now,
+                    state: MessageState::Error,
+                    detail: EventDetail {
+                        error: Some(reason),
+                        ..EventDetail::default()
+                    },
+                },
+                NewEvent {
+                    time: now,
+                    state: MessageState::Retry,
+                    detail: EventDetail {
+                        next_delivery_time: Some(at.as_millis()),
+                        ..EventDetail::default()
+                    },
+                },
+            ],
+            follow_ups: Vec::new(),
+            failure_callback_report: None,
+        };
+        if let Err(error) = self.queue.store().record_attempt(record).await {
+            warn!(message.id = %message.id, %error, "could not put off a delivery; the lease will expire and it is retried");
+        }
+        // The worker may be sleeping until the lease would have expired.
+        self.queue.wakeup().notify_one();
     }
 
     async fn deliver(&self, message: Message) {
-        let (report, response, error) = self.attempt(&message).await;
+        let (report, response, error) = match self.attempt(&message).await {
+            Ok(attempted) => attempted,
+            Err(reason) => return self.postpone(&message, reason).await,
+        };
         let now = self.queue.clock().now();
         let spec = &message.spec;
         let retry_delay = spec
@@ -490,6 +561,9 @@ impl DeliveryWorker {
         }
     }
 }
+
+/// How long an attempt that could not be made (see `DeliveryWorker::attempt`) is put off.
+const POSTPONE: Duration = Duration::from_secs(5);
 
 fn canonical_header(name: &str) -> String {
     crate::headers::canonical(name)

@@ -1,7 +1,7 @@
 //! Where the delivery worker finds an account's signing keys (they live with the account).
 
 use async_trait::async_trait;
-use quiver_core::AccountId;
+use quiver_core::{AccountId, StoreError};
 
 /// An account's current and next signing keys.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,5 +16,8 @@ pub struct SigningKeys {
 #[async_trait]
 pub trait KeySource: Send + Sync + 'static {
     /// The account's keys, or `None` if the account is gone.
-    async fn signing_keys(&self, account: AccountId) -> Option<SigningKeys>;
+    ///
+    /// # Errors
+    /// The keys could not be read (the delivery is then put off, never sent unsigned).
+    async fn signing_keys(&self, account: AccountId) -> Result<Option<SigningKeys>, StoreError>;
 }

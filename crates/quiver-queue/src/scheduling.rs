@@ -277,15 +277,25 @@ pub async fn run_scheduler(queue: Queue, shutdown: CancellationToken) {
         if busy {
             continue;
         }
-        let schedule = queue.store().next_schedule_due().await.ok().flatten();
-        let deadline = queue.store().next_waiter_deadline().await.ok().flatten();
-        let next = match (schedule, deadline) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
+        // A failed look-up is not "nothing is due": look again shortly.
+        let next = match (
+            queue.store().next_schedule_due().await,
+            queue.store().next_waiter_deadline().await,
+        ) {
+            (Ok(schedule), Ok(deadline)) => Ok(match (schedule, deadline) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            }),
+            (Err(quiver_core::StoreError::Closed), _) | (_, Err(quiver_core::StoreError::Closed)) => return,
+            (Err(error), _) | (_, Err(error)) => Err(error),
         };
         let sleep = match next {
-            Some(due) => queue.clock().sleep_until(due),
-            None => Box::pin(std::future::pending()),
+            Ok(Some(due)) => queue.clock().sleep_until(due),
+            Ok(None) => Box::pin(std::future::pending()),
+            Err(error) => {
+                warn!(%error, "finding the next schedule or wait deadline failed; looking again shortly");
+                Box::pin(tokio::time::sleep(std::time::Duration::from_millis(200)))
+            }
         };
         tokio::select! {
             biased;

@@ -235,12 +235,16 @@ impl Queue {
         }
     }
 
-    /// Publishes each request on its own: one failing does not stop the others.
+    /// Publishes each request on its own: one that is invalid does not stop the others, and all valid
+    /// ones are stored in one commit.
+    ///
+    /// # Errors
+    /// The commit failed: nothing was stored.
     pub async fn batch(
         &self,
         account: AccountId,
         requests: Vec<PublishRequest>,
-    ) -> Vec<Result<PublishOutcome, QueueError>> {
+    ) -> Result<Vec<Result<PublishOutcome, QueueError>>, QueueError> {
         let mut prepared = Vec::with_capacity(requests.len());
         for request in &requests {
             prepared.push(self.prepare(account, request).await);
@@ -251,17 +255,9 @@ impl Queue {
             .filter_map(|p| p.as_ref().ok())
             .flat_map(|(messages, _)| messages.iter().cloned())
             .collect();
-        let mut stored = match self.store_messages(all).await {
-            Ok(stored) => stored.into_iter(),
-            Err(error) => {
-                let message = error.to_string();
-                return prepared
-                    .into_iter()
-                    .map(|_| Err(QueueError::InvalidRequest(message.clone())))
-                    .collect();
-            }
-        };
-        prepared
+        // A failed commit stored none of them: the whole request fails (a 5xx), it is no one item's fault.
+        let mut stored = self.store_messages(all).await?.into_iter();
+        Ok(prepared
             .into_iter()
             .zip(&requests)
             .map(|(result, request)| {
@@ -287,7 +283,7 @@ impl Queue {
                     )
                 })
             })
-            .collect()
+            .collect())
     }
 
     async fn store_messages(&self, messages: Vec<NewMessage>) -> Result<Vec<Published>, QueueError> {

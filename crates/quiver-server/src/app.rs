@@ -113,12 +113,19 @@ struct AccountKeys(Admin);
 
 #[async_trait::async_trait]
 impl KeySource for AccountKeys {
-    async fn signing_keys(&self, account: quiver_core::AccountId) -> Option<SigningKeys> {
-        let account = self.0.account_by_id(account).await.ok().flatten()?;
-        Some(SigningKeys {
+    async fn signing_keys(
+        &self,
+        account: quiver_core::AccountId,
+    ) -> Result<Option<SigningKeys>, quiver_core::StoreError> {
+        let account = match self.0.account_by_id(account).await {
+            Ok(account) => account,
+            Err(quiver_admin::AdminError::Store(error)) => return Err(error),
+            Err(other) => return Err(quiver_core::StoreError::Backend(other.to_string())),
+        };
+        Ok(account.map(|account| SigningKeys {
             current: account.current_signing_key,
             next: account.next_signing_key,
-        })
+        }))
     }
 }
 

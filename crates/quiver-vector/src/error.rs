@@ -50,4 +50,8 @@ pub enum VectorError {
     /// Storage failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// A background task of the engine failed (it panicked or was cancelled): a server fault, never a
+    /// reason the request is wrong.
+    #[error("{0}")]
+    Internal(String),
 }

@@ -236,8 +236,14 @@ impl Vectors {
                             .map(|n| n.index_pending(INDEXING_CHUNK))
                             .sum::<usize>()
                     })
-                    .await
-                    .unwrap_or(0);
+                    .await;
+                    let indexed = match indexed {
+                        Ok(indexed) => indexed,
+                        Err(error) => {
+                            tracing::error!(%error, "indexing pending vectors failed; they stay searchable by scan");
+                            0
+                        }
+                    };
                     if indexed == 0 {
                         break;
                     }
@@ -271,7 +277,7 @@ impl Vectors {
             namespaces
         })
         .await
-        .map_err(|e| VectorError::Unsupported(format!("loading task failed: {e}")))?;
+        .map_err(|e| VectorError::Internal(format!("loading task failed: {e}")))?;
         self.indexing.notify_one();
         let state = Arc::new(LoadedIndex {
             writes: Mutex::new(()),
@@ -426,7 +432,7 @@ impl Vectors {
             })
         })
         .await
-        .map_err(|e| VectorError::Unsupported(format!("query task failed: {e}")))?
+        .map_err(|e| VectorError::Internal(format!("query task failed: {e}")))?
     }
 
     /// Records by id (`None` where missing), in the order asked.
