@@ -256,3 +256,97 @@ mod tests {
         assert_eq!(decode_sparse(&encode_sparse(&sparse)), sparse);
     }
 }
+
+#[cfg(test)]
+mod loading_tests {
+    use std::sync::Arc;
+
+    use quiver_core::clock::ManualClock;
+    use quiver_core::index::{IndexType, SimilarityFunction};
+    use quiver_core::plan::PlanType;
+    use quiver_core::{IndexId, Timestamp};
+    use quiver_vector::record::{IndexSpec, Record};
+    use quiver_vector::service::{IndexRef, Vectors};
+    use quiver_vector::store::{Change, VectorStore};
+    use tokio::sync::Notify;
+
+    use super::*;
+
+    /// The SQLite store, whose load of one index waits until the test lets it go.
+    struct GatedLoad {
+        inner: SqliteVectorStore,
+        gated: IndexId,
+        open: Notify,
+        waiting: Notify,
+    }
+
+    #[async_trait]
+    impl VectorStore for GatedLoad {
+        async fn load(&self, index: IndexId) -> StoreResult<Vec<(String, Vec<StoredRecord>)>> {
+            if index == self.gated {
+                self.waiting.notify_one();
+                self.open.notified().await;
+            }
+            self.inner.load(index).await
+        }
+        async fn apply(&self, index: IndexId, changes: Vec<Change>) -> StoreResult<()> {
+            self.inner.apply(index, changes).await
+        }
+        async fn drop_index(&self, index: IndexId) -> StoreResult<()> {
+            self.inner.drop_index(index).await
+        }
+    }
+
+    fn index() -> IndexRef {
+        IndexRef {
+            id: IndexId::random(),
+            name: "i".into(),
+            spec: IndexSpec {
+                dimension: 2,
+                similarity: SimilarityFunction::Cosine,
+                index_type: IndexType::Dense,
+            },
+            limits: PlanType::Payg.vector_limits(),
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_cold_load_of_one_index_does_not_hold_up_another() {
+        let dir = tempfile::tempdir().unwrap();
+        let (slow, fast) = (index(), index());
+        let store = Arc::new(GatedLoad {
+            inner: SqliteVectorStore::open(dir.path(), &StorageConfig::default()).unwrap(),
+            gated: slow.id,
+            open: Notify::new(),
+            waiting: Notify::new(),
+        });
+        let vectors = Arc::new(Vectors::new(
+            Arc::clone(&store) as Arc<dyn VectorStore>,
+            Arc::new(ManualClock::new(Timestamp::from_millis(1_000))),
+        ));
+        let record = |id: &str| Record {
+            id: id.into(),
+            vector: Some(vec![1.0, 0.0]),
+            sparse: None,
+            metadata: None,
+            data: None,
+        };
+        let blocked = tokio::spawn({
+            let (vectors, slow) = (Arc::clone(&vectors), slow.clone());
+            async move { vectors.upsert(&slow, "", vec![record("a")]).await }
+        });
+        store.waiting.notified().await;
+        // The slow index is being loaded now; the other answers without waiting for it.
+        let answered = tokio::time::timeout(std::time::Duration::from_secs(20), async {
+            vectors.upsert(&fast, "", vec![record("b")]).await.unwrap();
+            vectors.fetch(&fast, "", &["b".to_owned()]).await.unwrap()
+        });
+        let fetched = answered
+            .await
+            .expect("the other index answered while the first was loading");
+        assert_eq!(fetched[0].as_ref().map(|r| r.id.as_str()), Some("b"));
+        assert!(!blocked.is_finished());
+        store.open.notify_one();
+        blocked.await.unwrap().unwrap();
+    }
+}

@@ -152,7 +152,9 @@ struct LoadedIndex {
 pub struct Vectors {
     store: Arc<dyn VectorStore>,
     clock: Arc<dyn Clock>,
-    loaded: Mutex<HashMap<IndexId, Arc<LoadedIndex>>>,
+    /// One cell per index, filled by its first use. The map's lock is held only to find the cell, so a
+    /// cold load of one index never makes requests to another wait.
+    loaded: std::sync::Mutex<HashMap<IndexId, Arc<tokio::sync::OnceCell<Arc<LoadedIndex>>>>>,
     resumable: std::sync::Mutex<HashMap<String, Resumable>>,
     indexing: tokio::sync::Notify,
 }
@@ -206,7 +208,7 @@ impl Vectors {
         Vectors {
             store,
             clock,
-            loaded: Mutex::new(HashMap::new()),
+            loaded: std::sync::Mutex::new(HashMap::new()),
             resumable: std::sync::Mutex::new(HashMap::new()),
             indexing: tokio::sync::Notify::new(),
         }
@@ -222,7 +224,13 @@ impl Vectors {
             let woken = self.indexing.notified();
             tokio::pin!(woken);
             woken.as_mut().enable();
-            let states: Vec<Arc<LoadedIndex>> = self.loaded.lock().await.values().cloned().collect();
+            let states: Vec<Arc<LoadedIndex>> = self
+                .loaded
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .values()
+                .filter_map(|cell| cell.get().cloned())
+                .collect();
             for state in states {
                 loop {
                     if shutdown.is_cancelled() {
@@ -257,11 +265,32 @@ impl Vectors {
         }
     }
 
+    /// The index in memory, loaded from the store on first use. Concurrent first uses of one index wait
+    /// for one load; a failed load is tried again by the next use.
     async fn loaded(&self, index: &IndexRef) -> Result<Arc<LoadedIndex>, VectorError> {
-        let mut loaded = self.loaded.lock().await;
-        if let Some(found) = loaded.get(&index.id) {
-            return Ok(Arc::clone(found));
+        let cell = {
+            let mut loaded = self
+                .loaded
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            Arc::clone(loaded.entry(index.id).or_default())
+        };
+        let mut loaded_here = false;
+        let state = cell
+            .get_or_try_init(|| {
+                loaded_here = true;
+                self.load(index)
+            })
+            .await
+            .cloned()?;
+        // Records come back pending: the indexer looks at an index once its cell holds it.
+        if loaded_here {
+            self.indexing.notify_one();
         }
+        Ok(state)
+    }
+
+    async fn load(&self, index: &IndexRef) -> Result<Arc<LoadedIndex>, VectorError> {
         let stored = self.store.load(index.id).await?;
         let spec = index.spec;
         // Rebuilding the graphs is CPU work: keep it off the async runtime.
@@ -278,13 +307,10 @@ impl Vectors {
         })
         .await
         .map_err(|e| VectorError::Internal(format!("loading task failed: {e}")))?;
-        self.indexing.notify_one();
-        let state = Arc::new(LoadedIndex {
+        Ok(Arc::new(LoadedIndex {
             writes: Mutex::new(()),
             namespaces: RwLock::new(namespaces),
-        });
-        loaded.insert(index.id, Arc::clone(&state));
-        Ok(state)
+        }))
     }
 
     /// Forgets an index (its catalogue entry was deleted) and its stored vectors.
@@ -292,7 +318,10 @@ impl Vectors {
     /// # Errors
     /// Store failures.
     pub async fn drop_index(&self, index: IndexId) -> Result<(), VectorError> {
-        self.loaded.lock().await.remove(&index);
+        self.loaded
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&index);
         self.store.drop_index(index).await?;
         Ok(())
     }
