@@ -1,4 +1,4 @@
-// Drives a running Quiver with the official @upstash/qstash client. Started by crates/quiver/tests/sdk.rs
+// Drives a running Quiver with the official @upstash/qstash client. Started by crates/quiver/tests/it/sdk.rs
 // with QSTASH_URL, QSTASH_TOKEN, QSTASH_CURRENT_SIGNING_KEY and QSTASH_NEXT_SIGNING_KEY set.
 import { test, after } from "node:test";
 import assert from "node:assert/strict";

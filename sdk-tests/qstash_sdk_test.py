@@ -1,6 +1,6 @@
 """Drives a running Quiver with the official qstash client (PyPI).
 
-Started by crates/quiver/tests/sdk.rs with QSTASH_URL, QSTASH_TOKEN, QSTASH_CURRENT_SIGNING_KEY and
+Started by crates/quiver/tests/it/sdk.rs with QSTASH_URL, QSTASH_TOKEN, QSTASH_CURRENT_SIGNING_KEY and
 QSTASH_NEXT_SIGNING_KEY set. Deliveries go to a local HTTP server started here.
 """
 

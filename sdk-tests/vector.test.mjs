@@ -1,4 +1,4 @@
-// Drives a running Quiver with the official @upstash/vector client. Started by crates/quiver/tests/sdk.rs
+// Drives a running Quiver with the official @upstash/vector client. Started by crates/quiver/tests/it/sdk.rs
 // with VECTOR_URL, VECTOR_TOKEN (a 3-dimension COSINE index) and VECTOR_READ_ONLY_TOKEN set.
 import { test } from "node:test";
 import assert from "node:assert/strict";

@@ -1,6 +1,6 @@
 """Drives a running Quiver with the official upstash-vector client (PyPI).
 
-Started by crates/quiver/tests/sdk.rs with VECTOR_URL, VECTOR_TOKEN (a 3-dimension COSINE index),
+Started by crates/quiver/tests/it/sdk.rs with VECTOR_URL, VECTOR_TOKEN (a 3-dimension COSINE index),
 SPARSE_TOKEN (a SPARSE index), HYBRID_TOKEN (a 2-dimension HYBRID index), TEXT_TOKEN (a dense index
 with ALL_MINILM_L6_V2) and TEXT_HYBRID_TOKEN (a HYBRID index with ALL_MINILM_L6_V2 and BM25) set.
 """

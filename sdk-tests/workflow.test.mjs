@@ -1,5 +1,5 @@
 // Runs workflows written with the official @upstash/workflow SDK, served by a small local Node app,
-// against a running Quiver. Started by crates/quiver/tests/sdk.rs with QSTASH_URL, QSTASH_TOKEN,
+// against a running Quiver. Started by crates/quiver/tests/it/sdk.rs with QSTASH_URL, QSTASH_TOKEN,
 // QSTASH_CURRENT_SIGNING_KEY and QSTASH_NEXT_SIGNING_KEY set.
 import { test, after } from "node:test";
 import assert from "node:assert/strict";

@@ -1,0 +1,21 @@
+//! Every integration test of the `quiver` crate, in one binary so CI links once: the real server on
+//! port 0 (the test kit), the `quiver` executable, and the official SDKs.
+
+mod cli;
+mod events_log;
+mod flow_control;
+mod limits;
+mod management;
+mod queue;
+mod queues;
+mod restart;
+mod retention;
+mod schedules;
+mod sdk;
+mod stats;
+mod url_groups;
+mod vector;
+mod vector_sparse;
+mod vector_text;
+mod waiters;
+mod workflows;
