@@ -197,6 +197,11 @@ fn insert_dead_letter(connection: &Connection, dead: &DeadLetter) -> StoreResult
     let message = &dead.message;
     let spec = &message.spec;
     let failure_callback = dead.failure_callback.as_ref().map(to_json).transpose()?;
+    let (labels, spec_text, response_headers) = (
+        to_json(&spec.labels)?,
+        to_json(spec)?,
+        to_json(&dead.response_headers)?,
+    );
     connection
         .prepare_cached(
             "INSERT INTO dead_letters (dlq_id, account_id, message_id, url, topic_name, queue_name, schedule_id,
@@ -213,15 +218,15 @@ fn insert_dead_letter(connection: &Connection, dead: &DeadLetter) -> StoreResult
                 spec.topic_name,
                 spec.queue_name,
                 spec.schedule_id,
-                to_json(&spec.labels).unwrap_or_else(|_| "[]".into()),
+                labels,
                 dead.response_status,
                 dead.failed_at.as_millis(),
                 message.retried,
                 message.not_before.as_millis(),
                 message.created_at.as_millis(),
-                to_json(spec).unwrap_or_default(),
+                spec_text,
                 message.body,
-                to_json(&dead.response_headers).unwrap_or_else(|_| "[]".into()),
+                response_headers,
                 dead.response_body,
                 failure_callback,
             ])
