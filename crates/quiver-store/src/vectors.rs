@@ -310,6 +310,13 @@ mod loading_tests {
         }
     }
 
+    #[tokio::test]
+    async fn the_sqlite_vector_store_passes_the_conformance_suite() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteVectorStore::open(dir.path(), &StorageConfig::default()).unwrap();
+        quiver_vector::testing::conformance(Arc::new(store)).await;
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_cold_load_of_one_index_does_not_hold_up_another() {
         let dir = tempfile::tempdir().unwrap();

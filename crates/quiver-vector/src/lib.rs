@@ -10,7 +10,8 @@
 //! - [`filter`]: the metadata filter language.
 //! - [`record`]: records and index settings.
 //! - [`text`]: raw text to vectors with the index's hosted models (BM25 built in).
-//! - [`store`]: [`VectorStore`], the storage trait every backend implements.
+//! - [`store`]: [`VectorStore`], the storage trait every backend implements; `testing` (feature
+//!   `testing`): its conformance suite.
 //! - [`mod@error`]: [`VectorError`], every way a vector operation fails.
 #![warn(missing_docs)]
 
@@ -25,6 +26,8 @@ pub mod score;
 pub mod search;
 pub mod service;
 pub mod store;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod text;
 
 pub use error::VectorError;

@@ -1,0 +1,265 @@
+//! The conformance suite of [`VectorStore`]: what every backend must do, written against the trait
+//! alone. A backend runs it with a store over empty storage:
+//!
+//! ```ignore
+//! #[tokio::test]
+//! async fn my_store_passes_the_conformance_suite() {
+//!     quiver_vector::testing::conformance(Arc::new(my_store().await)).await;
+//! }
+//! ```
+//!
+//! Each check panics with what the contract says when the store breaks it.
+
+use std::sync::Arc;
+
+use quiver_core::IndexId;
+use serde_json::json;
+
+use crate::record::{Record, SparseVector, StoredRecord};
+use crate::store::{Change, VectorStore};
+
+/// Runs every check against `store`, which must start empty.
+///
+/// # Panics
+/// When the store breaks its contract.
+pub async fn conformance(store: Arc<dyn VectorStore>) {
+    an_unknown_index_loads_empty(&*store).await;
+    records_round_trip_exactly_and_load_in_sequence_order(&*store).await;
+    a_put_of_an_existing_id_replaces_it(&*store).await;
+    changes_apply_in_order_in_one_call(&*store).await;
+    reset_empties_a_namespace_that_stays(&*store).await;
+    namespaces_are_dropped_and_renamed_with_their_records(&*store).await;
+    indexes_are_isolated_and_dropped_whole(&*store).await;
+}
+
+fn record(id: &str, sequence: u64) -> StoredRecord {
+    StoredRecord {
+        sequence,
+        record: Record {
+            id: id.to_owned(),
+            vector: Some(vec![0.1, -2.5, f32::MIN_POSITIVE, 3.0e-7]),
+            sparse: None,
+            metadata: None,
+            data: None,
+        },
+    }
+}
+
+fn put(namespace: &str, records: Vec<StoredRecord>) -> Change {
+    Change::Put {
+        namespace: namespace.to_owned(),
+        records,
+    }
+}
+
+async fn load(store: &dyn VectorStore, index: IndexId) -> Vec<(String, Vec<StoredRecord>)> {
+    let mut namespaces = store.load(index).await.expect("load succeeds");
+    namespaces.sort_by(|a, b| a.0.cmp(&b.0));
+    namespaces
+}
+
+fn ids(records: &[StoredRecord]) -> Vec<&str> {
+    records.iter().map(|r| r.record.id.as_str()).collect()
+}
+
+async fn an_unknown_index_loads_empty(store: &dyn VectorStore) {
+    assert!(
+        load(store, IndexId::random()).await.is_empty(),
+        "an index never written to has no namespaces"
+    );
+}
+
+async fn records_round_trip_exactly_and_load_in_sequence_order(store: &dyn VectorStore) {
+    let index = IndexId::random();
+    let full = StoredRecord {
+        sequence: 7,
+        record: Record {
+            id: "full".into(),
+            vector: Some(vec![1.0, -0.0, 1.0e-38, 123_456.79]),
+            sparse: Some(SparseVector {
+                indices: vec![3, 70_000, u32::MAX >> 1],
+                values: vec![0.5, -0.25, 1.0e-6],
+            }),
+            metadata: Some(json!({"nested": {"list": [1, "two", null]}, "unicode": "ünï"})),
+            data: Some("raw text, kept as sent".into()),
+        },
+    };
+    let bare = StoredRecord {
+        sequence: 2,
+        record: Record {
+            id: "bare".into(),
+            vector: None,
+            sparse: None,
+            metadata: None,
+            data: None,
+        },
+    };
+    store
+        .apply(
+            index,
+            vec![
+                put("", vec![full.clone(), bare.clone()]),
+                put("other", vec![record("x", 1)]),
+            ],
+        )
+        .await
+        .expect("apply succeeds");
+    let namespaces = load(store, index).await;
+    let names: Vec<&str> = namespaces.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["", "other"], "a put creates its namespace");
+    assert_eq!(
+        namespaces[0].1,
+        vec![bare, full],
+        "records come back exactly as stored, ordered by sequence"
+    );
+}
+
+async fn a_put_of_an_existing_id_replaces_it(store: &dyn VectorStore) {
+    let index = IndexId::random();
+    store
+        .apply(index, vec![put("", vec![record("a", 1), record("b", 2)])])
+        .await
+        .expect("apply succeeds");
+    let mut replacement = record("a", 1);
+    replacement.record.data = Some("second".into());
+    store
+        .apply(index, vec![put("", vec![replacement.clone()])])
+        .await
+        .expect("apply succeeds");
+    let namespaces = load(store, index).await;
+    assert_eq!(ids(&namespaces[0].1), ["a", "b"], "no duplicate, place kept");
+    assert_eq!(namespaces[0].1[0], replacement, "the later put wins");
+}
+
+async fn changes_apply_in_order_in_one_call(store: &dyn VectorStore) {
+    let index = IndexId::random();
+    store
+        .apply(
+            index,
+            vec![
+                put("", vec![record("a", 1), record("b", 2)]),
+                Change::Delete {
+                    namespace: String::new(),
+                    ids: vec!["a".into(), "never-stored".into()],
+                },
+                put("", vec![record("c", 3)]),
+            ],
+        )
+        .await
+        .expect("apply succeeds");
+    let namespaces = load(store, index).await;
+    assert_eq!(
+        ids(&namespaces[0].1),
+        ["b", "c"],
+        "changes apply in order; deleting an unknown id is no error"
+    );
+}
+
+async fn reset_empties_a_namespace_that_stays(store: &dyn VectorStore) {
+    let index = IndexId::random();
+    store
+        .apply(
+            index,
+            vec![put("ns", vec![record("a", 1)]), put("kept", vec![record("k", 1)])],
+        )
+        .await
+        .expect("apply succeeds");
+    store
+        .apply(
+            index,
+            vec![Change::Reset {
+                namespace: "ns".into(),
+            }],
+        )
+        .await
+        .expect("apply succeeds");
+    let namespaces = load(store, index).await;
+    assert_eq!(
+        namespaces,
+        vec![
+            ("kept".to_owned(), vec![record("k", 1)]),
+            ("ns".to_owned(), Vec::new())
+        ],
+        "a reset namespace stays, empty; others are untouched"
+    );
+}
+
+async fn namespaces_are_dropped_and_renamed_with_their_records(store: &dyn VectorStore) {
+    let index = IndexId::random();
+    store
+        .apply(
+            index,
+            vec![
+                put("old", vec![record("a", 1), record("b", 2)]),
+                put("gone", vec![record("g", 1)]),
+            ],
+        )
+        .await
+        .expect("apply succeeds");
+    store
+        .apply(
+            index,
+            vec![
+                Change::DropNamespace {
+                    namespace: "gone".into(),
+                },
+                Change::RenameNamespace {
+                    from: "old".into(),
+                    to: "new".into(),
+                },
+            ],
+        )
+        .await
+        .expect("apply succeeds");
+    let namespaces = load(store, index).await;
+    assert_eq!(
+        namespaces,
+        vec![("new".to_owned(), vec![record("a", 1), record("b", 2)])],
+        "a dropped namespace is gone with its records; a renamed one moves them"
+    );
+}
+
+async fn indexes_are_isolated_and_dropped_whole(store: &dyn VectorStore) {
+    let (first, second) = (IndexId::random(), IndexId::random());
+    for index in [first, second] {
+        store
+            .apply(
+                index,
+                vec![
+                    put("", vec![record("same-id", 1)]),
+                    put("ns", vec![record("n", 1)]),
+                ],
+            )
+            .await
+            .expect("apply succeeds");
+    }
+    store
+        .apply(
+            first,
+            vec![Change::Delete {
+                namespace: String::new(),
+                ids: vec!["same-id".into()],
+            }],
+        )
+        .await
+        .expect("apply succeeds");
+    assert_eq!(
+        ids(&load(store, second).await[0].1),
+        ["same-id"],
+        "a change to one index leaves another alone"
+    );
+    store.drop_index(first).await.expect("drop succeeds");
+    assert!(
+        load(store, first).await.is_empty(),
+        "a dropped index has nothing left"
+    );
+    assert_eq!(
+        load(store, second).await.len(),
+        2,
+        "the other index keeps its namespaces"
+    );
+    store
+        .drop_index(IndexId::random())
+        .await
+        .expect("dropping an index that never existed is no error");
+}
