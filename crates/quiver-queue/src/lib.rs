@@ -12,7 +12,8 @@
 //! - [`schedule`], [`scheduling`]: cron schedules and the loop that fires them.
 //! - [`queues`]: FIFO queues and enqueue.
 //! - [`workflow`], [`workflows`]: workflow runs, their history, cancelling them.
-//! - [`store`]: [`QueueStore`], the storage trait every backend implements.
+//! - [`store`]: [`QueueStore`], the storage trait every backend implements; `testing` (feature
+//!   `testing`): its conformance suite.
 //! - [`duration`], [`retry_delay`], [`headers`]: small parsers.
 //! - [`llm`]: the language-model routes, backed by the operator's OpenAI-compatible API.
 //! - [`config`]: [`QueueConfig`], the `[queue]` section.
@@ -39,6 +40,8 @@ pub mod service;
 pub mod signing;
 pub mod ssrf;
 pub mod store;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod waiters;
 pub mod workflow;
 pub mod workflows;

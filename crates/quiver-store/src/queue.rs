@@ -764,3 +764,17 @@ impl QueueStore for SqliteQueueStore {
             .await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn the_sqlite_queue_store_passes_the_conformance_suite() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteQueueStore::open(dir.path(), &crate::config::StorageConfig::default()).unwrap();
+        quiver_queue::testing::conformance(Arc::new(store)).await;
+    }
+}

@@ -1,0 +1,636 @@
+//! The conformance suite of [`QueueStore`]: what every backend must do for messages, leases, attempt
+//! records, dead letters, the events log, URL groups and schedules, written against the traits alone.
+//! A backend runs it with a store over empty storage:
+//!
+//! ```ignore
+//! #[tokio::test]
+//! async fn my_store_passes_the_conformance_suite() {
+//!     quiver_queue::testing::conformance(Arc::new(my_store().await)).await;
+//! }
+//! ```
+//!
+//! Each check uses accounts of its own, so checks never see each other's data, and panics with what the
+//! contract says when the store breaks it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use quiver_core::{AccountId, Timestamp};
+use serde_json::json;
+
+use crate::message::{
+    DeadLetter, EventDetail, Message, MessageId, MessageSpec, MessageState, NewEvent, NewMessage,
+};
+use crate::schedule::Schedule;
+use crate::store::{AttemptRecord, AttemptResolution, CancelFilter, Endpoint, Filter, QueueStore, UrlGroup};
+
+/// 2026-01-01T00:00:00Z: every check's "now".
+const START: Timestamp = Timestamp::from_millis(1_767_225_600_000);
+
+/// Runs every check against `store`, which must start empty.
+///
+/// # Panics
+/// When the store breaks its contract.
+pub async fn conformance(store: Arc<dyn QueueStore>) {
+    let store = &*store;
+    enqueued_messages_read_back_exactly_and_only_for_their_account(store).await;
+    a_live_deduplication_key_returns_the_first_message(store).await;
+    only_due_messages_are_claimed_and_a_lease_holds_until_it_expires(store).await;
+    released_leases_make_messages_due_at_once(store).await;
+    an_attempt_record_applies_its_resolution_events_and_follow_ups_together(store).await;
+    an_attempt_for_a_message_that_is_gone_changes_nothing(store).await;
+    cancelling_takes_the_named_or_matching_messages_of_one_account(store).await;
+    dead_letters_page_newest_first_and_are_retried_or_deleted_once(store).await;
+    the_events_log_pages_newest_first(store).await;
+    url_groups_are_put_listed_by_name_and_deleted(store).await;
+    schedules_fall_due_in_order_unless_paused(store).await;
+}
+
+fn at(seconds: u64) -> Timestamp {
+    START.saturating_add(Duration::from_secs(seconds))
+}
+
+fn spec(url: &str) -> MessageSpec {
+    serde_json::from_value(json!({
+        "kind": "publish", "url": url, "method": "POST", "headers": [["X-A", "1"]],
+        "max_retries": 3, "timeout_ms": 1000, "labels": ["l"],
+    }))
+    .expect("a valid spec")
+}
+
+fn message(account: AccountId, url: &str, due: Timestamp) -> NewMessage {
+    NewMessage {
+        message: Message {
+            id: MessageId::generate(START),
+            account_id: account,
+            spec: spec(url),
+            body: b"body \x00 bytes".to_vec(),
+            retried: 0,
+            not_before: due,
+            created_at: START,
+        },
+        dedup: None,
+    }
+}
+
+async fn enqueue(store: &dyn QueueStore, messages: Vec<NewMessage>) -> Vec<MessageId> {
+    store
+        .enqueue(messages, START)
+        .await
+        .expect("enqueue succeeds")
+        .into_iter()
+        .map(|e| e.message_id)
+        .collect()
+}
+
+async fn states(store: &dyn QueueStore, account: AccountId, id: &MessageId) -> Vec<MessageState> {
+    let filter = Filter {
+        message_ids: vec![id.0.clone()],
+        ..Filter::default()
+    };
+    let page = store
+        .events(account, &filter, None, 100)
+        .await
+        .expect("events succeed");
+    page.items.iter().rev().map(|e| e.state).collect()
+}
+
+async fn enqueued_messages_read_back_exactly_and_only_for_their_account(store: &dyn QueueStore) {
+    let (account, other) = (AccountId::random(), AccountId::random());
+    let new = message(account, "https://example.com/a", at(0));
+    let ids = enqueue(store, vec![new.clone()]).await;
+    assert_eq!(ids, std::slice::from_ref(&new.message.id));
+    let read = store.message(account, &ids[0]).await.expect("read succeeds");
+    assert_eq!(read, Some(new.message), "a message reads back as it was stored");
+    assert_eq!(
+        store.message(other, &ids[0]).await.expect("read succeeds"),
+        None,
+        "another account does not see it"
+    );
+    assert_eq!(
+        states(store, account, &ids[0]).await,
+        [MessageState::Created],
+        "a stored message has its CREATED event"
+    );
+}
+
+async fn a_live_deduplication_key_returns_the_first_message(store: &dyn QueueStore) {
+    let account = AccountId::random();
+    let keyed = |until: Timestamp| NewMessage {
+        dedup: Some(("key-1".into(), until)),
+        ..message(account, "https://example.com/d", at(0))
+    };
+    let first = store.enqueue(vec![keyed(at(60))], START).await.expect("enqueue");
+    assert!(!first[0].deduplicated);
+    let second = store.enqueue(vec![keyed(at(60))], at(30)).await.expect("enqueue");
+    assert!(second[0].deduplicated, "a live key deduplicates");
+    assert_eq!(
+        second[0].message_id, first[0].message_id,
+        "and answers the first message's id"
+    );
+    let third = store
+        .enqueue(vec![keyed(at(200))], at(61))
+        .await
+        .expect("enqueue");
+    assert!(!third[0].deduplicated, "an expired key no longer counts");
+    assert_ne!(third[0].message_id, first[0].message_id);
+}
+
+async fn only_due_messages_are_claimed_and_a_lease_holds_until_it_expires(store: &dyn QueueStore) {
+    let account = AccountId::random();
+    let now = message(account, "https://example.com/now", at(0));
+    let later = message(account, "https://example.com/later", at(3_600));
+    let ids = enqueue(store, vec![now, later]).await;
+    let next = store.next_due().await.expect("next_due succeeds");
+    assert!(
+        next.is_some_and(|due| due <= at(0)),
+        "a message is due now: {next:?}"
+    );
+
+    let claimed = store.claim_due(at(1), 100, at(31)).await.expect("claim succeeds");
+    let mine: Vec<&MessageId> = claimed
+        .iter()
+        .filter(|m| m.account_id == account)
+        .map(|m| &m.id)
+        .collect();
+    assert_eq!(mine, [&ids[0]], "only the due message is claimed");
+    let again = store.claim_due(at(2), 100, at(32)).await.expect("claim succeeds");
+    assert!(
+        again.iter().all(|m| m.account_id != account),
+        "a leased message is not claimed again while its lease holds"
+    );
+    let expired = store
+        .claim_due(at(40), 100, at(70))
+        .await
+        .expect("claim succeeds");
+    assert!(
+        expired.iter().any(|m| m.id == ids[0]),
+        "an expired lease makes the message due again"
+    );
+    assert_eq!(
+        states(store, account, &ids[0]).await,
+        [MessageState::Created, MessageState::Active, MessageState::Active],
+        "each claim records ACTIVE"
+    );
+    let limited = store
+        .claim_due(at(7_200), 1, at(7_300))
+        .await
+        .expect("claim succeeds");
+    assert!(limited.len() <= 1, "a claim takes at most its limit");
+}
+
+async fn released_leases_make_messages_due_at_once(store: &dyn QueueStore) {
+    let account = AccountId::random();
+    let ids = enqueue(store, vec![message(account, "https://example.com/r", at(0))]).await;
+    let claimed = store
+        .claim_due(at(1), 100, at(1_000))
+        .await
+        .expect("claim succeeds");
+    assert!(claimed.iter().any(|m| m.id == ids[0]));
+    assert!(store.release_leases(at(2)).await.expect("release succeeds") >= 1);
+    let again = store
+        .claim_due(at(3), 100, at(1_000))
+        .await
+        .expect("claim succeeds");
+    assert!(
+        again.iter().any(|m| m.id == ids[0]),
+        "a released message is due at once"
+    );
+}
+
+async fn claim_one(store: &dyn QueueStore, account: AccountId, url: &str) -> Message {
+    enqueue(store, vec![message(account, url, at(0))]).await;
+    store
+        .claim_due(at(5_000), 1_000, at(5_100))
+        .await
+        .expect("claim succeeds")
+        .into_iter()
+        .find(|m| m.account_id == account && m.spec.url == url)
+        .expect("the message is claimed")
+}
+
+fn event(state: MessageState) -> NewEvent {
+    NewEvent {
+        time: at(5_001),
+        state,
+        detail: EventDetail::default(),
+    }
+}
+
+async fn an_attempt_record_applies_its_resolution_events_and_follow_ups_together(store: &dyn QueueStore) {
+    let account = AccountId::random();
+    let claimed = claim_one(store, account, "https://example.com/attempt").await;
+    store
+        .record_attempt(AttemptRecord {
+            account_id: account,
+            message_id: claimed.id.clone(),
+            resolution: AttemptResolution::Retry {
+                retried: 1,
+                at: at(6_000),
+            },
+            events: vec![event(MessageState::Error), event(MessageState::Retry)],
+            follow_ups: vec![message(account, "https://example.com/callback", at(0))],
+            failure_callback_report: None,
+        })
+        .await
+        .expect("record succeeds");
+    let retried = store
+        .message(account, &claimed.id)
+        .await
+        .expect("read")
+        .expect("still pending");
+    assert_eq!(
+        (retried.retried, retried.not_before),
+        (1, at(6_000)),
+        "a retry moves the message"
+    );
+    let early = store
+        .claim_due(at(5_500), 1_000, at(5_600))
+        .await
+        .expect("claim succeeds");
+    assert!(
+        !early.iter().any(|m| m.id == claimed.id),
+        "not due before its retry time"
+    );
+    assert!(
+        early.iter().any(|m| m.spec.url == "https://example.com/callback"),
+        "the follow-up was stored with the attempt"
+    );
+    assert_eq!(
+        states(store, account, &claimed.id).await,
+        [
+            MessageState::Created,
+            MessageState::Active,
+            MessageState::Error,
+            MessageState::Retry
+        ]
+    );
+
+    let again = store
+        .claim_due(at(6_000), 1_000, at(6_100))
+        .await
+        .expect("claim succeeds")
+        .into_iter()
+        .find(|m| m.id == claimed.id)
+        .expect("due at its retry time");
+    let dead = DeadLetter {
+        dlq_id: format!("{}-0", at(6_001).as_millis()),
+        message: again.clone(),
+        response_status: Some(500),
+        response_headers: vec![("Retry-After".into(), "1".into())],
+        response_body: b"down".to_vec(),
+        failed_at: at(6_001),
+        failure_callback: None,
+    };
+    store
+        .record_attempt(AttemptRecord {
+            account_id: account,
+            message_id: again.id.clone(),
+            resolution: AttemptResolution::Finished {
+                dead_letter: Some(Box::new(dead.clone())),
+            },
+            events: vec![event(MessageState::Error), event(MessageState::Failed)],
+            follow_ups: Vec::new(),
+            failure_callback_report: None,
+        })
+        .await
+        .expect("record succeeds");
+    assert_eq!(
+        store.message(account, &again.id).await.expect("read"),
+        None,
+        "a finished message leaves"
+    );
+    let page = store
+        .dead_letters(account, &Filter::default(), None, 10)
+        .await
+        .expect("dead letters");
+    assert_eq!(page.items, [dead], "and its dead letter is kept as given");
+}
+
+async fn an_attempt_for_a_message_that_is_gone_changes_nothing(store: &dyn QueueStore) {
+    let account = AccountId::random();
+    let claimed = claim_one(store, account, "https://example.com/gone").await;
+    let cancelled = store
+        .cancel(
+            account,
+            Some(vec![claimed.id.clone()]),
+            CancelFilter::default(),
+            None,
+            at(5_001),
+        )
+        .await
+        .expect("cancel succeeds");
+    assert_eq!(cancelled, 1);
+    store
+        .record_attempt(AttemptRecord {
+            account_id: account,
+            message_id: claimed.id.clone(),
+            resolution: AttemptResolution::Finished {
+                dead_letter: Some(Box::new(DeadLetter {
+                    dlq_id: "x-0".into(),
+                    message: claimed.clone(),
+                    response_status: None,
+                    response_headers: Vec::new(),
+                    response_body: Vec::new(),
+                    failed_at: at(5_002),
+                    failure_callback: None,
+                })),
+            },
+            events: vec![event(MessageState::Failed)],
+            follow_ups: vec![message(account, "https://example.com/orphan", at(0))],
+            failure_callback_report: None,
+        })
+        .await
+        .expect("record succeeds");
+    let page = store
+        .dead_letters(account, &Filter::default(), None, 10)
+        .await
+        .expect("dead letters");
+    assert!(
+        page.items.is_empty(),
+        "no dead letter for a message that was gone"
+    );
+    let claimable = store
+        .claim_due(at(9_000), 1_000, at(9_100))
+        .await
+        .expect("claim succeeds");
+    assert!(
+        !claimable
+            .iter()
+            .any(|m| m.spec.url == "https://example.com/orphan"),
+        "nor its follow-ups"
+    );
+}
+
+async fn cancelling_takes_the_named_or_matching_messages_of_one_account(store: &dyn QueueStore) {
+    let (account, other) = (AccountId::random(), AccountId::random());
+    let ids = enqueue(
+        store,
+        vec![
+            message(account, "https://a.example.com/x", at(3_600)),
+            message(account, "https://b.example.com/x", at(3_600)),
+            message(account, "https://b.example.com/y", at(3_600)),
+            message(other, "https://b.example.com/x", at(3_600)),
+        ],
+    )
+    .await;
+    let by_id = store
+        .cancel(
+            account,
+            Some(vec![ids[0].clone()]),
+            CancelFilter::default(),
+            None,
+            at(1),
+        )
+        .await
+        .expect("cancel succeeds");
+    assert_eq!(by_id, 1);
+    assert_eq!(
+        states(store, account, &ids[0]).await,
+        [
+            MessageState::Created,
+            MessageState::CancelRequested,
+            MessageState::Canceled
+        ]
+    );
+    let by_filter = CancelFilter {
+        hosts: vec!["b.example.com".into()],
+        paths: vec!["/x".into()],
+        ..CancelFilter::default()
+    };
+    assert_eq!(
+        store
+            .cancel(account, None, by_filter, None, at(2))
+            .await
+            .expect("cancel"),
+        1
+    );
+    assert_eq!(
+        store
+            .cancel(account, None, CancelFilter::default(), None, at(3))
+            .await
+            .expect("cancel"),
+        1,
+        "no ids and no filter take the rest of the account's messages"
+    );
+    assert!(
+        store.message(other, &ids[3]).await.expect("read").is_some(),
+        "another account's messages are never cancelled"
+    );
+}
+
+async fn dead_letters_page_newest_first_and_are_retried_or_deleted_once(store: &dyn QueueStore) {
+    let account = AccountId::random();
+    let mut dlq_ids = Vec::new();
+    for n in 0..3 {
+        let claimed = claim_one(store, account, &format!("https://example.com/dead/{n}")).await;
+        let dlq_id = format!("{}-{n}", at(5_001).as_millis());
+        store
+            .record_attempt(AttemptRecord {
+                account_id: account,
+                message_id: claimed.id.clone(),
+                resolution: AttemptResolution::Finished {
+                    dead_letter: Some(Box::new(DeadLetter {
+                        dlq_id: dlq_id.clone(),
+                        message: claimed,
+                        response_status: Some(500 + n),
+                        response_headers: Vec::new(),
+                        response_body: Vec::new(),
+                        failed_at: at(5_001 + u64::from(n)),
+                        failure_callback: None,
+                    })),
+                },
+                events: Vec::new(),
+                follow_ups: Vec::new(),
+                failure_callback_report: None,
+            })
+            .await
+            .expect("record succeeds");
+        dlq_ids.push(dlq_id);
+    }
+    let first = store
+        .dead_letters(account, &Filter::default(), None, 2)
+        .await
+        .expect("page");
+    let listed: Vec<&str> = first.items.iter().map(|d| d.dlq_id.as_str()).collect();
+    assert_eq!(listed, [dlq_ids[2].as_str(), dlq_ids[1].as_str()], "newest first");
+    let cursor = first.cursor.expect("a cursor while more follow");
+    let second = store
+        .dead_letters(account, &Filter::default(), Some(&cursor), 2)
+        .await
+        .expect("page");
+    assert_eq!(second.items.len(), 1);
+    assert_eq!(second.items[0].dlq_id, dlq_ids[0]);
+    assert_eq!(second.cursor, None, "no cursor at the end");
+    let filtered = Filter {
+        response_statuses: vec![501, 404],
+        ..Filter::default()
+    };
+    let page = store
+        .dead_letters(account, &filtered, None, 10)
+        .await
+        .expect("page");
+    assert_eq!(page.items.len(), 1, "filters select");
+
+    let replacement = message(account, "https://example.com/again", at(0));
+    let retried = store
+        .retry_dead_letter(account, &dlq_ids[0], replacement.clone(), at(6_000))
+        .await
+        .expect("retry succeeds");
+    assert_eq!(retried, Some(replacement.message.id.clone()));
+    let stranger = message(account, "https://example.com/never", at(0));
+    assert_eq!(
+        store
+            .retry_dead_letter(account, &dlq_ids[0], stranger.clone(), at(6_001))
+            .await
+            .expect("retry succeeds"),
+        None,
+        "a dead letter is retried once"
+    );
+    assert_eq!(
+        store.message(account, &stranger.message.id).await.expect("read"),
+        None,
+        "a retry of nothing stores nothing"
+    );
+    let deleted = store
+        .delete_dead_letters(account, &[dlq_ids[1].clone(), dlq_ids[0].clone(), "never".into()])
+        .await
+        .expect("delete succeeds");
+    assert_eq!(deleted, 1, "only dead letters that existed count");
+}
+
+async fn the_events_log_pages_newest_first(store: &dyn QueueStore) {
+    let account = AccountId::random();
+    let ids = enqueue(
+        store,
+        (0..5)
+            .map(|n| message(account, &format!("https://example.com/log/{n}"), at(3_600)))
+            .collect(),
+    )
+    .await;
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let page = store
+            .events(account, &Filter::default(), cursor.as_deref(), 2)
+            .await
+            .expect("events succeed");
+        assert!(page.items.len() <= 2);
+        seen.extend(page.items.iter().map(|e| e.message_id.clone()));
+        match page.cursor {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    let mut newest_first = ids.clone();
+    newest_first.reverse();
+    assert_eq!(seen, newest_first, "every event once, newest first");
+}
+
+async fn url_groups_are_put_listed_by_name_and_deleted(store: &dyn QueueStore) {
+    let account = AccountId::random();
+    let group = |name: &str| UrlGroup {
+        name: name.to_owned(),
+        created_at: START,
+        updated_at: START,
+        endpoints: vec![Endpoint {
+            name: Some("e".into()),
+            url: "https://example.com/e".into(),
+        }],
+        default_headers: vec![("X-Default".into(), "1".into())],
+    };
+    for name in ["b", "a"] {
+        store
+            .put_url_group(account, &group(name))
+            .await
+            .expect("put succeeds");
+    }
+    let mut changed = group("a");
+    changed.endpoints.clear();
+    store
+        .put_url_group(account, &changed)
+        .await
+        .expect("put succeeds");
+    assert_eq!(
+        store.url_group(account, "a").await.expect("read"),
+        Some(changed),
+        "a put replaces"
+    );
+    let names: Vec<String> = store
+        .url_groups(account)
+        .await
+        .expect("list")
+        .into_iter()
+        .map(|g| g.name)
+        .collect();
+    assert_eq!(names, ["a", "b"], "listed by name");
+    assert!(store.delete_url_group(account, "b").await.expect("delete"));
+    assert!(
+        !store.delete_url_group(account, "b").await.expect("delete"),
+        "deleted once"
+    );
+    assert!(
+        store
+            .url_groups(AccountId::random())
+            .await
+            .expect("list")
+            .is_empty()
+    );
+}
+
+async fn schedules_fall_due_in_order_unless_paused(store: &dyn QueueStore) {
+    let account = AccountId::random();
+    let schedule = |id: &str, next: u64, paused: bool| Schedule {
+        id: id.to_owned(),
+        account_id: account,
+        cron: "* * * * *".into(),
+        destination: "https://example.com/cron".into(),
+        headers: vec![("Upstash-Retries".into(), "1".into())],
+        body: b"tick".to_vec(),
+        paused,
+        created_at: START,
+        last_fired: None,
+        next_fire: (!paused).then(|| at(next)),
+        last_states: Vec::new(),
+        caller_ip: None,
+    };
+    // Far in the future, so other checks' schedules (none) and this one's never mix.
+    let base = 10_000_000;
+    for (id, next, paused) in [
+        ("late", base + 120, false),
+        ("early", base + 60, false),
+        ("off", base, true),
+    ] {
+        store
+            .put_schedule(&schedule(id, next, paused))
+            .await
+            .expect("put succeeds");
+    }
+    let listed = store.schedules(account).await.expect("list");
+    assert_eq!(listed.len(), 3);
+    assert_eq!(
+        store.schedule(account, "early").await.expect("read"),
+        Some(schedule("early", base + 60, false))
+    );
+    let due = store.due_schedules(at(base + 120), 10).await.expect("due");
+    let ids: Vec<&str> = due
+        .iter()
+        .filter(|s| s.account_id == account)
+        .map(|s| s.id.as_str())
+        .collect();
+    assert_eq!(
+        ids,
+        ["early", "late"],
+        "due schedules come earliest first, paused ones never"
+    );
+    assert!(
+        store
+            .next_schedule_due()
+            .await
+            .expect("next")
+            .is_some_and(|next| next <= at(base + 60)),
+        "the earliest unpaused schedule is the next due"
+    );
+    assert!(store.delete_schedule(account, "late").await.expect("delete"));
+    assert!(!store.delete_schedule(account, "late").await.expect("delete"));
+}
