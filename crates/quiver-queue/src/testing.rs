@@ -23,6 +23,7 @@ use crate::message::{
 };
 use crate::schedule::Schedule;
 use crate::store::{AttemptRecord, AttemptResolution, CancelFilter, Endpoint, Filter, QueueStore, UrlGroup};
+use crate::workflow::{RunState, RunStep, WorkflowRun};
 
 /// 2026-01-01T00:00:00Z: every check's "now".
 const START: Timestamp = Timestamp::from_millis(1_767_225_600_000);
@@ -44,6 +45,8 @@ pub async fn conformance(store: Arc<dyn QueueStore>) {
     the_events_log_pages_newest_first(store).await;
     url_groups_are_put_listed_by_name_and_deleted(store).await;
     schedules_fall_due_in_order_unless_paused(store).await;
+    queues_are_created_once_changed_listed_and_deleted(store).await;
+    workflow_runs_start_once_take_steps_while_running_and_end_once(store).await;
 }
 
 fn at(seconds: u64) -> Timestamp {
@@ -633,4 +636,155 @@ async fn schedules_fall_due_in_order_unless_paused(store: &dyn QueueStore) {
     );
     assert!(store.delete_schedule(account, "late").await.expect("delete"));
     assert!(!store.delete_schedule(account, "late").await.expect("delete"));
+}
+
+async fn queues_are_created_once_changed_listed_and_deleted(store: &dyn QueueStore) {
+    let account = AccountId::random();
+    store
+        .ensure_queue(account, "b", 1, START)
+        .await
+        .expect("ensure succeeds");
+    store
+        .ensure_queue(account, "b", 9, at(1))
+        .await
+        .expect("ensure succeeds");
+    let b = store.queue(account, "b").await.expect("read").expect("created");
+    assert_eq!(
+        (b.parallelism, b.paused),
+        (1, false),
+        "ensure never changes an existing queue"
+    );
+    store
+        .put_queue(account, "b", 3, true, at(2))
+        .await
+        .expect("put succeeds");
+    store
+        .put_queue(account, "a", 1, false, at(2))
+        .await
+        .expect("put succeeds");
+    let b = store.queue(account, "b").await.expect("read").expect("exists");
+    assert_eq!(
+        (b.parallelism, b.paused),
+        (3, true),
+        "put changes parallelism and pause"
+    );
+    let names: Vec<String> = store
+        .queues(account)
+        .await
+        .expect("list")
+        .into_iter()
+        .map(|q| q.name)
+        .collect();
+    assert_eq!(names, ["a", "b"], "listed by name");
+    assert!(store.delete_queue(account, "a").await.expect("delete"));
+    assert!(
+        !store.delete_queue(account, "a").await.expect("delete"),
+        "deleted once"
+    );
+    assert_eq!(
+        store.queue(AccountId::random(), "b").await.expect("read"),
+        None,
+        "per account"
+    );
+}
+
+async fn workflow_runs_start_once_take_steps_while_running_and_end_once(store: &dyn QueueStore) {
+    let account = AccountId::random();
+    let step = |id: &str| RunStep {
+        message_id: id.to_owned(),
+        body: id.as_bytes().to_vec(),
+        call_type: "step".into(),
+        created_at: START,
+        headers: vec![("X-Step".into(), id.to_owned())],
+        retries: 3,
+    };
+    let run = |id: &str, created: u64| WorkflowRun {
+        id: id.to_owned(),
+        account_id: account,
+        url: "https://example.com/workflow".into(),
+        state: RunState::Started,
+        created_at: at(created),
+        completed_at: None,
+        caller_ip: Some("127.0.0.1".into()),
+        steps: vec![step("init")],
+        response: None,
+        labels: vec!["l".into()],
+        flow_control_key: Some("k".into()),
+        invoker: None,
+    };
+    assert!(store.start_run(&run("wfr_old", 1)).await.expect("start"));
+    assert!(store.start_run(&run("wfr_new", 2)).await.expect("start"));
+    assert!(
+        !store.start_run(&run("wfr_old", 3)).await.expect("start"),
+        "a run starts once"
+    );
+    assert!(
+        store
+            .append_step(account, "wfr_old", &step("second"))
+            .await
+            .expect("append")
+    );
+    let stored = store
+        .run(account, "wfr_old")
+        .await
+        .expect("read")
+        .expect("exists");
+    let mut expected = run("wfr_old", 1);
+    expected.steps.push(step("second"));
+    assert_eq!(stored, expected, "a run reads back with its steps in order");
+    let ids: Vec<String> = store
+        .runs(account)
+        .await
+        .expect("list")
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(ids, ["wfr_new", "wfr_old"], "newest first");
+
+    assert!(
+        store
+            .finish_run(
+                account,
+                "wfr_old",
+                RunState::Success,
+                at(10),
+                Some("\"done\"".into())
+            )
+            .await
+            .expect("finish")
+    );
+    assert!(
+        !store
+            .finish_run(account, "wfr_old", RunState::Canceled, at(11), None)
+            .await
+            .expect("finish"),
+        "a run ends once"
+    );
+    let ended = store
+        .run(account, "wfr_old")
+        .await
+        .expect("read")
+        .expect("exists");
+    assert_eq!(
+        (ended.state, ended.completed_at, ended.response.as_deref()),
+        (RunState::Success, Some(at(10)), Some("\"done\""))
+    );
+    assert!(
+        !store
+            .append_step(account, "wfr_old", &step("late"))
+            .await
+            .expect("append"),
+        "an ended run takes no steps"
+    );
+    assert!(
+        !store
+            .append_step(account, "wfr_none", &step("x"))
+            .await
+            .expect("append")
+    );
+    assert_eq!(
+        store.run(AccountId::random(), "wfr_new").await.expect("read"),
+        None,
+        "per account"
+    );
 }
