@@ -1,4 +1,4 @@
-"""The hnswlib peer of `quiver bench vector`: same vectors, same queries, same ground truth, same M and
+"""The hnswlib peer of `quiver-bench vector`: same vectors, same queries, same ground truth, same M and
 efConstruction, one thread. Reads the raw little-endian f32 files the Rust side wrote and prints one JSON
 object per line.
 

@@ -1,4 +1,4 @@
-"""The peer of `quiver bench embed`: all-MiniLM-L6-v2 with int8 weights under ONNX Runtime.
+"""The peer of `quiver-bench embed`: all-MiniLM-L6-v2 with int8 weights under ONNX Runtime.
 
 Usage: onnx_embed_peer.py TOKENIZER_JSON TEXTS_FILE THREADS BATCH [VECTORS_OUT]
 

@@ -1,11 +1,6 @@
-//! The `quiver` command: serve, print credentials, add accounts, check configuration, benchmark.
+//! The `quiver` command: serve, print credentials, add accounts, check configuration, install models.
+//! Benchmarks are a binary of their own (`quiver-bench`).
 
-mod bench;
-mod bench_embed;
-mod bench_queue;
-mod bench_scheduler;
-mod bench_stats;
-mod bench_vector;
 mod models;
 
 use std::io::Write;
@@ -72,11 +67,6 @@ enum Command {
     Models {
         #[command(subcommand)]
         command: models::ModelsCommand,
-    },
-    /// Run a benchmark and print its figures.
-    Bench {
-        #[command(subcommand)]
-        command: bench::BenchCommand,
     },
 }
 
@@ -272,7 +262,6 @@ async fn main() -> Result<()> {
             Ok(())
         }
         Command::Models { command } => models::run(command, &models::models_dir(&config)).await,
-        Command::Bench { command } => bench::run(command, &config).await,
     }
 }
 

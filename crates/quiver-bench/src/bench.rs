@@ -1,4 +1,4 @@
-//! `quiver bench ...`: benchmarks that print their figures for BENCHMARKS.md.
+//! `quiver-bench ...`: benchmarks that print their figures for BENCHMARKS.md.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

@@ -1,4 +1,4 @@
-//! `quiver bench stats`: index statistics over 30 days of per-minute usage, and what metering adds to
+//! `quiver-bench stats`: index statistics over 30 days of per-minute usage, and what metering adds to
 //! each vector request.
 
 use std::time::{Duration, Instant};

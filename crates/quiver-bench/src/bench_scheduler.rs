@@ -1,4 +1,4 @@
-//! `quiver bench scheduler`: the scheduler's own CPU cost (timers and enqueueing, no deliveries) with
+//! `quiver-bench scheduler`: the scheduler's own CPU cost (timers and enqueueing, no deliveries) with
 //! thousands of schedules firing every minute.
 
 use std::sync::Arc;

@@ -1,4 +1,4 @@
-//! `quiver bench queue`: durable publish throughput against a bare hyper server answering 200 (same
+//! `quiver-bench queue`: durable publish throughput against a bare hyper server answering 200 (same
 //! load generator, same run), delivery throughput to a local receiver, and publish-to-delivery latency
 //! at a fixed rate.
 

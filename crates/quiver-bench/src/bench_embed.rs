@@ -1,4 +1,4 @@
-//! `quiver bench embed`: dense embedding throughput against ONNX Runtime (int8 MiniLM) on the same texts,
+//! `quiver-bench embed`: dense embedding throughput against ONNX Runtime (int8 MiniLM) on the same texts,
 //! then `query-data` latency and throughput and `upsert-data` rate through a real server.
 
 use std::path::{Path, PathBuf};
@@ -155,7 +155,7 @@ pub(crate) struct EmbedBench {
 }
 
 pub(crate) async fn embed(config: &Config, bench: EmbedBench) -> Result<()> {
-    let models = crate::models::models_dir(config);
+    let models = crate::models_dir(config);
     let model = DenseModel::AllMiniLmL6V2;
     let spec = models.check(model)?;
     let model_dir = models.path_of(model);

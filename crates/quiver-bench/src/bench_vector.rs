@@ -1,4 +1,4 @@
-//! `quiver bench vector`: Quiver's HNSW against hnswlib on the same clustered vectors, single thread:
+//! `quiver-bench vector`: Quiver's HNSW against hnswlib on the same clustered vectors, single thread:
 //! build rate, QPS and recall@10 at several beam widths, filtered search at three selectivities,
 //! memory per vector, and durable upsert throughput through the real store.
 
