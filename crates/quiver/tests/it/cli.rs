@@ -240,9 +240,13 @@ fn help_explains_every_command() {
         .output()
         .unwrap();
     let help = String::from_utf8(output.stdout).unwrap();
-    for command in ["serve", "credentials", "accounts", "check-config", "bench"] {
+    for command in ["serve", "credentials", "accounts", "check-config", "models"] {
         assert!(help.contains(command), "--help lacks {command}");
     }
+    assert!(
+        !help.contains("bench"),
+        "benchmarks are quiver-bench's, never the product binary's"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
