@@ -418,6 +418,15 @@ async fn delete_dead_letter(
     caller: QueueAccount,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Value>> {
+    delete_one_dead_letter(&state, &caller, id).await
+}
+
+/// Deletes one dead letter: `{"deleted": 1}`, or 404 when it does not exist.
+pub(crate) async fn delete_one_dead_letter(
+    state: &AppState,
+    caller: &QueueAccount,
+    id: String,
+) -> ApiResult<Json<Value>> {
     caller.require_write()?;
     if state
         .queue
@@ -473,8 +482,20 @@ pub(crate) async fn delete_dead_letters(
     uri: Uri,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Json<Value>> {
+    delete_selected_dead_letters(&state, &caller, &uri, &body, false).await
+}
+
+/// Deletes the dead letters a bulk request selects (see `selected_dead_letters`):
+/// `{"deleted", "cursor"?}`.
+pub(crate) async fn delete_selected_dead_letters(
+    state: &AppState,
+    caller: &QueueAccount,
+    uri: &Uri,
+    body: &Value,
+    workflows_only: bool,
+) -> ApiResult<Json<Value>> {
     caller.require_write()?;
-    let (ids, cursor) = selected_dead_letters(&state, &caller, &uri, &body, false).await?;
+    let (ids, cursor) = selected_dead_letters(state, caller, uri, body, workflows_only).await?;
     let deleted = state.queue.delete_dead_letters(caller.account.id, &ids).await?;
     let mut answer = json!({"deleted": deleted});
     if let Some(cursor) = cursor {

@@ -32,14 +32,7 @@ pub(crate) async fn delete_many(
     uri: Uri,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Json<Value>> {
-    caller.require_write()?;
-    let (ids, cursor) = selected_dead_letters(&state, &caller, &uri, &body, true).await?;
-    let deleted = state.queue.delete_dead_letters(caller.account.id, &ids).await?;
-    let mut answer = json!({"deleted": deleted});
-    if let Some(cursor) = cursor {
-        answer["cursor"] = Value::String(cursor);
-    }
-    Ok(Json(answer))
+    crate::queue::delete_selected_dead_letters(&state, &caller, &uri, &body, true).await
 }
 
 /// `DELETE /v2/workflows/dlq/{dlqId}`.
@@ -48,16 +41,7 @@ pub(crate) async fn delete_one(
     caller: QueueAccount,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Value>> {
-    caller.require_write()?;
-    if state
-        .queue
-        .delete_dead_letters(caller.account.id, std::slice::from_ref(&id))
-        .await?
-        == 0
-    {
-        return Err(quiver_queue::QueueError::DeadLetterNotFound(id).into());
-    }
-    Ok(Json(json!({"deleted": 1})))
+    crate::queue::delete_one_dead_letter(&state, &caller, id).await
 }
 
 fn recovery(action: &str) -> ApiResult<RunRecovery> {
