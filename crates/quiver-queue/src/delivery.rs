@@ -368,7 +368,7 @@ impl DeliveryWorker {
             warn!(message.id = %message.id, %error, "could not put off a delivery; the lease will expire and it is retried");
         }
         // The worker may be sleeping until the lease would have expired.
-        self.queue.wakeup().notify_one();
+        self.queue.wake_worker();
     }
 
     async fn deliver(&self, message: Message) {
@@ -557,7 +557,7 @@ impl DeliveryWorker {
             || spec.queue_name.is_some()
             || spec.flow_control.is_some()
         {
-            self.queue.wakeup().notify_one();
+            self.queue.wake_worker();
         }
     }
 }

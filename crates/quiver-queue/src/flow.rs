@@ -156,7 +156,7 @@ impl Queue {
         if !found {
             return Err(QueueError::FlowControlNotFound(key.to_owned()));
         }
-        self.wakeup().notify_one();
+        self.wake_worker();
         Ok(())
     }
 }

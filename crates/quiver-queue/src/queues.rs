@@ -59,7 +59,7 @@ impl Queue {
         self.store()
             .put_queue(account, name, parallelism, paused, self.clock().now())
             .await?;
-        self.wakeup().notify_one();
+        self.wake_worker();
         Ok(())
     }
 
@@ -90,7 +90,7 @@ impl Queue {
         if !self.store().delete_queue(account, name).await? {
             return Err(QueueError::QueueNotFound(name.to_owned()));
         }
-        self.wakeup().notify_one();
+        self.wake_worker();
         Ok(())
     }
 
@@ -108,7 +108,7 @@ impl Queue {
         self.store()
             .put_queue(account, name, record.parallelism, paused, self.clock().now())
             .await?;
-        self.wakeup().notify_one();
+        self.wake_worker();
         Ok(())
     }
 }

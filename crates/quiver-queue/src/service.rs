@@ -71,6 +71,8 @@ pub struct Queue {
 
 /// `next_wake` while the delivery worker is busy (it looks for due work again before sleeping).
 const WORKER_BUSY: i64 = i64::MIN;
+/// `next_wake` once the worker has been woken and has not yet started looking again.
+const WAKE_PENDING: i64 = i64::MIN + 1;
 
 impl std::fmt::Debug for Queue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -176,16 +178,37 @@ impl Queue {
         &self.schedules_changed
     }
 
-    /// Notified whenever new work may be due now.
+    /// Notified whenever new work may be due now. Wake the worker with [`Queue::wake_worker`].
     pub fn wakeup(&self) -> &Arc<Notify> {
         &self.wakeup
+    }
+
+    /// Wakes the delivery worker: new work may be due now. The worker counts as busy from here until it
+    /// has looked and gone back to sleep, so [`Queue::worker_is_idle`] never reads a sleep that a wake-up
+    /// already ended.
+    pub fn wake_worker(&self) {
+        self.next_wake.store(WAKE_PENDING, Ordering::SeqCst);
+        self.wakeup.notify_one();
+    }
+
+    /// Whether the delivery worker has nothing to start at the current time: it has looked for due work
+    /// since the last wake-up and sleeps until a time still ahead of the clock. Deliveries it started may
+    /// still be in flight. Tests wait for this instead of waiting for time.
+    pub fn worker_is_idle(&self) -> bool {
+        let wake = self.next_wake.load(Ordering::SeqCst);
+        wake != WORKER_BUSY && wake != WAKE_PENDING && wake > self.clock.now().as_millis()
     }
 
     /// The delivery worker says when it will next look for due work: `Some(time)` as it goes to sleep
     /// until then (`None`: until woken), and [`Queue::worker_busy`] as it starts looking.
     pub(crate) fn worker_sleeps_until(&self, wake: Option<Timestamp>) {
-        self.next_wake
-            .store(wake.map_or(i64::MAX, Timestamp::as_millis), Ordering::SeqCst);
+        // A wake-up during the round keeps WAKE_PENDING: the worker goes round again at once.
+        let _ = self.next_wake.compare_exchange(
+            WORKER_BUSY,
+            wake.map_or(i64::MAX, Timestamp::as_millis),
+            Ordering::SeqCst,
+            Ordering::SeqCst,
+        );
     }
 
     /// See [`Queue::worker_sleeps_until`].
@@ -196,8 +219,8 @@ impl Queue {
     /// Wakes the worker if a message due at `due` would otherwise wait past it.
     fn wake_for(&self, due: Timestamp) {
         let wake = self.next_wake.load(Ordering::SeqCst);
-        if wake == WORKER_BUSY || due.as_millis() < wake {
-            self.wakeup.notify_one();
+        if wake == WORKER_BUSY || wake == WAKE_PENDING || due.as_millis() < wake {
+            self.wake_worker();
         }
     }
 
@@ -633,7 +656,7 @@ impl Queue {
             .retry_dead_letter(account, dlq_id, replacement, now)
             .await?
             .ok_or_else(|| QueueError::DeadLetterNotFound(dlq_id.to_owned()))?;
-        self.wakeup.notify_one();
+        self.wake_worker();
         Ok(id)
     }
 

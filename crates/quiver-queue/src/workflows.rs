@@ -149,7 +149,7 @@ impl Queue {
                 .await?;
             return Err(QueueError::DeadLetterNotFound(dlq_id.to_owned()));
         }
-        self.wakeup().notify_one();
+        self.wake_worker();
         Ok((run_id, now.as_millis()))
     }
 
@@ -205,7 +205,7 @@ impl Queue {
         {
             return Err(QueueError::DeadLetterNotFound(dlq_id.to_owned()));
         }
-        self.wakeup().notify_one();
+        self.wake_worker();
         let created_at = self
             .store()
             .run(account, run_id)

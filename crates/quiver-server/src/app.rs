@@ -134,6 +134,7 @@ impl KeySource for AccountKeys {
 pub struct App {
     local_addr: SocketAddr,
     catalog: Catalog,
+    queue: Queue,
     queue_database: Database,
     vector_database: Database,
     bootstrap: Bootstrap,
@@ -219,7 +220,7 @@ impl App {
         ));
         let state = AppState::new(Services {
             admin: catalog.admin.clone(),
-            queue,
+            queue: queue.clone(),
             vectors,
             embedders,
             limiter: Arc::new(quiver_admin::limits::Limiter::new(
@@ -241,6 +242,7 @@ impl App {
         Ok(App {
             local_addr,
             catalog,
+            queue,
             queue_database,
             vector_database,
             bootstrap,
@@ -259,6 +261,11 @@ impl App {
     /// The bootstrap account, and whether this start created it.
     pub fn bootstrap(&self) -> &Bootstrap {
         &self.bootstrap
+    }
+
+    /// The message queue (the test kit asks it whether the delivery worker is idle).
+    pub fn queue(&self) -> &Queue {
+        &self.queue
     }
 
     /// Accounts and indexes.

@@ -74,6 +74,24 @@ impl TestServer {
         self.app.as_ref().expect("the server is running")
     }
 
+    /// Waits until the delivery worker has nothing to start at the current manual time: it has looked
+    /// for due work since the last wake-up and sleeps until a time still ahead. Tests that assert that
+    /// something did *not* happen wait for this, never for real time. Deliveries already started may
+    /// still be on their way.
+    ///
+    /// # Panics
+    /// When the worker is still busy after 20 seconds.
+    pub async fn settle(&self) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while !self.app().queue().worker_is_idle() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the delivery worker did not settle"
+            );
+            tokio::task::yield_now().await;
+        }
+    }
+
     /// The catalogue store, for tests that lay down history (usage) the API cannot create.
     pub fn admin_store(&self) -> std::sync::Arc<dyn quiver_admin::AdminStore> {
         self.app().admin_store()

@@ -10,8 +10,6 @@ use reqwest::{Method, StatusCode};
 use serde_json::Value;
 
 const WAIT: Duration = Duration::from_secs(20);
-/// Real time in which a delivery that was allowed would certainly have arrived.
-const SETTLE: Duration = Duration::from_millis(400);
 
 async fn publish(server: &TestServer, receiver: &Receiver, key: &str, value: &str, body: &str) {
     let (status, answer) = send(
@@ -40,7 +38,7 @@ async fn at_most_parallelism_deliveries_of_a_key_are_in_flight() {
         publish(&server, &receiver, "pdf", "parallelism=2", &format!("m{i}")).await;
     }
     receiver.wait_for(2, WAIT).await;
-    tokio::time::sleep(SETTLE).await;
+    server.settle().await;
     assert_eq!(receiver.requests().len(), 2, "two in flight, three waiting");
     let state = info(&server, "pdf").await;
     assert_eq!(state["flowControlKey"], "pdf");
@@ -68,7 +66,7 @@ async fn at_most_rate_deliveries_start_per_period_on_the_manual_clock() {
         publish(&server, &receiver, "mail", "rate=2,period=60s", &format!("m{i}")).await;
     }
     receiver.wait_for(2, WAIT).await;
-    tokio::time::sleep(SETTLE).await;
+    server.settle().await;
     assert_eq!(receiver.requests().len(), 2, "the rate allows two per minute");
     let state = info(&server, "mail").await;
     assert_eq!(
@@ -82,11 +80,11 @@ async fn at_most_rate_deliveries_start_per_period_on_the_manual_clock() {
     assert_eq!(state["waitListSize"], 3);
 
     server.clock().advance(Duration::from_secs(59));
-    tokio::time::sleep(SETTLE).await;
+    server.settle().await;
     assert_eq!(receiver.requests().len(), 2, "still inside the period");
     server.clock().advance(Duration::from_secs(1));
     receiver.wait_for(4, WAIT).await;
-    tokio::time::sleep(SETTLE).await;
+    server.settle().await;
     assert_eq!(receiver.requests().len(), 4);
 
     // resetRate starts a new period at once.
@@ -105,7 +103,7 @@ async fn a_paused_key_starts_nothing_and_a_pin_outlasts_later_publishes() {
     let (status, _) = send(server.queue(Method::POST, "/v2/flowControl/k/pause")).await;
     assert_eq!(status, StatusCode::OK);
     publish(&server, &receiver, "k", "parallelism=5", "second").await;
-    tokio::time::sleep(SETTLE).await;
+    server.settle().await;
     assert_eq!(receiver.requests().len(), 1, "paused");
     assert_eq!(info(&server, "k").await["isPaused"], true);
     let (status, _) = send(server.queue(Method::POST, "/v2/flowControl/k/resume")).await;
