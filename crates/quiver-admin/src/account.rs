@@ -103,6 +103,7 @@ pub fn new_queue_token(account: AccountId) -> String {
 /// development token's is `defaultUser`).
 pub fn queue_token_user(token: &str) -> Option<String> {
     use base64::Engine;
+    // A token of any other shape (older random tokens) simply carries no user: not an error.
     let decoded = base64::engine::general_purpose::STANDARD.decode(token).ok()?;
     let payload: serde_json::Value = serde_json::from_slice(&decoded).ok()?;
     payload.get("UserID")?.as_str().map(str::to_owned)

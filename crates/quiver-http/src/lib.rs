@@ -29,6 +29,7 @@ mod queue_workflow_dlq;
 pub mod router;
 pub mod stats;
 pub mod vector;
+mod vector_namespaces;
 mod vector_resumable;
 pub mod vector_wire;
 

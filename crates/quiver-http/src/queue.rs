@@ -536,6 +536,7 @@ async fn retry_dead_letters(
             .await?;
         responses.push(json!({"messageId": message_id.0}));
     }
+    // No next page is an empty cursor, which the SDKs read as the end.
     Ok(Json(
         json!({"cursor": cursor.unwrap_or_default(), "responses": responses}),
     ))

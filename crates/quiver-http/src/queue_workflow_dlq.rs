@@ -76,6 +76,7 @@ pub(crate) async fn recover_many(
             .await?;
         runs.push(json!({"workflowRunId": run_id, "workflowCreatedAt": created_at}));
     }
+    // No next page is an empty cursor, which the SDKs read as the end.
     Ok(Json(
         json!({"workflowRuns": runs, "cursor": cursor.unwrap_or_default()}),
     ))

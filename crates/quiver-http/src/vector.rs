@@ -28,9 +28,12 @@ use crate::auth::bearer_token;
 use crate::error::{ApiError, Envelope};
 use crate::extract::JsonBody;
 use crate::router::AppState;
+use crate::vector_namespaces::{
+    delete_namespace, delete_unnamed_namespace, list_namespaces, rename_namespace,
+};
 use crate::vector_resumable::{resumable_end, resumable_next, resumable_query};
 use crate::vector_wire::{
-    DenseInfo, Include, InfoOut, SparseInfo, VectorOut, count_of, dense_of, flag, fusion_of, id_of, ids_of,
+    DenseInfo, Include, InfoOut, SparseInfo, VectorOut, count_of, dense_of, fusion_of, id_of, ids_of,
     namespaces_out, record_of, sparse_of, text_of, weighting_of,
 };
 
@@ -168,7 +171,7 @@ impl VectorCaller {
         }
     }
 
-    fn require_write(&self, path: &str) -> Result<(), ApiError> {
+    pub(crate) fn require_write(&self, path: &str) -> Result<(), ApiError> {
         if self.read_only {
             let endpoint = path
                 .rsplit_once("/vector/")
@@ -740,61 +743,6 @@ async fn info(State(state): State<AppState>, caller: VectorCaller) -> Handled {
         namespaces: namespaces_out(&info),
     };
     Ok(success(out))
-}
-
-async fn list_namespaces(State(state): State<AppState>, caller: VectorCaller) -> Handled {
-    Ok(success(state.vectors.namespaces(&caller.index).await?))
-}
-
-async fn delete_namespace(
-    State(state): State<AppState>,
-    caller: VectorCaller,
-    params: Option<Path<HashMap<String, String>>>,
-    uri: axum::http::Uri,
-) -> Handled {
-    caller.require_write(uri.path())?;
-    state
-        .vectors
-        .delete_namespace(&caller.index, &namespace_of(&params))
-        .await?;
-    Ok(success("Success"))
-}
-
-/// `delete-namespace` without a name: the default namespace cannot be deleted (reset it instead).
-async fn delete_unnamed_namespace(caller: VectorCaller, uri: axum::http::Uri) -> Handled {
-    caller.require_write(uri.path())?;
-    Err(vector_error(ApiError::bad_request(
-        "namespace: is required; the default namespace cannot be deleted, use reset to empty it",
-    )))
-}
-
-#[derive(Debug, Serialize)]
-struct Renamed {
-    renamed: bool,
-}
-
-async fn rename_namespace(
-    State(state): State<AppState>,
-    caller: VectorCaller,
-    uri: axum::http::Uri,
-    JsonBody(body): JsonBody,
-) -> Handled {
-    caller.require_write(uri.path())?;
-    let object = object_of(&body)?;
-    let from = text_of(object, "namespace")
-        .map_err(vector_error)?
-        .unwrap_or_default()
-        .to_owned();
-    let to = text_of(object, "newNamespace")
-        .map_err(vector_error)?
-        .ok_or_else(|| vector_error(ApiError::bad_request("newNamespace: is required")))?
-        .to_owned();
-    let delete_existing = flag(object, "deleteExisting").map_err(vector_error)?;
-    state
-        .vectors
-        .rename_namespace(&caller.index, &from, &to, delete_existing)
-        .await?;
-    Ok(success(Renamed { renamed: true }))
 }
 
 async fn random(

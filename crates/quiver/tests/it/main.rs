@@ -2,11 +2,14 @@
 //! port 0 (the test kit), the `quiver` executable, and the official SDKs.
 
 mod cli;
+mod delivery_errors;
 mod events_log;
 mod flow_control;
 mod limits;
+mod llm;
 mod management;
 mod queue;
+mod queue_filters;
 mod queues;
 mod restart;
 mod retention;
