@@ -331,31 +331,33 @@ impl Queue {
     }
 
     /// Turns a request into the messages it creates, and whether it went to a group.
-    /// A publish to `api/llm`: delivered to the configured language-model API's chat completions, with
-    /// its token (redacted when the message is read back).
-    async fn prepare_llm(
-        &self,
-        account: AccountId,
-        request: &PublishRequest,
-        now: Timestamp,
-    ) -> Result<(Vec<NewMessage>, bool), QueueError> {
-        let url = self.config.llm_chat_url().ok_or(QueueError::LlmNotConfigured)?;
-        let mut headers = request.headers.clone();
-        if !self.config.llm_api_key.is_empty() {
-            headers.push((
-                "Svc-Forward-Authorization".into(),
-                format!("Bearer {}", self.config.llm_api_key),
-            ));
+    /// A publish to `api/llm`, as the publish to the configured language-model API's chat completions
+    /// it stands for: the provider's token is forwarded, and added to what reads back redacted.
+    fn llm_request(&self, request: &PublishRequest) -> Result<PublishRequest, QueueError> {
+        let mut rewritten = PublishRequest {
+            destination: self.config.llm_chat_url().ok_or(QueueError::LlmNotConfigured)?,
+            ..request.clone()
+        };
+        let key = &self.config.llm_api_key;
+        if key.is_empty() {
+            return Ok(rewritten);
         }
-        let mut options = parse_publish_options(&headers, &request.query)?;
-        if !options.redact.covers_header("Authorization") {
-            options.redact.headers.push("Authorization".into());
+        rewritten
+            .headers
+            .push(("Svc-Forward-Authorization".into(), format!("Bearer {key}")));
+        // The caller's own redactions stay; a query parameter wins over a header, as in every publish.
+        let is_redact = |name: &str| crate::headers::config_key(name).as_deref() == Some("redact-fields");
+        let existing = match rewritten.query.iter_mut().find(|(name, _)| is_redact(name)) {
+            Some(entry) => Some(entry),
+            None => rewritten.headers.iter_mut().find(|(name, _)| is_redact(name)),
+        };
+        match existing {
+            Some((_, fields)) => fields.push_str(",header[Authorization]"),
+            None => rewritten
+                .headers
+                .push(("Svc-Redact-Fields".into(), "header[Authorization]".into())),
         }
-        options.method.get_or_insert_with(|| "POST".into());
-        self.check_callbacks(&options)?;
-        self.ensure_queue_of(account, &options).await?;
-        let message = self.build(account, url, None, None, &options, request, now)?;
-        Ok((vec![message], false))
+        Ok(rewritten)
     }
 
     async fn prepare(
@@ -369,6 +371,13 @@ impl Queue {
                 limit: self.config.max_message_bytes,
             });
         }
+        let llm_request;
+        let request = if request.destination.trim().trim_start_matches('/') == "api/llm" {
+            llm_request = self.llm_request(request)?;
+            &llm_request
+        } else {
+            request
+        };
         let destination = request.destination.trim();
         if destination.is_empty() {
             return Err(QueueError::InvalidDestination(
@@ -376,9 +385,6 @@ impl Queue {
             ));
         }
         let now = self.clock.now();
-        if destination.trim_start_matches('/') == "api/llm" {
-            return self.prepare_llm(account, request, now).await;
-        }
         if is_url(destination) {
             let url = normalise_url(destination);
             let parsed =

@@ -122,4 +122,11 @@ async fn the_llm_routes_reach_the_configured_openai_compatible_provider_streamin
         STANDARD.decode(body["body"].as_str().unwrap()).unwrap(),
         completion.as_bytes()
     );
+    let message_id = published["messageId"].as_str().unwrap();
+    let (_, log) = send(server.queue(Method::GET, &format!("/v2/events?messageId={message_id}"))).await;
+    let token = log["events"][0]["header"]["Authorization"][0].as_str().unwrap();
+    assert!(
+        token.starts_with("REDACTED:"),
+        "the provider's key never reads back: {token}"
+    );
 }
