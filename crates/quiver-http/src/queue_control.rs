@@ -16,6 +16,8 @@ use crate::queue::{header_pairs, query_one, query_pairs, split_publish_uri};
 use crate::queue_params::Params;
 use crate::queue_wire::schedule_json;
 use crate::router::AppState;
+use quiver_queue::workflow::RunState;
+use quiver_queue::workflows::RunSelection;
 
 pub(crate) async fn trigger(
     State(state): State<AppState>,
@@ -85,7 +87,7 @@ pub(crate) async fn cancel_runs(
         ));
     }
     urls.extend(prefixes);
-    let selection = quiver_queue::workflows::RunSelection {
+    let selection = RunSelection {
         run_ids,
         urls,
         url_exact,
@@ -118,7 +120,7 @@ pub(crate) async fn run_steps(
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
     let run = state.queue.workflow_run(caller.account.id, &id).await?;
-    if run.state != quiver_queue::workflow::RunState::Started {
+    if run.state != RunState::Started {
         return Err(quiver_queue::QueueError::WorkflowRunNotFound(id).into());
     }
     Ok((
@@ -202,13 +204,24 @@ pub(crate) async fn list_runs(
     uri: Uri,
 ) -> ApiResult<Json<Value>> {
     let mut params = Params::new(&uri, &Value::Null)?;
-    let run_ids = params.list("workflowRunId");
-    let created_at = params.time("workflowCreatedAt")?;
-    let states = params.list("state");
-    let message_ids = params.list("messageId");
-    let selection = quiver_queue::workflows::RunSelection {
+    let states = params
+        .list("state")
+        .into_iter()
+        .map(|state| {
+            serde_json::from_value::<RunState>(Value::String(state.clone())).map_err(|_| {
+                ApiError::bad_request(format!(
+                    "state: `{state}` is not a run state (RUN_STARTED, RUN_SUCCESS, RUN_FAILED, RUN_CANCELED)"
+                ))
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    let selection = RunSelection {
+        run_ids: params.list("workflowRunId"),
         urls: params.whole_list("workflowUrl"),
         url_exact: true,
+        created_at: params.time("workflowCreatedAt")?,
+        states,
+        message_ids: params.list("messageId"),
         ..params.run_selection()?
     };
     let count = params.count()?.unwrap_or(10);
@@ -221,28 +234,11 @@ pub(crate) async fn list_runs(
     params.ignore("groupBy");
     params.ignore("trimBody");
     params.finish()?;
-    for wanted in &states {
-        if !["RUN_STARTED", "RUN_SUCCESS", "RUN_FAILED", "RUN_CANCELED"].contains(&wanted.as_str()) {
-            return Err(ApiError::bad_request(format!(
-                "state: `{wanted}` is not a run state (RUN_STARTED, RUN_SUCCESS, RUN_FAILED, RUN_CANCELED)"
-            )));
-        }
-    }
     let matching: Vec<_> = state
         .queue
         .workflow_runs(caller.account.id)
         .await?
         .into_iter()
-        .filter(|run| run_ids.is_empty() || run_ids.contains(&run.id))
-        .filter(|run| created_at.is_none_or(|at| run.created_at == at))
-        .filter(|run| states.is_empty() || states.iter().any(|s| s == run.state.as_str()))
-        .filter(|run| {
-            message_ids.is_empty()
-                || run
-                    .steps
-                    .iter()
-                    .any(|step| message_ids.contains(&step.message_id))
-        })
         .filter(|run| selection.matches(run))
         .collect();
     let runs: Vec<Value> = matching.iter().skip(offset).take(count).map(run_json).collect();

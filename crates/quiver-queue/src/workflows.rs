@@ -9,11 +9,11 @@ use crate::publish::PublishOptions;
 use crate::service::{PublishOutcome, PublishRequest, Queue};
 use crate::workflow::{CancelFailure, InvokeOutcome, RunState, RunStep, WorkflowRun};
 
-/// Which runs a bulk cancel addresses: the runs named, or every running run that all the filters given
-/// match (the values of one filter are alternatives). With neither, every running run.
+/// Which runs a bulk cancel or a run listing addresses: those that every filter given matches (the
+/// values of one filter are alternatives). With none, every run.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RunSelection {
-    /// These runs (the filters are then not looked at).
+    /// These runs.
     pub run_ids: Vec<String>,
     /// Workflow URLs: prefixes, or whole URLs when `url_exact`.
     pub urls: Vec<String>,
@@ -35,14 +35,17 @@ pub struct RunSelection {
     pub to: Option<Timestamp>,
     /// At most this many runs are cancelled.
     pub count: Option<usize>,
+    /// Created at exactly this time.
+    pub created_at: Option<Timestamp>,
+    /// In one of these states (any, when empty; a cancel takes running runs only whatever this says).
+    pub states: Vec<RunState>,
+    /// Runs one of whose steps was carried by one of these messages.
+    pub message_ids: Vec<String>,
 }
 
 impl RunSelection {
     /// Whether `run` is selected (its state aside).
     pub fn matches(&self, run: &WorkflowRun) -> bool {
-        if !self.run_ids.is_empty() {
-            return self.run_ids.contains(&run.id);
-        }
         let one = |wanted: &[String], value: Option<&str>| {
             wanted.is_empty() || value.is_some_and(|v| wanted.iter().any(|w| w == v))
         };
@@ -55,7 +58,8 @@ impl RunSelection {
                     run.url.starts_with(wanted.as_str())
                 }
             });
-        url_matches
+        (self.run_ids.is_empty() || self.run_ids.contains(&run.id))
+            && url_matches
             && one(&self.hosts, url.as_ref().and_then(url::Url::host_str))
             && one(&self.paths, url.as_ref().map(url::Url::path))
             && (self.labels.is_empty() || run.labels.iter().any(|l| self.labels.contains(l)))
@@ -63,6 +67,13 @@ impl RunSelection {
             && one(&self.caller_ips, run.caller_ip.as_deref())
             && self.from.is_none_or(|from| run.created_at >= from)
             && self.to.is_none_or(|to| run.created_at <= to)
+            && self.created_at.is_none_or(|at| run.created_at == at)
+            && (self.states.is_empty() || self.states.contains(&run.state))
+            && (self.message_ids.is_empty()
+                || run
+                    .steps
+                    .iter()
+                    .any(|step| self.message_ids.contains(&step.message_id)))
     }
 }
 
