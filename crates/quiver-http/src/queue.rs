@@ -345,13 +345,24 @@ async fn cancel_messages(
     Ok(Json(json!({"cancelled": cancelled})))
 }
 
-pub(crate) async fn list_dead_letters(
+async fn list_dead_letters(
     State(state): State<AppState>,
     caller: QueueAccount,
     uri: Uri,
 ) -> ApiResult<Json<Value>> {
-    let mut params = Params::new(&uri, &Value::Null)?;
-    let filter = params.message_filter(true)?;
+    list_selected_dead_letters(&state, &caller, &uri, false).await
+}
+
+/// A page of dead letters: `{"messages", "cursor"?}`, of workflow runs only when `workflows_only`.
+pub(crate) async fn list_selected_dead_letters(
+    state: &AppState,
+    caller: &QueueAccount,
+    uri: &Uri,
+    workflows_only: bool,
+) -> ApiResult<Json<Value>> {
+    let mut params = Params::new(uri, &Value::Null)?;
+    let mut filter = params.message_filter(true)?;
+    filter.workflow_only |= workflows_only;
     let count = params.count()?.unwrap_or(100);
     let cursor = params.one("cursor")?;
     params.ignore("trimBody");
@@ -360,7 +371,7 @@ pub(crate) async fn list_dead_letters(
         .queue
         .dead_letters(caller.account.id, &filter, cursor.as_deref(), count)
         .await?;
-    let messages = dead_letters_json(&state, &caller, &page.items).await?;
+    let messages = dead_letters_json(state, caller, &page.items).await?;
     let mut answer = json!({"messages": messages});
     if let Some(cursor) = page.cursor {
         answer["cursor"] = Value::String(cursor);

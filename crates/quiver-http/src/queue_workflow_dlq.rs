@@ -14,15 +14,12 @@ use crate::queue::{header_pairs, selected_dead_letters};
 use crate::router::AppState;
 
 /// `GET /v2/workflows/dlq`: the DLQ's listing, of workflow runs' dead letters only.
-pub(crate) async fn list(state: State<AppState>, caller: QueueAccount, uri: Uri) -> ApiResult<Json<Value>> {
-    let query = match uri.query() {
-        Some(query) if !query.is_empty() => format!("{}?{query}&source=workflow", uri.path()),
-        Some(_) | None => format!("{}?source=workflow", uri.path()),
-    };
-    let uri: Uri = query
-        .parse()
-        .map_err(|_| ApiError::bad_request("the query is not valid"))?;
-    crate::queue::list_dead_letters(state, caller, uri).await
+pub(crate) async fn list(
+    State(state): State<AppState>,
+    caller: QueueAccount,
+    uri: Uri,
+) -> ApiResult<Json<Value>> {
+    crate::queue::list_selected_dead_letters(&state, &caller, &uri, true).await
 }
 
 /// `DELETE /v2/workflows/dlq`: by `dlqIds`, or a page of those the filters match.
