@@ -136,6 +136,7 @@ pub(crate) async fn run_steps(
 fn step_json(position: usize, step: &quiver_queue::workflow::RunStep) -> Value {
     let mut fields = match serde_json::from_slice::<Value>(&step.body) {
         Ok(Value::Object(fields)) if position > 0 && fields.contains_key("stepId") => fields,
+        // Anything else (any payload the user chose, JSON or not) is the run's initial payload.
         Ok(_) | Err(_) => {
             let mut fields = serde_json::Map::new();
             fields.insert("stepId".into(), json!(0));

@@ -138,6 +138,8 @@ pub(crate) async fn call_webhook(
         .account_by_queue_user(&user_id)
         .await?
         .ok_or_else(|| crate::error::ApiError::not_found(format!("no webhook user `{user_id}`")))?;
+    // A header that is not text is as good as absent here: the call is still handed over, with the
+    // defaults the SDK rebuilds a request from.
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     let call = quiver_queue::waiters::WebhookCall {
         method: method.as_str().to_owned(),
