@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use quiver_core::plan::{PlanLimits, UNLIMITED};
+use quiver_core::plan::{Limit, PlanLimits};
 use quiver_core::{Clock, IndexId, StoreError, Timestamp};
 
 use crate::meter::{Meter, UsageKind};
@@ -25,7 +25,7 @@ pub enum LimitExceeded {
         /// Queries or writes.
         kind: UsageKind,
         /// The plan's limit.
-        limit: i64,
+        limit: u64,
     },
     /// The daily quota of a kind is used up.
     #[error(
@@ -36,7 +36,7 @@ pub enum LimitExceeded {
         /// Queries or updates.
         kind: UsageKind,
         /// The plan's limit.
-        limit: i64,
+        limit: u64,
         /// Seconds until the next UTC day.
         retry_after_secs: i64,
     },
@@ -47,7 +47,7 @@ pub enum LimitExceeded {
     )]
     Bandwidth {
         /// The plan's limit in bytes.
-        limit: i64,
+        limit: u64,
         /// Seconds until the next UTC month.
         retry_after_secs: i64,
     },
@@ -192,23 +192,25 @@ impl Limiter {
                 limits.max_daily_updates,
             ),
         };
-        let limited = |limit: i64, used: i64| limit != UNLIMITED && used >= limit;
-        if limited(daily_limit, *today) {
+        // The limit a count has reached, so that one more would pass it.
+        let reached = |limit: Limit, used: i64| {
+            limit
+                .at_most()
+                .filter(|&max| u64::try_from(used).unwrap_or(0) >= max)
+        };
+        if let Some(limit) = reached(daily_limit, *today) {
             return Err(LimitExceeded::Daily {
                 kind,
-                limit: daily_limit,
+                limit,
                 retry_after_secs: (entry.day + 1440) * 60 - second,
             });
         }
-        if self.enforce_rates && limited(rate_limit, *per_second) {
-            return Err(LimitExceeded::Rate {
-                kind,
-                limit: rate_limit,
-            });
+        if let Some(limit) = reached(rate_limit, *per_second).filter(|_| self.enforce_rates) {
+            return Err(LimitExceeded::Rate { kind, limit });
         }
-        if limited(limits.max_monthly_bandwidth, entry.bytes_this_month) {
+        if let Some(limit) = reached(limits.max_monthly_bandwidth, entry.bytes_this_month) {
             return Err(LimitExceeded::Bandwidth {
-                limit: limits.max_monthly_bandwidth,
+                limit,
                 retry_after_secs: next_month_start(second.div_euclid(60)) * 60 - second,
             });
         }

@@ -13,6 +13,8 @@ use quiver_server::Config;
 use quiver_server::credentials::{DEV_ADMIN_API_KEY, DEV_ADMIN_EMAIL};
 use serde_json::{Value, json};
 
+use crate::figures::percentile_ms;
+
 const WORDS: &[&str] = &[
     "the",
     "a",
@@ -139,11 +141,6 @@ fn corpus(count: usize) -> Vec<String> {
         .collect()
 }
 
-fn percentile_ms(sorted: &[Duration], fraction: f64) -> f64 {
-    let index = ((sorted.len() as f64 * fraction).ceil() as usize).clamp(1, sorted.len()) - 1;
-    sorted[index].as_secs_f64() * 1000.0
-}
-
 /// What to measure.
 pub(crate) struct EmbedBench {
     pub(crate) docs: usize,
@@ -155,7 +152,7 @@ pub(crate) struct EmbedBench {
 }
 
 pub(crate) async fn embed(config: &Config, bench: EmbedBench) -> Result<()> {
-    let models = crate::models_dir(config);
+    let models = crate::scratch::models_dir(config);
     let model = DenseModel::AllMiniLmL6V2;
     let spec = models.check(model)?;
     let model_dir = models.path_of(model);
@@ -196,7 +193,7 @@ pub(crate) async fn embed(config: &Config, bench: EmbedBench) -> Result<()> {
     let mut config = config.clone();
     config.embeddings.models_dir = models.root().to_owned();
     config.embeddings.threads = bench.threads;
-    let (app, _scratch, _) = crate::bench::start_server(&config, bench.dir.clone()).await?;
+    let (app, _scratch, _) = crate::scratch::start_server(&config, bench.dir.clone()).await?;
     let base = format!("http://{}", app.local_addr());
     let client = reqwest::Client::builder().no_proxy().build()?;
     let record: Value = client

@@ -20,6 +20,8 @@ use hyper_util::rt::TokioIo;
 use quiver_server::Config;
 use tokio::net::TcpListener;
 
+use crate::figures::percentile;
+
 /// A hyper server that answers every request with 200 and does nothing else: the peer.
 async fn start_bare_hyper() -> Result<SocketAddr> {
     let listener = TcpListener::bind("127.0.0.1:0").await?;
@@ -189,14 +191,6 @@ fn cpu_text(cpu_us: Option<f64>) -> String {
     cpu_us.map_or_else(|| "not measured".to_owned(), |us| format!("{us:.1} us"))
 }
 
-fn percentile(sorted: &[u64], fraction: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let index = ((sorted.len() as f64 * fraction).ceil() as usize).clamp(1, sorted.len()) - 1;
-    sorted[index] as f64 / 1000.0
-}
-
 async fn wait_for_arrivals(arrivals: &Arrivals, count: u64, limit: Duration) -> Result<Duration> {
     let started = Instant::now();
     while arrivals.count.load(Ordering::Relaxed) < count {
@@ -242,7 +236,7 @@ pub(crate) async fn queue(
         "--connections needs one or more counts above zero"
     );
     anyhow::ensure!(pairs > 0, "--pairs needs at least one pair of runs");
-    let (app, _scratch, parent) = crate::bench::start_server(config, dir).await?;
+    let (app, _scratch, parent) = crate::scratch::start_server(config, dir).await?;
     let base = format!("http://{}", app.local_addr());
     let token = format!("Bearer {}", app.bootstrap().account.queue_token);
     let arrivals = Arc::new(Arrivals {
@@ -377,9 +371,9 @@ pub(crate) async fn queue(
     println!(
         "| publish-to-delivery latency at 1,000 msg/s ({} samples) | p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms |",
         latencies.len(),
-        percentile(&latencies, 0.50),
-        percentile(&latencies, 0.99),
-        percentile(&latencies, 1.0)
+        percentile(&latencies, 0.50).map_or(f64::NAN, |us| us as f64 / 1000.0),
+        percentile(&latencies, 0.99).map_or(f64::NAN, |us| us as f64 / 1000.0),
+        percentile(&latencies, 1.0).map_or(f64::NAN, |us| us as f64 / 1000.0)
     );
     Ok(())
 }

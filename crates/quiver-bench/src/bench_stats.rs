@@ -11,6 +11,8 @@ use quiver_server::Config;
 use quiver_server::credentials::{DEV_ADMIN_API_KEY, DEV_ADMIN_EMAIL};
 use serde_json::json;
 
+use crate::figures::percentile_ms;
+
 const MINUTES_PER_DAY: i64 = 24 * 60;
 
 /// One minute of steady traffic, with a snapshot of the holdings every minute.
@@ -30,11 +32,6 @@ fn busy_minute(minute: i64) -> MinuteUsage {
     usage.query_latency = latencies.clone();
     usage.update_latency = latencies;
     usage
-}
-
-fn percentile_ms(sorted: &[Duration], fraction: f64) -> f64 {
-    let index = ((sorted.len() as f64 * fraction).ceil() as usize).clamp(1, sorted.len()) - 1;
-    sorted[index].as_secs_f64() * 1000.0
 }
 
 async fn time_stats(client: &reqwest::Client, url: &str, reads: usize) -> Result<(Vec<Duration>, usize)> {
@@ -109,7 +106,7 @@ pub(crate) async fn stats(
     reads: usize,
     dir: Option<std::path::PathBuf>,
 ) -> Result<()> {
-    let (app, _scratch, parent) = crate::bench::start_server(config, dir).await?;
+    let (app, _scratch, parent) = crate::scratch::start_server(config, dir).await?;
     let base = format!("http://{}", app.local_addr());
     let client = reqwest::Client::builder().no_proxy().build()?;
     let record: serde_json::Value = client

@@ -232,7 +232,13 @@ pub(crate) async fn run(config: &Config, bench: VectorBench) -> Result<()> {
     // Durable upserts through the real store and engine, batches of 1,000: acknowledged after the commit
     // (the graph insert is the background indexer's, measured above as the build rate).
     let store = SqliteVectorStore::open(scratch.path(), &config.storage)?;
-    let vectors = Vectors::new(Arc::new(store.clone()), SystemClock::shared());
+    // The benchmark's index has no models: nothing is embedded.
+    let embedders = quiver_embed::Embedders::new(quiver_embed::ModelDir::new(std::env::temp_dir()), 1);
+    let vectors = Vectors::new(
+        Arc::new(store.clone()),
+        SystemClock::shared(),
+        Arc::new(embedders),
+    );
     let index = IndexRef {
         id: IndexId::random(),
         name: "bench".into(),
@@ -242,9 +248,10 @@ pub(crate) async fn run(config: &Config, bench: VectorBench) -> Result<()> {
             index_type: IndexType::Dense,
         },
         limits: quiver_core::plan::PlanLimits {
-            max_vector_count: -1,
+            max_vector_count: quiver_core::plan::Limit::Unlimited,
             ..PlanType::Payg.vector_limits()
         },
+        models: quiver_vector::text::TextModels::default(),
     };
     let upsert_count = bench.count.min(20_000);
     let started = Instant::now();

@@ -8,8 +8,10 @@ mod bench_queue;
 mod bench_scheduler;
 mod bench_stats;
 mod bench_vector;
+mod figures;
+mod scratch;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Parser;
@@ -31,11 +33,6 @@ struct Cli {
     data_dir: Option<PathBuf>,
     #[command(subcommand)]
     command: bench::BenchCommand,
-}
-
-/// Where dense models are installed for the embedding benchmark.
-pub(crate) fn models_dir(config: &Config) -> quiver_embed::ModelDir {
-    config.embeddings.models_dir(Path::new(&config.server.data_dir))
 }
 
 #[tokio::main]

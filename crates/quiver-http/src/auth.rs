@@ -8,7 +8,7 @@ use base64::engine::general_purpose::STANDARD;
 use quiver_admin::Account;
 
 use crate::error::ApiError;
-use crate::router::AppState;
+use crate::state::AppState;
 
 /// The account whose HTTP Basic credentials came with the request.
 #[derive(Debug, Clone)]

@@ -1,12 +1,17 @@
 //! Errors as the wire shows them. Management and queue routes answer `{"error": "<message>"}`; vector
-//! routes add `"status"`. A 5xx hides its cause behind an error id, and the cause is logged once here.
+//! routes add `"status"`: each area router picks its envelope once, with [`with_status_envelope`]. A 5xx
+//! hides its cause behind an error id, and the cause is logged once, when the response is rendered.
 
 use axum::Json;
+use axum::extract::Request;
 use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use quiver_admin::AdminError;
 use quiver_core::StoreError;
+use quiver_embed::EmbedError;
 use quiver_queue::QueueError;
+use quiver_vector::VectorError;
 use serde_json::json;
 
 /// Which envelope an error is written in.
@@ -25,6 +30,8 @@ pub struct ApiError {
     message: String,
     envelope: Envelope,
     challenge: bool,
+    /// What went wrong inside, for the log; never sent.
+    cause: Option<String>,
 }
 
 /// The result of a handler.
@@ -38,6 +45,7 @@ impl ApiError {
             message: message.into(),
             envelope: Envelope::Plain,
             challenge: false,
+            cause: None,
         }
     }
 
@@ -59,14 +67,30 @@ impl ApiError {
         ApiError::new(StatusCode::NOT_FOUND, message)
     }
 
-    /// 500 with a fresh error id; `cause` is logged, never sent.
+    /// 500 with a fresh error id; `cause` is logged when the error is rendered, never sent.
     pub fn internal(cause: &dyn std::fmt::Display) -> ApiError {
         let error_id = uuid::Uuid::new_v4();
-        tracing::error!(%error_id, %cause, "request failed with an internal error");
-        ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("internal error; quote error id {error_id} when reporting it"),
-        )
+        ApiError {
+            cause: Some(format!("error id {error_id}: {cause}")),
+            ..ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("internal error; quote error id {error_id} when reporting it"),
+            )
+        }
+    }
+
+    /// The message for a client that reads it inside another answer (a batch item, say); a server
+    /// error's cause is logged here, as rendering would.
+    pub fn into_reported_message(self) -> String {
+        self.log_server_error();
+        self.message
+    }
+
+    fn log_server_error(&self) {
+        if self.status.is_server_error() {
+            let cause = self.cause.as_deref().unwrap_or(&self.message);
+            tracing::error!(status = self.status.as_u16(), %cause, "request failed with a server error");
+        }
     }
 
     /// The same error in another envelope.
@@ -85,9 +109,9 @@ impl ApiError {
     }
 }
 
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let body = match self.envelope {
+impl ApiError {
+    fn render(&self, envelope: Envelope) -> Response {
+        let body = match envelope {
             Envelope::Plain => json!({ "error": self.message }),
             Envelope::WithStatus => json!({ "error": self.message, "status": self.status.as_u16() }),
         };
@@ -100,6 +124,36 @@ impl IntoResponse for ApiError {
         }
         response
     }
+}
+
+/// What a rendered error leaves on its response, so that an area's envelope layer can write it again
+/// without parsing the body.
+#[derive(Debug, Clone)]
+struct RenderedError(ApiError);
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        self.log_server_error();
+        let mut response = self.render(self.envelope);
+        response.extensions_mut().insert(RenderedError(self));
+        response
+    }
+}
+
+/// The vector area's envelope: every error its routes (and their middleware) answer carries `"status"`.
+/// Headers set on the error response (`Retry-After`, say) are kept.
+pub async fn with_status_envelope(request: Request, next: Next) -> Response {
+    let response = next.run(request).await;
+    let Some(RenderedError(error)) = response.extensions().get::<RenderedError>().cloned() else {
+        return response;
+    };
+    let (mut parts, _) = response.into_parts();
+    let rendered = error.render(Envelope::WithStatus);
+    parts.headers.remove(header::CONTENT_LENGTH);
+    for (name, value) in rendered.headers() {
+        parts.headers.insert(name.clone(), value.clone());
+    }
+    Response::from_parts(parts, rendered.into_body())
 }
 
 impl From<StoreError> for ApiError {
@@ -154,6 +208,37 @@ impl From<QueueError> for ApiError {
             QueueError::LlmNotConfigured => ApiError::new(StatusCode::NOT_IMPLEMENTED, error.to_string()),
             QueueError::LlmUnavailable(_) => ApiError::new(StatusCode::BAD_GATEWAY, error.to_string()),
             QueueError::Store(inner) => inner.into(),
+        }
+    }
+}
+
+impl From<VectorError> for ApiError {
+    fn from(error: VectorError) -> ApiError {
+        match error {
+            VectorError::DimensionMismatch { .. }
+            | VectorError::WrongParts(_)
+            | VectorError::NoEmbeddingModel => {
+                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, error.to_string())
+            }
+            VectorError::InvalidRequest(_) | VectorError::Filter(_) | VectorError::LimitExceeded(_) => {
+                ApiError::bad_request(error.to_string())
+            }
+            VectorError::NamespaceNotFound { .. } | VectorError::ResumableQueryNotFound(_) => {
+                ApiError::not_found(error.to_string())
+            }
+            VectorError::Unsupported(_) => ApiError::new(StatusCode::NOT_IMPLEMENTED, error.to_string()),
+            VectorError::Embedding(ref inner) => match inner {
+                EmbedError::NotInstalled { .. } | EmbedError::Unsupported(_) => {
+                    ApiError::bad_request(error.to_string())
+                }
+                EmbedError::Stopped => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, error.to_string()),
+                EmbedError::BadModel(_)
+                | EmbedError::Checksum { .. }
+                | EmbedError::Io(_)
+                | EmbedError::Tokenizer(_) => ApiError::internal(&error),
+            },
+            VectorError::Store(inner) => inner.into(),
+            VectorError::Internal(cause) => ApiError::internal(&cause),
         }
     }
 }

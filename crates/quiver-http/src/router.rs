@@ -7,50 +7,10 @@ use axum::extract::{Request, State};
 use axum::http::{Method, StatusCode, Uri};
 use axum::middleware::{self, Next};
 use axum::response::Response;
-use quiver_admin::Admin;
 
-use crate::config::HttpConfig;
 use crate::error::{ApiError, Envelope};
 use crate::management;
-
-/// What every handler can reach. Cheap to clone: axum clones the state for every extractor of every
-/// request, so the services sit behind one shared pointer.
-#[derive(Debug, Clone)]
-pub struct AppState(std::sync::Arc<Services>);
-
-impl AppState {
-    /// State serving `services`.
-    pub fn new(services: Services) -> AppState {
-        AppState(std::sync::Arc::new(services))
-    }
-}
-
-impl std::ops::Deref for AppState {
-    type Target = Services;
-
-    fn deref(&self) -> &Services {
-        &self.0
-    }
-}
-
-/// The services behind [`AppState`].
-#[derive(Debug)]
-pub struct Services {
-    /// Accounts and the index catalogue.
-    pub admin: Admin,
-    /// The message queue.
-    pub queue: quiver_queue::Queue,
-    /// The vector engine.
-    pub vectors: std::sync::Arc<quiver_vector::Vectors>,
-    /// Dense text-embedding models.
-    pub embedders: std::sync::Arc<quiver_embed::Embedders>,
-    /// Time-based plan limits (rates, daily and monthly quotas).
-    pub limiter: std::sync::Arc<quiver_admin::limits::Limiter>,
-    /// Usage metering.
-    pub meter: std::sync::Arc<quiver_admin::meter::Meter>,
-    /// HTTP limits.
-    pub config: HttpConfig,
-}
+use crate::state::AppState;
 
 /// The envelope for a path: management and queue paths start with `/v2/`, vector paths never do.
 fn envelope_for(path: &str) -> Envelope {
@@ -88,8 +48,9 @@ pub fn router(state: AppState) -> Router {
     let max_message_bytes = state.queue.config().max_message_bytes;
     let routes = management::routes(state.config.management_body_limit_bytes)
         .merge(crate::queue::routes(max_message_bytes))
-        .merge(crate::vector::routes(state.config.vector_body_limit_bytes).layer(
-            middleware::from_fn_with_state(state.clone(), crate::stats::meter_vector_usage),
+        .merge(crate::vector::routes(
+            &state,
+            state.config.vector_body_limit_bytes,
         ))
         .fallback(unknown_route)
         .method_not_allowed_fallback(method_not_allowed);

@@ -97,7 +97,7 @@ impl DeliveryWorker {
             let wakeup = self.queue.wakeup().notified();
             tokio::pin!(wakeup);
             wakeup.as_mut().enable();
-            self.queue.worker_busy();
+            self.queue.worker_state().round_starts();
             let available = self.permits.available_permits().min(config.claim_batch.max(1));
             if available == 0 {
                 tokio::select! {
@@ -153,7 +153,7 @@ impl DeliveryWorker {
             };
             // Publishers wake us only for work due before this; anything published meanwhile saw
             // "busy" and left a wake-up permit.
-            self.queue.worker_sleeps_until(next_due);
+            self.queue.worker_state().sleeps_until(next_due);
             tokio::select! {
                 biased;
                 () = shutdown.cancelled() => break,

@@ -7,9 +7,6 @@ use async_trait::async_trait;
 use quiver_core::store::StoreResult;
 use quiver_core::{AccountId, Timestamp};
 
-use crate::error::QueueError;
-use crate::service::Queue;
-
 /// A key's limits and its current use (the wire's `FlowControlInfo`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FlowControlState {
@@ -90,73 +87,4 @@ pub trait FlowControlStore: Send + Sync + 'static {
         change: FlowControlChange,
         now: Timestamp,
     ) -> StoreResult<bool>;
-}
-
-impl Queue {
-    /// A key's state.
-    ///
-    /// # Errors
-    /// [`QueueError::FlowControlNotFound`] for a key the account never used; store failures.
-    pub async fn flow_control(&self, account: AccountId, key: &str) -> Result<FlowControlState, QueueError> {
-        self.store()
-            .flow_control(account, key, self.clock().now())
-            .await?
-            .ok_or_else(|| QueueError::FlowControlNotFound(key.to_owned()))
-    }
-
-    /// Every key of the account.
-    ///
-    /// # Errors
-    /// Store failures.
-    pub async fn flow_controls(&self, account: AccountId) -> Result<Vec<FlowControlState>, QueueError> {
-        Ok(self.store().flow_controls(account, self.clock().now()).await?)
-    }
-
-    /// The most deliveries in flight at once across the process, and the account's deliveries now.
-    ///
-    /// # Errors
-    /// Store failures.
-    pub async fn global_parallelism(&self, account: AccountId) -> Result<(usize, u64), QueueError> {
-        let count = self.store().in_flight(account, self.clock().now()).await?;
-        Ok((self.config().delivery_concurrency, count))
-    }
-
-    /// Pauses, resumes, pins, unpins or resets a key, and lets the delivery worker look again.
-    ///
-    /// # Errors
-    /// [`QueueError::FlowControlNotFound`] for an unknown key; [`QueueError::InvalidRequest`] for a pin
-    /// without any limit or with a zero; store failures.
-    pub async fn change_flow_control(
-        &self,
-        account: AccountId,
-        key: &str,
-        change: FlowControlChange,
-    ) -> Result<(), QueueError> {
-        if let FlowControlChange::Pin {
-            parallelism,
-            rate,
-            period_secs,
-        } = change
-        {
-            if parallelism.is_none() && rate.is_none() && period_secs.is_none() {
-                return Err(QueueError::InvalidRequest(
-                    "pin needs at least one of parallelism, rate or period".into(),
-                ));
-            }
-            if parallelism == Some(0) || rate == Some(0) || period_secs == Some(0) {
-                return Err(QueueError::InvalidRequest(
-                    "parallelism, rate and period must be at least 1".into(),
-                ));
-            }
-        }
-        let found = self
-            .store()
-            .change_flow_control(account, key, change, self.clock().now())
-            .await?;
-        if !found {
-            return Err(QueueError::FlowControlNotFound(key.to_owned()));
-        }
-        self.wake_worker();
-        Ok(())
-    }
 }

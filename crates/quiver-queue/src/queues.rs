@@ -3,7 +3,8 @@
 use quiver_core::AccountId;
 
 use crate::error::QueueError;
-use crate::service::{PublishOutcome, PublishRequest, Queue, is_valid_name};
+use crate::names::is_valid_name;
+use crate::service::{PublishOutcome, PublishRequest, Queue};
 use crate::store::QueueRecord;
 
 /// Most messages a queue may deliver at once.

@@ -88,12 +88,14 @@ fn report(what: &str, outcome: Result<u64, QueueError>) -> bool {
 /// `shutdown`.
 pub async fn run_retention(queue: Queue, shutdown: CancellationToken) {
     loop {
+        queue.retention_state().round_starts();
         if !report("dead letter queue", queue.prune_dead_letters().await)
             || !report("events log", queue.prune_log().await)
         {
             return;
         }
         let next = queue.clock().now().saturating_add(EVERY);
+        queue.retention_state().sleeps_until(Some(next));
         tokio::select! {
             biased;
             () = shutdown.cancelled() => return,

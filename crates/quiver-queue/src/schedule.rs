@@ -119,7 +119,7 @@ pub fn new_schedule_id() -> String {
 
 /// Schedule ids the client may choose: `[A-Za-z0-9._-]`, 1 to 128 characters.
 pub fn is_valid_schedule_id(id: &str) -> bool {
-    crate::service::is_valid_name(id)
+    crate::names::is_valid_name(id)
 }
 
 impl Schedule {

@@ -8,9 +8,10 @@ use quiver_core::AccountId;
 use crate::error::QueueError;
 use crate::headers::{config_key, is_private_header};
 use crate::message::MessageState;
+use crate::names::is_valid_name;
 use crate::publish::parse_publish_options;
 use crate::schedule::{CronSchedule, Schedule, ScheduleState, is_valid_schedule_id, new_schedule_id};
-use crate::service::{PublishOutcome, PublishRequest, Queue, is_valid_name};
+use crate::service::{PublishOutcome, PublishRequest, Queue};
 
 /// Schedules fired per store round trip.
 const FIRE_BATCH: usize = 256;
@@ -90,7 +91,7 @@ impl Queue {
             caller_ip: request.caller_ip,
         };
         self.store().put_schedule(&schedule).await?;
-        self.schedules_changed().notify_one();
+        self.wake_scheduler();
         Ok(id)
     }
 
@@ -166,7 +167,7 @@ impl Queue {
         if !self.store().delete_schedule(account, id).await? {
             return Err(QueueError::ScheduleNotFound(id.to_owned()));
         }
-        self.schedules_changed().notify_one();
+        self.wake_scheduler();
         Ok(())
     }
 
@@ -190,7 +191,7 @@ impl Queue {
                 .and_then(|c| c.next_after(self.clock().now()))
         };
         self.store().put_schedule(&schedule).await?;
-        self.schedules_changed().notify_one();
+        self.wake_scheduler();
         Ok(())
     }
 
@@ -266,6 +267,7 @@ pub async fn run_scheduler(queue: Queue, shutdown: CancellationToken) {
         let changed = queue.schedules_changed().notified();
         tokio::pin!(changed);
         changed.as_mut().enable();
+        queue.scheduler_state().round_starts();
         let mut busy = false;
         for result in [queue.fire_due_schedules().await, queue.time_out_waiters().await] {
             match result {
@@ -290,8 +292,15 @@ pub async fn run_scheduler(queue: Queue, shutdown: CancellationToken) {
             (Err(error), _) | (_, Err(error)) => Err(error),
         };
         let sleep = match next {
-            Ok(Some(due)) => queue.clock().sleep_until(due),
-            Ok(None) => Box::pin(std::future::pending()),
+            Ok(Some(due)) => {
+                queue.scheduler_state().sleeps_until(Some(due));
+                queue.clock().sleep_until(due)
+            }
+            Ok(None) => {
+                queue.scheduler_state().sleeps_until(None);
+                Box::pin(std::future::pending())
+            }
+            // Still busy: it looks again shortly.
             Err(error) => {
                 warn!(%error, "finding the next schedule or wait deadline failed; looking again shortly");
                 Box::pin(tokio::time::sleep(std::time::Duration::from_millis(200)))

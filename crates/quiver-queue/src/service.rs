@@ -2,7 +2,6 @@
 //! and the event log; URL groups in the `url_groups` submodule.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use quiver_core::{AccountId, Clock, Timestamp};
@@ -11,12 +10,16 @@ use tokio::sync::{Mutex, Notify};
 
 use crate::config::QueueConfig;
 use crate::error::QueueError;
+use crate::idle::LoopState;
 use crate::message::{DeadLetter, Event, Message, MessageId, MessageKind, MessageSpec, NewMessage};
+use crate::names::is_valid_name;
 use crate::publish::{PublishOptions, parse_publish_options};
 use crate::ssrf::DestinationPolicy;
 use crate::store::{CancelFilter, Filter, Page, QueueStore};
 
+mod flow_control;
 mod url_groups;
+mod waiters;
 
 /// A publish, as received.
 #[derive(Debug, Clone, Default)]
@@ -64,15 +67,12 @@ pub struct Queue {
     policy: Arc<DestinationPolicy>,
     wakeup: Arc<Notify>,
     schedules_changed: Arc<Notify>,
-    next_wake: Arc<AtomicI64>,
+    worker: Arc<LoopState>,
+    scheduler: Arc<LoopState>,
+    retention: Arc<LoopState>,
     group_changes: Arc<Mutex<()>>,
     llm_client: reqwest::Client,
 }
-
-/// `next_wake` while the delivery worker is busy (it looks for due work again before sleeping).
-const WORKER_BUSY: i64 = i64::MIN;
-/// `next_wake` once the worker has been woken and has not yet started looking again.
-const WAKE_PENDING: i64 = i64::MIN + 1;
 
 impl std::fmt::Debug for Queue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -80,14 +80,6 @@ impl std::fmt::Debug for Queue {
             .field("config", &self.config)
             .finish_non_exhaustive()
     }
-}
-
-/// URL group and queue names: `[A-Za-z0-9._-]`, 1 to 128 characters.
-pub fn is_valid_name(name: &str) -> bool {
-    (1..=128).contains(&name.len())
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
 }
 
 /// Repairs `https:/host` (a double slash merged by a proxy) into `https://host`.
@@ -145,7 +137,9 @@ impl Queue {
             policy: Arc::new(policy),
             wakeup: Arc::new(Notify::new()),
             schedules_changed: Arc::new(Notify::new()),
-            next_wake: Arc::new(AtomicI64::new(WORKER_BUSY)),
+            worker: Arc::new(LoopState::new()),
+            scheduler: Arc::new(LoopState::new()),
+            retention: Arc::new(LoopState::new()),
             group_changes: Arc::new(Mutex::new(())),
             llm_client: reqwest::Client::new(),
         }
@@ -183,43 +177,51 @@ impl Queue {
         &self.wakeup
     }
 
-    /// Wakes the delivery worker: new work may be due now. The worker counts as busy from here until it
-    /// has looked and gone back to sleep, so [`Queue::worker_is_idle`] never reads a sleep that a wake-up
-    /// already ended.
+    /// Wakes the delivery worker: new work may be due now.
     pub fn wake_worker(&self) {
-        self.next_wake.store(WAKE_PENDING, Ordering::SeqCst);
+        self.worker.wake();
         self.wakeup.notify_one();
     }
 
-    /// Whether the delivery worker has nothing to start at the current time: it has looked for due work
-    /// since the last wake-up and sleeps until a time still ahead of the clock. Deliveries it started may
-    /// still be in flight. Tests wait for this instead of waiting for time.
+    /// Wakes the scheduler: a schedule or a wait deadline changed.
+    pub(crate) fn wake_scheduler(&self) {
+        self.scheduler.wake();
+        self.schedules_changed.notify_one();
+    }
+
+    /// Whether the delivery worker has nothing to start at the current time. Deliveries it started may
+    /// still be in flight.
     pub fn worker_is_idle(&self) -> bool {
-        let wake = self.next_wake.load(Ordering::SeqCst);
-        wake != WORKER_BUSY && wake != WAKE_PENDING && wake > self.clock.now().as_millis()
+        self.worker.is_idle(self.clock.now())
     }
 
-    /// The delivery worker says when it will next look for due work: `Some(time)` as it goes to sleep
-    /// until then (`None`: until woken), and [`Queue::worker_busy`] as it starts looking.
-    pub(crate) fn worker_sleeps_until(&self, wake: Option<Timestamp>) {
-        // A wake-up during the round keeps WAKE_PENDING: the worker goes round again at once.
-        let _ = self.next_wake.compare_exchange(
-            WORKER_BUSY,
-            wake.map_or(i64::MAX, Timestamp::as_millis),
-            Ordering::SeqCst,
-            Ordering::SeqCst,
-        );
+    /// Whether the scheduler, retention and the delivery worker all have nothing to do at the current
+    /// time. Read in that order: the scheduler and retention hand work to the worker, never back, so a
+    /// round they start after their check wakes the worker before its check. Tests wait for this
+    /// instead of waiting for time.
+    pub fn is_idle(&self) -> bool {
+        let now = self.clock.now();
+        self.scheduler.is_idle(now) && self.retention.is_idle(now) && self.worker.is_idle(now)
     }
 
-    /// See [`Queue::worker_sleeps_until`].
-    pub(crate) fn worker_busy(&self) {
-        self.next_wake.store(WORKER_BUSY, Ordering::SeqCst);
+    /// The delivery worker's state.
+    pub(crate) fn worker_state(&self) -> &LoopState {
+        &self.worker
+    }
+
+    /// The scheduler's state.
+    pub(crate) fn scheduler_state(&self) -> &LoopState {
+        &self.scheduler
+    }
+
+    /// Retention's state.
+    pub(crate) fn retention_state(&self) -> &LoopState {
+        &self.retention
     }
 
     /// Wakes the worker if a message due at `due` would otherwise wait past it.
     fn wake_for(&self, due: Timestamp) {
-        let wake = self.next_wake.load(Ordering::SeqCst);
-        if wake == WORKER_BUSY || wake == WAKE_PENDING || due.as_millis() < wake {
+        if self.worker.needs_wake_for(due) {
             self.wake_worker();
         }
     }

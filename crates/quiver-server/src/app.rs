@@ -203,9 +203,14 @@ impl App {
 
         let vector_store = SqliteVectorStore::open(&config.server.data_dir, &config.storage)?;
         let vector_database = vector_store.database().clone();
+        let embedders = Arc::new(quiver_embed::Embedders::new(
+            config.embeddings.models_dir(&config.server.data_dir),
+            config.embeddings.threads,
+        ));
         let vectors = Arc::new(quiver_vector::Vectors::new(
             Arc::new(vector_store),
             Arc::clone(&options.clock),
+            Arc::clone(&embedders),
         ));
         tracker.spawn(Arc::clone(&vectors).run_indexer(shutdown.child_token()));
         let meter = Arc::new(quiver_admin::meter::Meter::new(
@@ -214,10 +219,6 @@ impl App {
         ));
         tracker.spawn(Arc::clone(&meter).run(shutdown.child_token()));
 
-        let embedders = Arc::new(quiver_embed::Embedders::new(
-            config.embeddings.models_dir(&config.server.data_dir),
-            config.embeddings.threads,
-        ));
         let state = AppState::new(Services {
             admin: catalog.admin.clone(),
             queue: queue.clone(),

@@ -307,6 +307,7 @@ mod loading_tests {
                 index_type: IndexType::Dense,
             },
             limits: PlanType::Payg.vector_limits(),
+            models: quiver_vector::text::TextModels::default(),
         }
     }
 
@@ -330,6 +331,10 @@ mod loading_tests {
         let vectors = Arc::new(Vectors::new(
             Arc::clone(&store) as Arc<dyn VectorStore>,
             Arc::new(ManualClock::new(Timestamp::from_millis(1_000))),
+            Arc::new(quiver_embed::Embedders::new(
+                quiver_embed::ModelDir::new(std::env::temp_dir()),
+                1,
+            )),
         ));
         let record = |id: &str| Record {
             id: id.into(),

@@ -74,19 +74,19 @@ impl TestServer {
         self.app.as_ref().expect("the server is running")
     }
 
-    /// Waits until the delivery worker has nothing to start at the current manual time: it has looked
-    /// for due work since the last wake-up and sleeps until a time still ahead. Tests that assert that
-    /// something did *not* happen wait for this, never for real time. Deliveries already started may
-    /// still be on their way.
+    /// Waits until the scheduler, retention and the delivery worker have nothing to do at the current
+    /// manual time: each has looked for due work since its last wake-up and sleeps until a time still
+    /// ahead. Tests that assert that something did *not* happen wait for this, never for real time.
+    /// Deliveries already started may still be on their way.
     ///
     /// # Panics
-    /// When the worker is still busy after 20 seconds.
+    /// When they are still busy after 20 seconds.
     pub async fn settle(&self) {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        while !self.app().queue().worker_is_idle() {
+        while !self.app().queue().is_idle() {
             assert!(
                 std::time::Instant::now() < deadline,
-                "the delivery worker did not settle"
+                "the scheduler, retention or the delivery worker did not settle"
             );
             tokio::task::yield_now().await;
         }

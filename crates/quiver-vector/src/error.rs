@@ -4,6 +4,9 @@ use quiver_core::StoreError;
 
 use crate::filter::FilterError;
 
+/// The message of the wire for text on an index without any embedding model.
+pub const NO_EMBEDDING_MODEL: &str = "Embedding data for this index is not allowed. The index must be created with an embedding model to use it.";
+
 /// A vector operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum VectorError {
@@ -39,7 +42,7 @@ pub enum VectorError {
     #[error("resumable query `{0}` does not exist or has expired")]
     ResumableQueryNotFound(String),
     /// Text was sent to an index without an embedding model.
-    #[error("{}", crate::text::NO_EMBEDDING_MODEL)]
+    #[error("{}", NO_EMBEDDING_MODEL)]
     NoEmbeddingModel,
     /// The index's embedding model is not installed or cannot run.
     #[error(transparent)]

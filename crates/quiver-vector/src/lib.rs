@@ -21,6 +21,7 @@ pub mod filter;
 pub mod half;
 pub mod hnsw;
 pub mod namespace;
+pub mod query;
 pub mod record;
 pub mod score;
 pub mod search;

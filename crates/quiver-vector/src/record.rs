@@ -4,6 +4,8 @@ use quiver_core::index::{IndexType, SimilarityFunction};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::filter::Filter;
+
 /// A sparse vector: parallel indices and values.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct SparseVector {
@@ -26,6 +28,13 @@ pub struct Record {
     pub metadata: Option<Value>,
     /// Raw text.
     pub data: Option<String>,
+}
+
+impl Record {
+    /// Whether the record's metadata passes `filter` (no filter passes everything; no metadata is `null`).
+    pub fn passes(&self, filter: Option<&Filter>) -> bool {
+        filter.is_none_or(|f| f.matches(self.metadata.as_ref().unwrap_or(&Value::Null)))
+    }
 }
 
 /// What the engine needs to know about an index.

@@ -78,7 +78,7 @@ pub(crate) mod simd {
     };
     use std::sync::OnceLock;
 
-    /// The widest kernels this CPU runs (f32 here, half precision in [`crate::half`]).
+    /// The widest kernels this CPU runs (f32 here, half precision in the `half` module).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub(crate) enum Level {
         /// 16 lanes, AVX-512F (which converts halves itself).

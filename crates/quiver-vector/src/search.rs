@@ -3,29 +3,22 @@
 
 use std::collections::HashMap;
 
-use serde_json::Value;
-
 use crate::filter::Filter;
 use crate::namespace::Namespace;
+use crate::query::{Fusion, Hit, Query, Weighting};
 use crate::record::{IndexSpec, Record, SparseVector};
 use crate::score::{score, sparse_dot};
-use crate::service::{Fusion, Hit, Query, Weighting};
-
-fn passes(filter: Option<&Filter>, record: &Record) -> bool {
-    filter.is_none_or(|f| f.matches(record.metadata.as_ref().unwrap_or(&Value::Null)))
-}
 
 /// Runs a checked query against one namespace.
 pub(crate) fn run_query(spec: &IndexSpec, namespace: &Namespace, query: &Query) -> Vec<Hit> {
     let filter = query.filter.as_ref();
-    let record_filter = |record: &Record| passes(filter, record);
+    let record_filter = |record: &Record| record.passes(filter);
     let dense_filter: Option<&dyn Fn(&Record) -> bool> =
         filter.map(|_| &record_filter as &dyn Fn(&Record) -> bool);
     // A hybrid query fuses each part's own top k (DESIGN §10.10), as the hosted service does.
     let candidates = query.top_k;
     let dense: Vec<Hit> = query
-        .vector
-        .as_ref()
+        .dense()
         .map(|vector| {
             namespace
                 .search_dense(vector, candidates, dense_filter)
@@ -42,11 +35,10 @@ pub(crate) fn run_query(spec: &IndexSpec, namespace: &Namespace, query: &Query) 
         })
         .unwrap_or_default();
     let sparse: Vec<Hit> = query
-        .sparse
-        .as_ref()
+        .sparse()
         .map(|s| sparse_search(namespace, s, candidates, query.weighting, filter))
         .unwrap_or_default();
-    let mut hits = match (query.vector.is_some(), query.sparse.is_some()) {
+    let mut hits = match (query.dense().is_some(), query.sparse().is_some()) {
         (true, true) => fuse(dense, sparse, query.fusion),
         (true, false) => dense,
         (false, true | false) => sparse,
@@ -97,7 +89,7 @@ fn sparse_search(
     let records: Vec<&Record> = namespace.records().collect();
     for (position, record) in records.iter().enumerate() {
         let Some(document) = &record.sparse else { continue };
-        if !passes(filter, record) {
+        if !record.passes(filter) {
             continue;
         }
         if let Some(value) = sparse_dot(

@@ -7,6 +7,7 @@ use std::sync::{Arc, RwLock};
 
 use quiver_core::plan::PlanLimits;
 use quiver_core::{Clock, IndexId};
+use quiver_embed::Embedders;
 use serde_json::Value;
 use tokio::sync::Mutex;
 
@@ -15,6 +16,9 @@ use crate::filter::Filter;
 use crate::namespace::Namespace;
 use crate::record::{IndexSpec, Record, SparseVector, StoredRecord};
 use crate::store::{Change, VectorStore};
+use crate::text::{TextModels, embed};
+
+pub use crate::query::{Fusion, Hit, Query, QueryInput, Weighting};
 
 mod checks;
 mod namespaces;
@@ -34,52 +38,8 @@ pub struct IndexRef {
     pub spec: IndexSpec,
     /// Plan limits.
     pub limits: PlanLimits,
-}
-
-/// How sparse query values are weighted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Weighting {
-    /// As given.
-    #[default]
-    None,
-    /// By inverse document frequency over the namespace.
-    Idf,
-}
-
-/// How the dense and sparse rankings of a hybrid query are fused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Fusion {
-    /// Reciprocal rank fusion: `1 / (60 + rank)`, rank from 1.
-    #[default]
-    Rrf,
-    /// Distribution-based score fusion: mean +/- 3 sigma normalisation, then sum.
-    Dbsf,
-}
-
-/// A query.
-#[derive(Debug, Clone, Default)]
-pub struct Query {
-    /// Dense part.
-    pub vector: Option<Vec<f32>>,
-    /// Sparse part.
-    pub sparse: Option<SparseVector>,
-    /// Most results.
-    pub top_k: usize,
-    /// Metadata filter.
-    pub filter: Option<Filter>,
-    /// Sparse weighting.
-    pub weighting: Weighting,
-    /// Hybrid fusion.
-    pub fusion: Fusion,
-}
-
-/// A query result.
-#[derive(Debug, Clone)]
-pub struct Hit {
-    /// Similarity (dense: in [0, 1]).
-    pub score: f32,
-    /// The record.
-    pub record: Record,
+    /// The hosted models that embed its text.
+    pub models: TextModels,
 }
 
 /// Which records a delete addresses.
@@ -157,6 +117,7 @@ pub struct Vectors {
     loaded: std::sync::Mutex<HashMap<IndexId, Arc<tokio::sync::OnceCell<Arc<LoadedIndex>>>>>,
     resumable: std::sync::Mutex<HashMap<String, Resumable>>,
     indexing: tokio::sync::Notify,
+    embedders: Arc<Embedders>,
 }
 
 /// Vectors moved into a graph per write-lock hold, so queries never wait long behind the indexer.
@@ -196,18 +157,15 @@ fn merge_patch(target: &mut Value, patch: &Value) {
     }
 }
 
-fn passes(filter: Option<&Filter>, record: &Record) -> bool {
-    filter.is_none_or(|f| f.matches(record.metadata.as_ref().unwrap_or(&Value::Null)))
-}
-
 use crate::search::run_query;
 
 impl Vectors {
-    /// The engine over `store`.
-    pub fn new(store: Arc<dyn VectorStore>, clock: Arc<dyn Clock>) -> Vectors {
+    /// The engine over `store`, embedding text with `embedders`.
+    pub fn new(store: Arc<dyn VectorStore>, clock: Arc<dyn Clock>, embedders: Arc<Embedders>) -> Vectors {
         Vectors {
             store,
             clock,
+            embedders,
             loaded: std::sync::Mutex::new(HashMap::new()),
             resumable: std::sync::Mutex::new(HashMap::new()),
             indexing: tokio::sync::Notify::new(),
@@ -336,13 +294,7 @@ impl Vectors {
         namespace: &str,
         records: Vec<Record>,
     ) -> Result<(), VectorError> {
-        let limit = index.limits.max_writes_per_request;
-        if limit >= 0 && records.len() as i64 > limit {
-            return Err(VectorError::LimitExceeded(format!(
-                "a request may write at most {limit} vectors; this one has {}",
-                records.len()
-            )));
-        }
+        Self::check_write_count(index, records.len())?;
         let records = records
             .into_iter()
             .map(|r| check_record(&index.spec, r))
@@ -371,7 +323,7 @@ impl Vectors {
                 stored.push(StoredRecord { sequence, record });
             }
             let max = index.limits.max_vector_count;
-            if max >= 0 && (total + new_ids.len()) as i64 > max {
+            if !max.allows((total + new_ids.len()) as u64) {
                 return Err(VectorError::LimitExceeded(format!(
                     "the index may hold at most {max} vectors on its plan; it holds {total} and this request adds {}",
                     new_ids.len()
@@ -401,15 +353,67 @@ impl Vectors {
         Ok(())
     }
 
-    /// Checks a query against the index and the plan.
-    fn check_query(index: &IndexRef, query: &mut Query) -> Result<(), VectorError> {
+    /// Refuses a request that writes more records than the plan allows.
+    fn check_write_count(index: &IndexRef, count: usize) -> Result<(), VectorError> {
+        let limit = index.limits.max_writes_per_request;
+        if limit.allows(count as u64) {
+            Ok(())
+        } else {
+            Err(VectorError::LimitExceeded(format!(
+                "a request may write at most {limit} vectors; this one has {count}"
+            )))
+        }
+    }
+
+    /// Upserts records whose `data` the index's models embed, dense and sparse as the index has them
+    /// (`upsert-data`).
+    ///
+    /// # Errors
+    /// An index without models, a model that is not installed, and whatever [`Vectors::upsert`] refuses.
+    pub async fn upsert_data(
+        &self,
+        index: &IndexRef,
+        namespace: &str,
+        mut records: Vec<Record>,
+    ) -> Result<(), VectorError> {
+        Self::check_write_count(index, records.len())?;
+        let texts = records
+            .iter()
+            .map(|r| r.data.clone().unwrap_or_default())
+            .collect();
+        let embedded = embed(&self.embedders, &index.spec, index.models, texts, None).await?;
+        for (record, (vector, sparse)) in records.iter_mut().zip(embedded) {
+            record.vector = vector;
+            record.sparse = sparse;
+        }
+        self.upsert(index, namespace, records).await
+    }
+
+    /// Checks a query against the index and the plan, and embeds a text query with the index's models.
+    async fn check_query(&self, index: &IndexRef, query: &mut Query) -> Result<(), VectorError> {
         let limit = index.limits.max_reads_per_request;
-        if limit >= 0 && query.top_k as i64 > limit {
+        if !limit.allows(query.top_k as u64) {
             return Err(VectorError::LimitExceeded(format!(
                 "topK may be at most {limit} on this index's plan"
             )));
         }
-        if let Some(vector) = &query.vector {
+        if let QueryInput::Text { data, mode } = &query.input {
+            let (dense, sparse) = embed(
+                &self.embedders,
+                &index.spec,
+                index.models,
+                vec![data.clone()],
+                Some(*mode),
+            )
+            .await?
+            .pop()
+            .unwrap_or_default();
+            query.input = QueryInput::Vectors { dense, sparse };
+        }
+        let QueryInput::Vectors { dense, sparse } = &mut query.input else {
+            return Err(VectorError::Internal("a text query was not embedded".into()));
+        };
+        if let Some(vector) = dense {
             if !index.spec.has_dense() {
                 return Err(VectorError::WrongParts(format!(
                     "this {} index cannot be queried with a dense vector",
@@ -418,16 +422,16 @@ impl Vectors {
             }
             check_dense(&index.spec, vector)?;
         }
-        if let Some(sparse) = query.sparse.take() {
+        if let Some(given) = sparse.take() {
             if !index.spec.has_sparse() {
                 return Err(VectorError::WrongParts(format!(
                     "this {} index cannot be queried with a sparse vector",
                     index.spec.index_type
                 )));
             }
-            query.sparse = Some(normalise_sparse(sparse)?);
+            *sparse = Some(normalise_sparse(given)?);
         }
-        if query.vector.is_none() && query.sparse.is_none() {
+        if dense.is_none() && sparse.is_none() {
             let needed = match (index.spec.has_dense(), index.spec.has_sparse()) {
                 (true, true) => "`vector` and/or `sparseVector`",
                 (true, false) => "`vector`",
@@ -448,7 +452,7 @@ impl Vectors {
         namespace: &str,
         mut query: Query,
     ) -> Result<Vec<Hit>, VectorError> {
-        Self::check_query(index, &mut query)?;
+        self.check_query(index, &mut query).await?;
         let state = self.loaded(index).await?;
         let spec = index.spec;
         let namespace = namespace.to_owned();
@@ -475,7 +479,7 @@ impl Vectors {
         ids: &[String],
     ) -> Result<Vec<Option<Record>>, VectorError> {
         let limit = index.limits.max_reads_per_request;
-        if limit >= 0 && ids.len() as i64 > limit {
+        if !limit.allows(ids.len() as u64) {
             return Err(VectorError::LimitExceeded(format!(
                 "a request may read at most {limit} vectors"
             )));
@@ -529,6 +533,12 @@ impl Vectors {
     ) -> Result<(Vec<Record>, String), VectorError> {
         if limit == 0 {
             return Err(VectorError::InvalidRequest("limit must be greater than 0".into()));
+        }
+        let max = index.limits.max_reads_per_request;
+        if !max.allows(limit as u64) {
+            return Err(VectorError::LimitExceeded(format!(
+                "limit may be at most {max} on this index's plan"
+            )));
         }
         // The cursor counts the records (with the prefix) before the page, from 0, as the hosted service's
         // does: from cursor 0 with limit 5 the next cursor is "5".
@@ -589,7 +599,7 @@ impl Vectors {
                     .collect(),
                 Selection::Filter(filter) => found
                     .records()
-                    .filter(|r| passes(Some(filter), r))
+                    .filter(|r| r.passes(Some(filter)))
                     .map(|r| r.id.clone())
                     .collect(),
             }
@@ -623,8 +633,26 @@ impl Vectors {
         &self,
         index: &IndexRef,
         namespace: &str,
-        update: Update,
+        mut update: Update,
     ) -> Result<bool, VectorError> {
+        // New data on an index with models is embedded again, as `upsert-data` would; a vector given with
+        // it wins for its part.
+        if let Some(data) = &update.data
+            && (index.models.dense.is_some() || index.models.sparse.is_some())
+        {
+            let embedded = embed(
+                &self.embedders,
+                &index.spec,
+                index.models,
+                vec![data.clone()],
+                None,
+            )
+            .await?;
+            if let Some((vector, sparse)) = embedded.into_iter().next() {
+                update.vector = update.vector.take().or(vector);
+                update.sparse = update.sparse.take().or(sparse);
+            }
+        }
         let state = self.loaded(index).await?;
         let _writing = state.writes.lock().await;
         let stored = {

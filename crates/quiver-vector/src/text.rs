@@ -9,9 +9,6 @@ use quiver_embed::{Bm25, Embedders};
 use crate::error::VectorError;
 use crate::record::{IndexSpec, SparseVector};
 
-/// The message of the wire for text on an index without any embedding model.
-pub const NO_EMBEDDING_MODEL: &str = "Embedding data for this index is not allowed. The index must be created with an embedding model to use it.";
-
 /// The hosted models of an index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct TextModels {

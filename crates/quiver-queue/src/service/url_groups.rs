@@ -2,8 +2,9 @@
 
 use quiver_core::AccountId;
 
-use super::{Queue, is_valid_name};
+use super::Queue;
 use crate::error::QueueError;
+use crate::names::is_valid_name;
 use crate::publish::parse_publish_options;
 use crate::store::{Endpoint, UrlGroup};
 

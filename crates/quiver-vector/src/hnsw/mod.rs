@@ -6,6 +6,7 @@
 //! Small namespaces are searched exhaustively (exact, and faster below a few thousand vectors); how a
 //! filtered search is planned is described in `hnsw/search.rs`.
 
+mod candidates;
 mod search;
 
 use std::collections::HashMap;
@@ -15,7 +16,7 @@ use quiver_core::index::SimilarityFunction;
 use crate::dense::{DenseIndex, ExactIndex};
 use crate::half;
 use crate::score::{dot, squared_distance};
-use search::{Accept, Near};
+use candidates::{Accept, Near};
 
 /// Graph parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,32 +8,17 @@
 //! does about the work of an unfiltered search over the passing subgraph, and judges each node once.
 
 use std::cell::RefCell;
-use std::cmp::{Ordering, Reverse};
+use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use super::Hnsw;
+use super::candidates::{Accept, Near};
 use crate::dense::{ExactIndex, TopK};
 use crate::half;
 use crate::score::prefetch;
 
 /// Below this share of passing records a walk, even through bridges, cannot find enough of them nearby.
 const MIN_WALK_SELECTIVITY: f64 = 0.02;
-
-/// A candidate: (distance, node). Ordered by distance.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) struct Near(pub(super) f32, pub(super) u32);
-
-impl Eq for Near {}
-impl PartialOrd for Near {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Near {
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.0.total_cmp(&other.0).then_with(|| self.1.cmp(&other.1))
-    }
-}
 
 /// Marks of visited nodes, cleared in O(1) by moving to a new generation.
 #[derive(Debug, Default)]
@@ -115,17 +100,6 @@ struct Scratch {
 
 thread_local! {
     static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
-}
-
-/// Which nodes a beam search may return.
-#[derive(Clone, Copy)]
-pub(super) enum Accept<'a> {
-    /// Every node, deleted ones included (building the graph: deleted nodes stay waypoints).
-    Any,
-    /// Live nodes.
-    Live,
-    /// Live nodes that pass a filter; rejected nodes are bridges to their neighbours.
-    Filter(&'a dyn Fn(usize) -> bool),
 }
 
 impl Hnsw {

@@ -1,7 +1,7 @@
 //! Checks of what callers send: dense dimensions, sparse vectors, whole records against the index.
 
-use super::IndexSpec;
 use crate::error::VectorError;
+use crate::record::IndexSpec;
 use crate::record::{Record, SparseVector};
 
 /// Most non-zero entries of a sparse vector.

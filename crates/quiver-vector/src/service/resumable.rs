@@ -86,7 +86,7 @@ impl Vectors {
         query.top_k = returned + additional_k;
         let unlimited = IndexRef {
             limits: PlanLimits {
-                max_reads_per_request: -1,
+                max_reads_per_request: quiver_core::plan::Limit::Unlimited,
                 ..index.limits
             },
             ..index.clone()

@@ -58,7 +58,7 @@ async fn a_finished_message_leaves_the_log_after_the_retention_and_a_pending_one
     server.clock().advance(29 * DAY);
     let (_, recent) = publish(&server, &receiver.url("/recent"), &[("Svc-Delay", "30d")], "z").await;
     let recent = id(&recent);
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    server.settle().await;
     assert_eq!(
         states_of(&server, &delivered).await,
         ["CREATED", "ACTIVE", "DELIVERED"],

@@ -80,7 +80,7 @@ async fn a_waiter_times_out_at_its_deadline_on_the_manual_clock() {
     let receiver = Receiver::start().await;
     wait(&server, &receiver, "never", "wfr_b", "10m").await;
     server.clock().advance(Duration::from_secs(599));
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    server.settle().await;
     assert!(receiver.requests().is_empty(), "not yet");
     server.clock().advance(Duration::from_secs(1));
     let delivered = receiver.wait_for(1, WAIT).await.remove(0);

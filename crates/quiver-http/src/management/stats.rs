@@ -1,145 +1,19 @@
-//! Index statistics (SPEC A1) and the metering that feeds them.
+//! Index statistics (SPEC A1) (the metering that feeds them is in `crate::vector::meter`).
 
 use std::collections::HashMap;
-use std::time::Instant;
 
 use axum::Json;
-use axum::extract::{Path, Query, Request, State};
-use axum::http::StatusCode;
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
-use http_body::Body as _;
-use quiver_admin::catalog::{IndexKind, IndexRecord, IndexSettings};
-use quiver_admin::limits::{AdmitError, LimitExceeded};
-use quiver_admin::meter::{UsageEvent, UsageKind};
+use axum::extract::{Path, Query, State};
+use quiver_admin::catalog::{IndexKind, IndexRecord};
 use quiver_admin::stats::{Holdings, Point, VectorStats, compute, monthly_cost};
 use quiver_admin::usage::{PERIODS, Period, wire_time};
 use quiver_core::IndexId;
-use quiver_vector::record::IndexSpec;
-use quiver_vector::service::IndexRef;
 use serde::Serialize;
 
 use crate::auth::ManagementAccount;
 use crate::error::{ApiError, ApiResult};
-use crate::management::TimeSeriesPoint;
-use crate::router::AppState;
-use crate::vector::vector_error;
-
-/// Operations that change an index; everything else on the vector API is a query.
-const UPDATE_ENDPOINTS: [&str; 7] = [
-    "upsert",
-    "upsert-data",
-    "update",
-    "delete",
-    "reset",
-    "delete-namespace",
-    "rename-namespace",
-];
-
-/// The engine's view of a vector index record.
-pub fn index_ref(record: &IndexRecord) -> Option<IndexRef> {
-    let IndexSettings::VectorV1(settings) = &record.settings else {
-        return None;
-    };
-    Some(IndexRef {
-        id: record.id,
-        name: record.name.to_string(),
-        spec: IndexSpec {
-            dimension: settings.dimension_count as usize,
-            similarity: settings.similarity_function,
-            index_type: settings.index_type,
-        },
-        limits: record.limits(),
-    })
-}
-
-/// Meters every successful vector API request: its kind, latency and bytes; after a write, what the
-/// index holds. Recording never waits on storage.
-pub async fn meter_vector_usage(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let started = Instant::now();
-    let token = request
-        .headers()
-        .get(axum::http::header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().split_once(' '))
-        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-        .map(|(_, token)| token.trim().to_owned());
-    let path = request
-        .extensions()
-        .get::<axum::extract::OriginalUri>()
-        .map_or_else(|| request.uri().path().to_owned(), |o| o.0.path().to_owned());
-    let request_bytes: u64 = request
-        .headers()
-        .get(axum::http::header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
-    let record = match &token {
-        Some(token) => state
-            .admin
-            .index_by_token(token)
-            .await
-            .ok()
-            .map(|(record, _)| record),
-        None => None,
-    };
-    let endpoint = path
-        .strip_prefix("/vector/")
-        .and_then(|rest| rest.split_once('/'))
-        .map_or(path.as_str(), |(_, rest)| rest);
-    let name = endpoint.trim_start_matches('/').split('/').next().unwrap_or("");
-    let kind = if UPDATE_ENDPOINTS.contains(&name) {
-        UsageKind::Update
-    } else {
-        UsageKind::Query
-    };
-    // Unknown tokens go on to the handler, which answers 401.
-    let Some(record) = record else {
-        return next.run(request).await;
-    };
-    let admission = match state.limiter.admit(record.id, kind, &record.limits()).await {
-        Ok(admission) => admission,
-        Err(AdmitError::Exceeded(exceeded)) => return limit_response(&exceeded),
-        Err(AdmitError::Store(error)) => return vector_error(ApiError::from(error)).into_response(),
-    };
-    let response = next.run(request).await;
-    if !response.status().is_success() {
-        state.limiter.release(admission);
-        return response;
-    }
-    let snapshot = match (kind, index_ref(&record)) {
-        (UsageKind::Update, Some(index)) => state
-            .vectors
-            .info(&index)
-            .await
-            .ok()
-            .map(|info| (info.vector_count as u64, info.index_size as u64)),
-        (UsageKind::Update | UsageKind::Query, _) => None,
-    };
-    let response_bytes = response.body().size_hint().exact().unwrap_or(0);
-    state
-        .limiter
-        .add_bandwidth(admission, request_bytes + response_bytes);
-    state.meter.record(UsageEvent {
-        index: record.id,
-        kind,
-        latency: started.elapsed(),
-        bytes: request_bytes + response_bytes,
-        snapshot,
-    });
-    response
-}
-
-/// 429 with `Retry-After` and the vector routes' error shape.
-fn limit_response(exceeded: &LimitExceeded) -> Response {
-    let mut response =
-        vector_error(ApiError::new(StatusCode::TOO_MANY_REQUESTS, exceeded.to_string())).into_response();
-    response.headers_mut().insert(
-        axum::http::header::RETRY_AFTER,
-        axum::http::HeaderValue::from(exceeded.retry_after_secs()),
-    );
-    response
-}
+use crate::management::wire::TimeSeriesPoint;
+use crate::state::AppState;
 
 fn series(points: &[Point]) -> Vec<TimeSeriesPoint> {
     points
@@ -153,7 +27,7 @@ fn series(points: &[Point]) -> Vec<TimeSeriesPoint> {
 
 /// SPEC 2.2 on the wire.
 #[derive(Debug, Serialize)]
-pub struct StatsResponse {
+pub(crate) struct StatsResponse {
     pending_index_count: u64,
     current_vector_count: u64,
     daily_query_count: u64,
@@ -220,7 +94,7 @@ impl From<VectorStats> for StatsResponse {
 }
 
 async fn holdings(state: &AppState, record: &IndexRecord) -> ApiResult<Holdings> {
-    match index_ref(record) {
+    match crate::vector::vector_index(record) {
         Some(index) => {
             let info = state.vectors.info(&index).await?;
             Ok(Holdings {
@@ -257,7 +131,7 @@ fn period_of(query: &HashMap<String, String>) -> ApiResult<Period> {
 }
 
 /// The last hour of requests (queries and updates per minute), for `throughput_vector`.
-pub async fn throughput(state: &AppState, index: IndexId) -> ApiResult<Vec<TimeSeriesPoint>> {
+pub(crate) async fn throughput(state: &AppState, index: IndexId) -> ApiResult<Vec<TimeSeriesPoint>> {
     let now = state.meter.current_minute();
     let starts = Period::Hour.point_starts(now);
     let minutes = state.meter.minutes(index, starts[0], now).await?;
@@ -290,7 +164,7 @@ async fn index_stats(
 }
 
 /// `GET /v2/vector/index/{id}/stats`.
-pub async fn vector_index_stats(
+pub(crate) async fn vector_index_stats(
     State(state): State<AppState>,
     ManagementAccount(owner): ManagementAccount,
     Path(id): Path<String>,
@@ -300,7 +174,7 @@ pub async fn vector_index_stats(
 }
 
 /// `GET /v2/search/{id}/stats`.
-pub async fn search_index_stats(
+pub(crate) async fn search_index_stats(
     State(state): State<AppState>,
     ManagementAccount(owner): ManagementAccount,
     Path(id): Path<String>,
@@ -311,7 +185,7 @@ pub async fn search_index_stats(
 
 /// The account-wide totals of the current month.
 #[derive(Debug, Serialize, Default)]
-pub struct GlobalStats {
+pub(crate) struct GlobalStats {
     record_count: u64,
     request: u64,
     bandwidth: u64,
@@ -342,7 +216,7 @@ async fn global_stats(
 }
 
 /// `GET /v2/vector/index/stats`.
-pub async fn vector_global_stats(
+pub(crate) async fn vector_global_stats(
     State(state): State<AppState>,
     ManagementAccount(owner): ManagementAccount,
 ) -> ApiResult<Json<GlobalStats>> {
@@ -350,7 +224,7 @@ pub async fn vector_global_stats(
 }
 
 /// `GET /v2/search/stats`.
-pub async fn search_global_stats(
+pub(crate) async fn search_global_stats(
     State(state): State<AppState>,
     ManagementAccount(owner): ManagementAccount,
 ) -> ApiResult<Json<GlobalStats>> {

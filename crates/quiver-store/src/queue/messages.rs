@@ -1,10 +1,8 @@
-//! The queue domain's store in `queue.db`.
-
-use std::path::Path;
+//! Messages, dead letters and URL groups: the `QueueStore` half of the queue's store.
 
 use async_trait::async_trait;
 use quiver_core::store::StoreResult;
-use quiver_core::{AccountId, StoreError, Timestamp};
+use quiver_core::{AccountId, Timestamp};
 use quiver_queue::message::{
     DeadLetter, Enqueued, Event, EventDetail, FailureCallbackInfo, FailureCallbackState, Message, MessageId,
     MessageSpec, MessageState, NewEvent, NewMessage,
@@ -14,58 +12,13 @@ use quiver_queue::store::{
 };
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
-use crate::config::StorageConfig;
-use crate::database::{Database, backend_error};
-use crate::migrations;
-use crate::queue_listing::{filter_sql, into_page, newest, page};
-use crate::queue_log::{
+use crate::database::backend_error;
+use crate::queue::SqliteQueueStore;
+use crate::queue::listing::{filter_sql, into_page, newest, page};
+use crate::queue::log::{
     EVENT_COLUMNS, append_event, event_from_row, insert_created, log_created, next_seq, unlogged_created,
 };
-
-/// Messages, dead letters, events and URL groups in SQLite.
-#[derive(Debug, Clone)]
-pub struct SqliteQueueStore {
-    pub(crate) database: Database,
-}
-
-impl SqliteQueueStore {
-    /// Opens `queue.db` in `data_dir`, creating and migrating it as needed.
-    ///
-    /// # Errors
-    /// The file cannot be opened or migrated.
-    pub fn open(data_dir: &Path, config: &StorageConfig) -> StoreResult<SqliteQueueStore> {
-        let database = Database::open(&data_dir.join("queue.db"), migrations::QUEUE, config)?;
-        Ok(SqliteQueueStore { database })
-    }
-
-    /// The underlying database (for shutdown).
-    pub fn database(&self) -> &Database {
-        &self.database
-    }
-}
-
-pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> StoreResult<String> {
-    serde_json::to_string(value).map_err(|e| StoreError::Backend(e.to_string()))
-}
-
-pub(crate) fn corrupt(
-    column: usize,
-    error: impl std::error::Error + Send + Sync + 'static,
-) -> rusqlite::Error {
-    rusqlite::Error::FromSqlConversionFailure(column, rusqlite::types::Type::Text, Box::new(error))
-}
-
-pub(crate) fn read_error(error: rusqlite::Error) -> StoreError {
-    if matches!(error, rusqlite::Error::FromSqlConversionFailure(..)) {
-        StoreError::Corrupt(error.to_string())
-    } else {
-        backend_error(error)
-    }
-}
-
-fn account_of(text: &str, column: usize) -> rusqlite::Result<AccountId> {
-    text.parse().map_err(|e| corrupt(column, e))
-}
+use crate::queue::rows::{account_of, corrupt, read_error, to_json};
 
 /// A message of a FIFO queue (alias `m`, its queue `q`) may start only while fewer than the queue's
 /// parallelism older messages of the queue remain, and never while the queue is paused.
@@ -165,7 +118,7 @@ fn insert_message(
         })
         .map_err(backend_error)?;
     if let Some(flow) = &message.spec.flow_control {
-        crate::flow_control::upsert_key(connection, &account, flow)?;
+        crate::queue::flow_control::upsert_key(connection, &account, flow)?;
     }
     Ok(Enqueued {
         message_id: message.id.clone(),
@@ -349,7 +302,9 @@ impl QueueStore for SqliteQueueStore {
                     rows.collect::<Result<_, _>>().map_err(read_error)?;
                 let room = limit.saturating_sub(claimed.len());
                 if room > 0 {
-                    for (account, id) in crate::flow_control::claim_keyed(c, now, room, QUEUE_CONDITION)? {
+                    for (account, id) in
+                        crate::queue::flow_control::claim_keyed(c, now, room, QUEUE_CONDITION)?
+                    {
                         let message = c
                             .prepare_cached(&format!(
                                 "UPDATE messages SET due_at = ?1, leased = 1, {CLAIM_LOG_SEQ}
@@ -401,7 +356,7 @@ impl QueueStore for SqliteQueueStore {
                     )
                     .map(|due| due.map(Timestamp::from_millis))
                     .map_err(read_error)?;
-                let keyed = crate::flow_control::next_keyed_due(c, QUEUE_CONDITION)?;
+                let keyed = crate::queue::flow_control::next_keyed_due(c, QUEUE_CONDITION)?;
                 Ok(match (unkeyed, keyed) {
                     (Some(a), Some(b)) => Some(a.min(b)),
                     (a, b) => a.or(b),
@@ -639,13 +594,13 @@ impl QueueStore for SqliteQueueStore {
         from: Option<LogPosition>,
     ) -> StoreResult<(u64, Option<LogPosition>)> {
         self.database
-            .write(move |c| crate::queue_listing::prune_log(c, older_than.as_millis(), window, from))
+            .write(move |c| crate::queue::listing::prune_log(c, older_than.as_millis(), window, from))
             .await
     }
 
     async fn prune_dead_letters(&self, older_than: Timestamp, window: usize) -> StoreResult<u64> {
         self.database
-            .write(move |c| crate::queue_listing::prune_dead_letters(c, older_than.as_millis(), window))
+            .write(move |c| crate::queue::listing::prune_dead_letters(c, older_than.as_millis(), window))
             .await
     }
 

@@ -1,43 +1,26 @@
-//! The queue API's control surface: cron schedules, FIFO queues and workflow runs.
-
-use std::net::SocketAddr;
+//! Workflow runs: trigger, end, cancel in bulk, steps, and the run log.
 
 use axum::Json;
-use axum::extract::{ConnectInfo, Path, State};
-use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::extract::{Path, State};
+use axum::http::{StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
-use quiver_queue::PublishRequest;
+use quiver_queue::workflow::RunState;
+use quiver_queue::workflows::RunSelection;
 use serde_json::{Value, json};
 
 use crate::auth::QueueAccount;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{Fields, JsonBody, RawBody};
-use crate::queue::{header_pairs, query_one, query_pairs, split_publish_uri};
-use crate::queue_params::Params;
-use crate::queue_wire::schedule_json;
-use crate::router::AppState;
-use quiver_queue::workflow::RunState;
-use quiver_queue::workflows::RunSelection;
+use crate::extract::{JsonBody, RawBody};
+use crate::queue::params::Params;
+use crate::queue::request::{PublishForm, query_one, query_pairs};
+use crate::state::AppState;
 
 pub(crate) async fn trigger(
     State(state): State<AppState>,
     caller: QueueAccount,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    uri: Uri,
-    headers: HeaderMap,
-    RawBody(body): RawBody,
+    PublishForm(request): PublishForm,
 ) -> ApiResult<Json<Value>> {
     caller.require_write()?;
-    let (rest, query) = split_publish_uri(&uri);
-    let destination = rest.strip_prefix("/v2/trigger/").unwrap_or(&rest).to_owned();
-    let request = PublishRequest {
-        destination,
-        headers: header_pairs(&headers),
-        query,
-        body: body.to_vec(),
-        caller_ip: Some(peer.ip().to_string()),
-        schedule_id: None,
-    };
     let (run_id, created_at) = state.queue.trigger(caller.account.id, request).await?;
     Ok(Json(
         json!({"workflowRunId": run_id, "workflowCreatedAt": created_at}),
@@ -133,7 +116,7 @@ pub(crate) async fn run_steps(
 /// One step of a run's log. The workflow SDK publishes each finished step as a JSON object (`stepId`,
 /// `stepName`, `stepType`, `out`, `concurrent`, and the fields of waits, sleeps and calls), which the
 /// log shows as it came; the first step is the run's initial payload.
-fn step_json(position: usize, step: &quiver_queue::workflow::RunStep) -> Value {
+pub(crate) fn step_json(position: usize, step: &quiver_queue::workflow::RunStep) -> Value {
     let mut fields = match serde_json::from_slice::<Value>(&step.body) {
         Ok(Value::Object(fields)) if position > 0 && fields.contains_key("stepId") => fields,
         // Anything else (any payload the user chose, JSON or not) is the run's initial payload.
@@ -152,11 +135,11 @@ fn step_json(position: usize, step: &quiver_queue::workflow::RunStep) -> Value {
     fields.insert("state".into(), json!("STEP_SUCCESS"));
     fields.insert("createdAt".into(), json!(step.created_at.as_millis()));
     fields.insert("retries".into(), json!(step.retries));
-    fields.insert("headers".into(), crate::queue_wire::header_arrays(&step.headers));
+    fields.insert("headers".into(), crate::queue::wire::header_arrays(&step.headers));
     Value::Object(fields)
 }
 
-fn run_json(run: &quiver_queue::workflow::WorkflowRun) -> Value {
+pub(crate) fn run_json(run: &quiver_queue::workflow::WorkflowRun) -> Value {
     let steps: Vec<Value> = run
         .steps
         .iter()
@@ -248,169 +231,4 @@ pub(crate) async fn list_runs(
         answer["cursor"] = json!((offset + count).to_string());
     }
     Ok(Json(answer))
-}
-
-fn queue_json(record: &quiver_queue::store::QueueRecord) -> Value {
-    json!({
-        "name": record.name,
-        "createdAt": record.created_at.as_millis(),
-        "updatedAt": record.updated_at.as_millis(),
-        "parallelism": record.parallelism,
-        "lag": record.lag,
-        "paused": record.paused,
-    })
-}
-
-pub(crate) async fn upsert_queue(
-    State(state): State<AppState>,
-    caller: QueueAccount,
-    JsonBody(body): JsonBody,
-) -> ApiResult<StatusCode> {
-    caller.require_write()?;
-    let fields = Fields::of(&body)?;
-    let name = fields.required_str("queueName")?;
-    let parallelism = fields.optional_u32("parallelism")?.unwrap_or(1);
-    let paused = match body.get("paused") {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(paused)) => *paused,
-        Some(_) => return Err(ApiError::bad_request("paused: must be true or false")),
-    };
-    state
-        .queue
-        .upsert_queue(caller.account.id, name, parallelism, paused)
-        .await?;
-    Ok(StatusCode::OK)
-}
-
-pub(crate) async fn list_queues(
-    State(state): State<AppState>,
-    caller: QueueAccount,
-) -> ApiResult<Json<Vec<Value>>> {
-    Ok(Json(
-        state
-            .queue
-            .queue_records(caller.account.id)
-            .await?
-            .iter()
-            .map(queue_json)
-            .collect(),
-    ))
-}
-
-pub(crate) async fn get_queue(
-    State(state): State<AppState>,
-    caller: QueueAccount,
-    Path(name): Path<String>,
-) -> ApiResult<Json<Value>> {
-    Ok(Json(queue_json(
-        &state.queue.queue_record(caller.account.id, &name).await?,
-    )))
-}
-
-pub(crate) async fn delete_queue(
-    State(state): State<AppState>,
-    caller: QueueAccount,
-    Path(name): Path<String>,
-) -> ApiResult<StatusCode> {
-    caller.require_write()?;
-    state.queue.delete_queue(caller.account.id, &name).await?;
-    Ok(StatusCode::OK)
-}
-
-pub(crate) async fn pause_queue(
-    State(state): State<AppState>,
-    caller: QueueAccount,
-    Path(name): Path<String>,
-) -> ApiResult<StatusCode> {
-    caller.require_write()?;
-    state
-        .queue
-        .set_queue_paused(caller.account.id, &name, true)
-        .await?;
-    Ok(StatusCode::OK)
-}
-
-pub(crate) async fn resume_queue(
-    State(state): State<AppState>,
-    caller: QueueAccount,
-    Path(name): Path<String>,
-) -> ApiResult<StatusCode> {
-    caller.require_write()?;
-    state
-        .queue
-        .set_queue_paused(caller.account.id, &name, false)
-        .await?;
-    Ok(StatusCode::OK)
-}
-
-pub(crate) async fn list_schedules(
-    State(state): State<AppState>,
-    caller: QueueAccount,
-) -> ApiResult<Json<Vec<Value>>> {
-    let schedules = state.queue.schedules(caller.account.id).await?;
-    let config = state.queue.config();
-    Ok(Json(schedules.iter().map(|s| schedule_json(s, config)).collect()))
-}
-
-/// Everything under `/v2/schedules/`: create (`POST /v2/schedules/<destination>`), read and delete
-/// (`GET`/`DELETE /v2/schedules/<id>`), pause and resume (`PATCH` or `POST .../<id>/pause|resume`).
-pub(crate) async fn schedules(
-    State(state): State<AppState>,
-    caller: QueueAccount,
-    method: axum::http::Method,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    uri: Uri,
-    headers: HeaderMap,
-    RawBody(body): RawBody,
-) -> ApiResult<Response> {
-    let path = uri.path().strip_prefix("/v2/schedules/").unwrap_or_default();
-    let is_id = |text: &str| !text.is_empty() && !text.contains('/') && !text.contains(':');
-    let toggle = path
-        .strip_suffix("/pause")
-        .map(|id| (id, true))
-        .or_else(|| path.strip_suffix("/resume").map(|id| (id, false)))
-        .filter(|(id, _)| is_id(id));
-    use axum::http::Method;
-    match (method, toggle) {
-        (Method::PATCH | Method::POST, Some((id, paused))) => {
-            caller.require_write()?;
-            state
-                .queue
-                .set_schedule_paused(caller.account.id, id, paused)
-                .await?;
-            Ok(StatusCode::OK.into_response())
-        }
-        (Method::POST, None) => {
-            caller.require_write()?;
-            let (destination, query) = split_publish_uri(&uri);
-            let destination = destination
-                .strip_prefix("/v2/schedules/")
-                .unwrap_or(&destination)
-                .to_owned();
-            let request = PublishRequest {
-                destination,
-                headers: header_pairs(&headers),
-                query,
-                body: body.to_vec(),
-                caller_ip: Some(peer.ip().to_string()),
-                schedule_id: None,
-            };
-            let id = state.queue.create_schedule(caller.account.id, request).await?;
-            Ok(Json(json!({"scheduleId": id})).into_response())
-        }
-        (Method::GET, None) if is_id(path) => Ok(Json(schedule_json(
-            &state.queue.schedule(caller.account.id, path).await?,
-            state.queue.config(),
-        ))
-        .into_response()),
-        (Method::DELETE, None) if is_id(path) => {
-            caller.require_write()?;
-            state.queue.delete_schedule(caller.account.id, path).await?;
-            Ok(StatusCode::OK.into_response())
-        }
-        (method, _) => Err(ApiError::new(
-            StatusCode::METHOD_NOT_ALLOWED,
-            format!("method {method} is not allowed on {}", uri.path()),
-        )),
-    }
 }

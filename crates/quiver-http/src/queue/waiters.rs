@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::auth::QueueAccount;
 use crate::error::ApiResult;
 use crate::extract::RawBody;
-use crate::router::AppState;
+use crate::state::AppState;
 
 /// `Waiter` of the workflow SDK.
 #[derive(Debug, Serialize)]
@@ -148,7 +148,7 @@ pub(crate) async fn call_webhook(
         url: uri
             .path_and_query()
             .map_or_else(|| uri.path().to_owned(), |p| p.as_str().to_owned()),
-        headers: crate::queue::header_pairs(&headers),
+        headers: crate::queue::request::header_pairs(&headers),
         body: body.to_vec(),
     };
     let notified = state

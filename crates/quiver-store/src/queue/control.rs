@@ -10,7 +10,8 @@ use quiver_queue::workflow::{RunState, RunStep, WorkflowRun};
 use rusqlite::{Connection, params};
 
 use crate::database::backend_error;
-use crate::queue::{SqliteQueueStore, read_error, to_json};
+use crate::queue::SqliteQueueStore;
+use crate::queue::rows::{read_error, to_json};
 
 fn schedules_where(
     connection: &Connection,

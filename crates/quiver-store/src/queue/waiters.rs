@@ -7,7 +7,8 @@ use quiver_queue::waiters::{StoredWaiter, WaitSpec, WaiterStore};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::database::backend_error;
-use crate::queue::{SqliteQueueStore, read_error, to_json};
+use crate::queue::SqliteQueueStore;
+use crate::queue::rows::{read_error, to_json};
 
 fn waiters_where(
     connection: &Connection,

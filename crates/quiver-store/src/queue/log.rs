@@ -8,7 +8,7 @@ use quiver_queue::message::{Event, EventDetail, Message, MessageId, MessageState
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::database::backend_error;
-use crate::queue::{corrupt, to_json};
+use crate::queue::rows::{corrupt, to_json};
 
 /// The next seq of account `?1`'s log: one past both its newest event and the newest CREATED event still
 /// kept in a message row (a positive `messages.log_seq`, see migration 9).

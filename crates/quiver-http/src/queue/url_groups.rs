@@ -9,8 +9,8 @@ use serde_json::Value;
 use crate::auth::QueueAccount;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Fields, JsonBody};
-use crate::queue_wire::url_group_json;
-use crate::router::AppState;
+use crate::queue::wire::url_group_json;
+use crate::state::AppState;
 
 pub(crate) async fn list_url_groups(
     State(state): State<AppState>,

@@ -11,7 +11,8 @@ use quiver_queue::message::FlowControl;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::database::backend_error;
-use crate::queue::{SqliteQueueStore, read_error};
+use crate::queue::SqliteQueueStore;
+use crate::queue::rows::read_error;
 
 /// Records (or updates, where not pinned) the limits a publish carries for its key.
 pub(crate) fn upsert_key(connection: &Connection, account: &str, flow: &FlowControl) -> StoreResult<()> {

@@ -220,13 +220,29 @@ pub fn text_of<'a>(object: &'a Map<String, Value>, name: &str) -> Result<Option<
     }
 }
 
-/// A record of an upsert.
-pub fn record_of(value: &Value) -> Result<Record, ApiError> {
-    let Value::Object(object) = value else {
-        return Err(bad("each vector must be a JSON object"));
-    };
-    let id = id_of(object.get("id").ok_or_else(|| bad("id: is required"))?, "id")?;
-    let vector = match object.get("vector") {
+/// One item, or an array of them; `expected` names what the body must be otherwise.
+pub fn one_or_many<T>(
+    body: &Value,
+    item: impl Fn(&Value) -> Result<T, ApiError>,
+    expected: &str,
+) -> Result<Vec<T>, ApiError> {
+    match body {
+        Value::Array(items) => items.iter().map(item).collect(),
+        Value::Object(_) => Ok(vec![item(body)?]),
+        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => {
+            Err(bad(format!("request body must be {expected}")))
+        }
+    }
+}
+
+/// The required `id` of an object.
+pub fn required_id(object: &Map<String, Value>) -> Result<String, ApiError> {
+    id_of(object.get("id").ok_or_else(|| bad("id: is required"))?, "id")
+}
+
+/// The optional `vector` and `sparseVector` of an object.
+pub fn vectors_of(object: &Map<String, Value>) -> Result<(Option<Vec<f32>>, Option<SparseVector>), ApiError> {
+    let dense = match object.get("vector") {
         None | Some(Value::Null) => None,
         Some(value) => Some(dense_of(value, "vector")?),
     };
@@ -234,17 +250,45 @@ pub fn record_of(value: &Value) -> Result<Record, ApiError> {
         None | Some(Value::Null) => None,
         Some(value) => Some(sparse_of(value, "sparseVector")?),
     };
-    let metadata = match object.get("metadata") {
-        None | Some(Value::Null) => None,
-        Some(value @ Value::Object(_)) => Some(value.clone()),
-        Some(_) => return Err(bad("metadata: must be a JSON object")),
+    Ok((dense, sparse))
+}
+
+/// The optional `metadata` of an object, which must be an object itself.
+pub fn metadata_of(object: &Map<String, Value>) -> Result<Option<Value>, ApiError> {
+    match object.get("metadata") {
+        None | Some(Value::Null) => Ok(None),
+        Some(value @ Value::Object(_)) => Ok(Some(value.clone())),
+        Some(_) => Err(bad("metadata: must be a JSON object")),
+    }
+}
+
+/// A record of an upsert.
+pub fn record_of(value: &Value) -> Result<Record, ApiError> {
+    let Value::Object(object) = value else {
+        return Err(bad("each vector must be a JSON object"));
     };
+    let (vector, sparse) = vectors_of(object)?;
     Ok(Record {
-        id,
+        id: required_id(object)?,
         vector,
         sparse,
-        metadata,
+        metadata: metadata_of(object)?,
         data: text_of(object, "data")?.map(str::to_owned),
+    })
+}
+
+/// A record of `upsert-data`: an id, the text to embed, and metadata.
+pub fn data_record_of(value: &Value) -> Result<Record, ApiError> {
+    let Value::Object(object) = value else {
+        return Err(bad("each item must be a JSON object"));
+    };
+    let data = text_of(object, "data")?.ok_or_else(|| bad("data: is required"))?;
+    Ok(Record {
+        id: required_id(object)?,
+        vector: None,
+        sparse: None,
+        metadata: metadata_of(object)?,
+        data: Some(data.to_owned()),
     })
 }
 

@@ -1,212 +1,23 @@
-//! The management API: `/v2/vector/index...` and `/v2/search...` (HTTP Basic).
+//! Index handlers of the management API: create, list, read, delete, rename, reset tokens, set plans, transfer.
 
-use axum::extract::{DefaultBodyLimit, Path, State};
-use axum::routing::{get, post};
-use axum::{Json, Router};
-use quiver_admin::catalog::{IndexKind, IndexName, IndexRecord, IndexSettings};
+use axum::Json;
+use axum::extract::{Path, State};
+use quiver_admin::catalog::{IndexKind, IndexName, IndexRecord};
 use quiver_admin::{Account, NewSearchIndex, NewVectorIndex};
 use quiver_core::index::{IndexType, SimilarityFunction};
-use quiver_core::plan::{PlanLimits, PlanType};
-use serde::Serialize;
+use quiver_core::plan::PlanType;
 use serde_json::Value;
 
 use crate::auth::ManagementAccount;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Fields, JsonBody};
-use crate::router::AppState;
-
-/// The management routes, relative to the server root.
-pub fn routes(body_limit: usize) -> Router<AppState> {
-    Router::new()
-        .route(
-            "/v2/vector/index",
-            get(list_vector_indexes).post(create_vector_index),
-        )
-        .route(
-            "/v2/vector/index/{id}",
-            get(get_vector_index).delete(delete_vector_index),
-        )
-        .route("/v2/vector/index/stats", get(crate::stats::vector_global_stats))
-        .route(
-            "/v2/vector/index/{id}/stats",
-            get(crate::stats::vector_index_stats),
-        )
-        .route("/v2/search/stats", get(crate::stats::search_global_stats))
-        .route("/v2/search/{id}/stats", get(crate::stats::search_index_stats))
-        .route("/v2/vector/index/{id}/rename", post(rename_vector_index))
-        .route(
-            "/v2/vector/index/{id}/reset-password",
-            post(reset_vector_index_password),
-        )
-        .route("/v2/vector/index/{id}/setplan", post(set_vector_index_plan))
-        .route("/v2/vector/index/{id}/transfer", post(transfer_vector_index))
-        .route("/v2/search", get(list_search_indexes).post(create_search_index))
-        .route(
-            "/v2/search/{id}",
-            get(get_search_index).delete(delete_search_index),
-        )
-        .route("/v2/search/{id}/rename", post(rename_search_index))
-        .route(
-            "/v2/search/{id}/reset-password",
-            post(reset_search_index_password),
-        )
-        .route("/v2/search/{id}/transfer", post(transfer_search_index))
-        .layer(DefaultBodyLimit::max(body_limit))
-}
-
-/// A data point of a time series, as the wire writes it.
-#[derive(Debug, Clone, Serialize)]
-pub struct TimeSeriesPoint {
-    /// Time, `YYYY-MM-DD HH:MM:SS.fff +0000 UTC`.
-    pub x: String,
-    /// Value.
-    pub y: f64,
-}
-
-/// The limits every index record carries.
-#[derive(Debug, Serialize)]
-struct LimitsResponse {
-    max_vector_count: i64,
-    max_daily_updates: i64,
-    max_daily_queries: i64,
-    max_monthly_bandwidth: i64,
-    max_writes_per_second: i64,
-    max_query_per_second: i64,
-    max_reads_per_request: i64,
-    max_writes_per_request: i64,
-}
-
-impl From<PlanLimits> for LimitsResponse {
-    fn from(limits: PlanLimits) -> Self {
-        LimitsResponse {
-            max_vector_count: limits.max_vector_count,
-            max_daily_updates: limits.max_daily_updates,
-            max_daily_queries: limits.max_daily_queries,
-            max_monthly_bandwidth: limits.max_monthly_bandwidth,
-            max_writes_per_second: limits.max_writes_per_second,
-            max_query_per_second: limits.max_query_per_second,
-            max_reads_per_request: limits.max_reads_per_request,
-            max_writes_per_request: limits.max_writes_per_request,
-        }
-    }
-}
-
-/// A vector index record (wire-format §2.1).
-#[derive(Debug, Serialize)]
-pub struct VectorIndexResponse {
-    customer_id: String,
-    id: String,
-    name: String,
-    similarity_function: &'static str,
-    dimension_count: u32,
-    embedding_model: &'static str,
-    sparse_embedding_model: &'static str,
-    index_type: &'static str,
-    endpoint: String,
-    token: String,
-    read_only_token: String,
-    #[serde(rename = "type")]
-    plan: &'static str,
-    region: &'static str,
-    #[serde(flatten)]
-    limits: LimitsResponse,
-    max_total_metadata_size: i64,
-    reserved_price: f64,
-    creation_time: i64,
-    throughput_vector: Vec<TimeSeriesPoint>,
-}
-
-/// A search index record (SPEC 2.3).
-#[derive(Debug, Serialize)]
-pub struct SearchIndexResponse {
-    customer_id: String,
-    id: String,
-    name: String,
-    endpoint: String,
-    #[serde(rename = "type")]
-    plan: &'static str,
-    region: &'static str,
-    integration_email: String,
-    /// The upstream spelling of `integration_email`, kept for clients that read it.
-    vercel_email: String,
-    token: String,
-    read_only_token: String,
-    #[serde(flatten)]
-    limits: LimitsResponse,
-    max_monthly_reranks: i64,
-    creation_time: i64,
-    input_enrichment_enabled: bool,
-    throughput_vector: Vec<TimeSeriesPoint>,
-}
-
-/// An index record of either kind, as the wire writes it.
-#[derive(Debug, Serialize)]
-#[serde(untagged)]
-pub enum IndexResponse {
-    /// A vector index.
-    Vector(Box<VectorIndexResponse>),
-    /// A search index.
-    Search(Box<SearchIndexResponse>),
-}
-
-impl IndexResponse {
-    /// Sets the last hour's requests per minute.
-    fn with_throughput(mut self, points: Vec<TimeSeriesPoint>) -> IndexResponse {
-        match &mut self {
-            IndexResponse::Vector(response) => response.throughput_vector = points,
-            IndexResponse::Search(response) => response.throughput_vector = points,
-        }
-        self
-    }
-}
+use crate::management::wire::{IndexResponse, index_response};
+use crate::state::AppState;
 
 /// The wire record of `record`, with its last hour of traffic.
 async fn full_response(state: &AppState, owner: &Account, record: IndexRecord) -> ApiResult<IndexResponse> {
-    let points = crate::stats::throughput(state, record.id).await?;
+    let points = super::stats::throughput(state, record.id).await?;
     Ok(index_response(owner, record).with_throughput(points))
-}
-
-fn index_response(owner: &Account, record: IndexRecord) -> IndexResponse {
-    let limits = record.limits();
-    match record.settings {
-        IndexSettings::VectorV1(settings) => IndexResponse::Vector(Box::new(VectorIndexResponse {
-            customer_id: owner.email.to_string(),
-            id: record.id.to_string(),
-            name: record.name.into(),
-            similarity_function: settings.similarity_function.as_str(),
-            dimension_count: settings.dimension_count,
-            embedding_model: settings.embedding_model.map_or("", |m| m.as_str()),
-            sparse_embedding_model: settings.sparse_embedding_model.map_or("", |m| m.as_str()),
-            index_type: settings.index_type.as_str(),
-            endpoint: record.endpoint,
-            token: record.token,
-            read_only_token: record.read_only_token,
-            plan: record.plan.as_str(),
-            region: settings.region.as_str(),
-            limits: limits.into(),
-            max_total_metadata_size: limits.max_total_metadata_size,
-            reserved_price: limits.reserved_price,
-            creation_time: record.created_at.as_secs(),
-            throughput_vector: Vec::new(),
-        })),
-        IndexSettings::SearchV1(settings) => IndexResponse::Search(Box::new(SearchIndexResponse {
-            customer_id: owner.email.to_string(),
-            id: record.id.to_string(),
-            name: record.name.into(),
-            endpoint: record.endpoint,
-            plan: record.plan.as_str(),
-            region: settings.region.as_str(),
-            integration_email: String::new(),
-            vercel_email: String::new(),
-            token: record.token,
-            read_only_token: record.read_only_token,
-            limits: limits.into(),
-            max_monthly_reranks: limits.max_monthly_reranks,
-            creation_time: record.created_at.as_secs(),
-            input_enrichment_enabled: settings.input_enrichment_enabled,
-            throughput_vector: Vec::new(),
-        })),
-    }
 }
 
 fn parse_new_vector_index(body: &Value) -> ApiResult<NewVectorIndex> {
@@ -255,7 +66,7 @@ fn ok() -> Json<&'static str> {
     Json("OK")
 }
 
-async fn create_vector_index(
+pub(super) async fn create_vector_index(
     State(state): State<AppState>,
     ManagementAccount(owner): ManagementAccount,
     JsonBody(body): JsonBody,
@@ -274,7 +85,7 @@ async fn create_vector_index(
     Ok(Json(full_response(&state, &owner, record).await?))
 }
 
-async fn create_search_index(
+pub(super) async fn create_search_index(
     State(state): State<AppState>,
     ManagementAccount(owner): ManagementAccount,
     JsonBody(body): JsonBody,
@@ -284,7 +95,7 @@ async fn create_search_index(
     Ok(Json(full_response(&state, &owner, record).await?))
 }
 
-async fn set_vector_index_plan(
+pub(super) async fn set_vector_index_plan(
     State(state): State<AppState>,
     ManagementAccount(owner): ManagementAccount,
     Path(id): Path<String>,
@@ -373,14 +184,14 @@ async fn transfer_index(
 
 macro_rules! per_kind {
     ($kind:expr, $list:ident, $get:ident, $delete:ident, $rename:ident, $reset:ident, $transfer:ident) => {
-        async fn $list(
+        pub(super) async fn $list(
             State(state): State<AppState>,
             ManagementAccount(owner): ManagementAccount,
         ) -> ApiResult<Json<Vec<IndexResponse>>> {
             list_indexes(state, owner, $kind).await
         }
 
-        async fn $get(
+        pub(super) async fn $get(
             State(state): State<AppState>,
             ManagementAccount(owner): ManagementAccount,
             Path(id): Path<String>,
@@ -388,7 +199,7 @@ macro_rules! per_kind {
             get_index(state, owner, $kind, id).await
         }
 
-        async fn $delete(
+        pub(super) async fn $delete(
             State(state): State<AppState>,
             ManagementAccount(owner): ManagementAccount,
             Path(id): Path<String>,
@@ -396,7 +207,7 @@ macro_rules! per_kind {
             delete_index(state, owner, $kind, id).await
         }
 
-        async fn $rename(
+        pub(super) async fn $rename(
             State(state): State<AppState>,
             ManagementAccount(owner): ManagementAccount,
             Path(id): Path<String>,
@@ -405,7 +216,7 @@ macro_rules! per_kind {
             rename_index(state, owner, $kind, id, body).await
         }
 
-        async fn $reset(
+        pub(super) async fn $reset(
             State(state): State<AppState>,
             ManagementAccount(owner): ManagementAccount,
             Path(id): Path<String>,
@@ -413,7 +224,7 @@ macro_rules! per_kind {
             reset_index_password(state, owner, $kind, id).await
         }
 
-        async fn $transfer(
+        pub(super) async fn $transfer(
             State(state): State<AppState>,
             ManagementAccount(owner): ManagementAccount,
             Path(id): Path<String>,

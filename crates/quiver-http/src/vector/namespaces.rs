@@ -7,9 +7,10 @@ use serde::Serialize;
 
 use crate::error::ApiError;
 use crate::extract::JsonBody;
-use crate::router::AppState;
-use crate::vector::{Handled, VectorCaller, namespace_of, object_of, success, vector_error};
-use crate::vector_wire::{flag, text_of};
+use crate::state::AppState;
+use crate::vector::caller::VectorCaller;
+use crate::vector::reply::{Handled, namespace_of, object_of, success};
+use crate::vector::wire::{flag, text_of};
 
 pub(crate) async fn list_namespaces(State(state): State<AppState>, caller: VectorCaller) -> Handled {
     Ok(success(state.vectors.namespaces(&caller.index).await?))
@@ -19,9 +20,8 @@ pub(crate) async fn delete_namespace(
     State(state): State<AppState>,
     caller: VectorCaller,
     params: Option<Path<HashMap<String, String>>>,
-    uri: axum::http::Uri,
 ) -> Handled {
-    caller.require_write(uri.path())?;
+    caller.require_write()?;
     state
         .vectors
         .delete_namespace(&caller.index, &namespace_of(&params))
@@ -30,11 +30,11 @@ pub(crate) async fn delete_namespace(
 }
 
 /// `delete-namespace` without a name: the default namespace cannot be deleted (reset it instead).
-pub(crate) async fn delete_unnamed_namespace(caller: VectorCaller, uri: axum::http::Uri) -> Handled {
-    caller.require_write(uri.path())?;
-    Err(vector_error(ApiError::bad_request(
+pub(crate) async fn delete_unnamed_namespace(caller: VectorCaller) -> Handled {
+    caller.require_write()?;
+    Err(ApiError::bad_request(
         "namespace: is required; the default namespace cannot be deleted, use reset to empty it",
-    )))
+    ))
 }
 
 #[derive(Debug, Serialize)]
@@ -45,20 +45,15 @@ struct Renamed {
 pub(crate) async fn rename_namespace(
     State(state): State<AppState>,
     caller: VectorCaller,
-    uri: axum::http::Uri,
     JsonBody(body): JsonBody,
 ) -> Handled {
-    caller.require_write(uri.path())?;
+    caller.require_write()?;
     let object = object_of(&body)?;
-    let from = text_of(object, "namespace")
-        .map_err(vector_error)?
-        .unwrap_or_default()
+    let from = text_of(object, "namespace")?.unwrap_or_default().to_owned();
+    let to = text_of(object, "newNamespace")?
+        .ok_or_else(|| ApiError::bad_request("newNamespace: is required"))?
         .to_owned();
-    let to = text_of(object, "newNamespace")
-        .map_err(vector_error)?
-        .ok_or_else(|| vector_error(ApiError::bad_request("newNamespace: is required")))?
-        .to_owned();
-    let delete_existing = flag(object, "deleteExisting").map_err(vector_error)?;
+    let delete_existing = flag(object, "deleteExisting")?;
     state
         .vectors
         .rename_namespace(&caller.index, &from, &to, delete_existing)

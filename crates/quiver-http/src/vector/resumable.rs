@@ -10,9 +10,11 @@ use serde_json::Value;
 
 use crate::error::ApiError;
 use crate::extract::JsonBody;
-use crate::router::AppState;
-use crate::vector::{Handled, VectorCaller, namespace_of, object_of, parse_query, success, vector_error};
-use crate::vector_wire::{Include, VectorOut, count_of, text_of};
+use crate::state::AppState;
+use crate::vector::caller::VectorCaller;
+use crate::vector::query::parse_query;
+use crate::vector::reply::{Handled, namespace_of, object_of, success};
+use crate::vector::wire::{Include, VectorOut, count_of, text_of};
 
 /// Default and most `maxIdle` of a resumable query, in seconds.
 const DEFAULT_MAX_IDLE_SECS: u64 = 3600;
@@ -36,11 +38,8 @@ pub(crate) async fn resumable_query(
     JsonBody(body): JsonBody,
 ) -> Handled {
     let object = object_of(&body)?;
-    let (query, include) = parse_query(&state.embedders, &caller, object)
-        .await
-        .map_err(vector_error)?;
-    let max_idle = count_of(object, "maxIdle")
-        .map_err(vector_error)?
+    let (query, include) = parse_query(object)?;
+    let max_idle = count_of(object, "maxIdle")?
         .map_or(DEFAULT_MAX_IDLE_SECS, |s| s as u64)
         .min(DEFAULT_MAX_IDLE_SECS);
     let (uuid, hits) = state
@@ -66,10 +65,9 @@ pub(crate) async fn resumable_query(
 
 fn uuid_of(body: &Value) -> Result<String, ApiError> {
     let object = object_of(body)?;
-    text_of(object, "uuid")
-        .map_err(vector_error)?
+    text_of(object, "uuid")?
         .map(str::to_owned)
-        .ok_or_else(|| vector_error(ApiError::bad_request("uuid: is required")))
+        .ok_or_else(|| ApiError::bad_request("uuid: is required"))
 }
 
 pub(crate) async fn resumable_next(
@@ -78,9 +76,7 @@ pub(crate) async fn resumable_next(
     JsonBody(body): JsonBody,
 ) -> Handled {
     let uuid = uuid_of(&body)?;
-    let additional = count_of(object_of(&body)?, "additionalK")
-        .map_err(vector_error)?
-        .unwrap_or(10);
+    let additional = count_of(object_of(&body)?, "additionalK")?.unwrap_or(10);
     let hits = state
         .vectors
         .next_resumable(&caller.index, &uuid, additional)

@@ -10,8 +10,9 @@ use serde_json::{Value, json};
 use crate::auth::QueueAccount;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
-use crate::queue::{header_pairs, selected_dead_letters};
-use crate::router::AppState;
+use crate::queue::dead_letters::selected_dead_letters;
+use crate::queue::request::header_pairs;
+use crate::state::AppState;
 
 /// `GET /v2/workflows/dlq`: the DLQ's listing, of workflow runs' dead letters only.
 pub(crate) async fn list(
@@ -19,7 +20,7 @@ pub(crate) async fn list(
     caller: QueueAccount,
     uri: Uri,
 ) -> ApiResult<Json<Value>> {
-    crate::queue::list_selected_dead_letters(&state, &caller, &uri, true).await
+    crate::queue::dead_letters::list_selected_dead_letters(&state, &caller, &uri, true).await
 }
 
 /// `DELETE /v2/workflows/dlq`: by `dlqIds`, or a page of those the filters match.
@@ -29,7 +30,7 @@ pub(crate) async fn delete_many(
     uri: Uri,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Json<Value>> {
-    crate::queue::delete_selected_dead_letters(&state, &caller, &uri, &body, true).await
+    crate::queue::dead_letters::delete_selected_dead_letters(&state, &caller, &uri, &body, true).await
 }
 
 /// `DELETE /v2/workflows/dlq/{dlqId}`.
@@ -38,7 +39,7 @@ pub(crate) async fn delete_one(
     caller: QueueAccount,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Value>> {
-    crate::queue::delete_one_dead_letter(&state, &caller, id).await
+    crate::queue::dead_letters::delete_one_dead_letter(&state, &caller, id).await
 }
 
 fn recovery(action: &str) -> ApiResult<RunRecovery> {

@@ -9,7 +9,7 @@ use axum::response::Response;
 use crate::auth::QueueAccount;
 use crate::error::ApiResult;
 use crate::extract::RawBody;
-use crate::router::AppState;
+use crate::state::AppState;
 
 pub(crate) async fn chat_completions(
     State(state): State<AppState>,

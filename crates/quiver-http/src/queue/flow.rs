@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use crate::auth::QueueAccount;
 use crate::error::{ApiError, ApiResult};
-use crate::router::AppState;
+use crate::state::AppState;
 
 /// `FlowControlInfo`; limits that are not set read 0.
 #[derive(Debug, Serialize)]

@@ -7,7 +7,7 @@ use quiver_queue::store::{Filter, LogPosition, Page};
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OptionalExtension, Row, params_from_iter};
 
-use crate::queue::read_error;
+use crate::queue::rows::read_error;
 
 /// A message's spec as an event row of `events e` reads it: CREATED events carry it, later events borrow
 /// their message's (see `EVENT_COLUMNS`).

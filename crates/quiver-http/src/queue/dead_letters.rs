@@ -1,0 +1,223 @@
+//! The dead letter queue (`/v2/dlq`).
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use crate::auth::QueueAccount;
+use crate::error::ApiResult;
+use crate::extract::JsonBody;
+use crate::queue::params::Params;
+use crate::queue::request::header_pairs;
+use crate::queue::wire::dead_letter_json;
+use crate::state::AppState;
+
+pub(crate) async fn list_dead_letters(
+    State(state): State<AppState>,
+    caller: QueueAccount,
+    uri: Uri,
+) -> ApiResult<Json<Value>> {
+    list_selected_dead_letters(&state, &caller, &uri, false).await
+}
+
+/// A page of dead letters: `{"messages", "cursor"?}`, of workflow runs only when `workflows_only`.
+pub(crate) async fn list_selected_dead_letters(
+    state: &AppState,
+    caller: &QueueAccount,
+    uri: &Uri,
+    workflows_only: bool,
+) -> ApiResult<Json<Value>> {
+    let mut params = Params::new(uri, &Value::Null)?;
+    let mut filter = params.message_filter(true)?;
+    filter.workflow_only |= workflows_only;
+    let count = params.count()?.unwrap_or(100);
+    let cursor = params.one("cursor")?;
+    params.ignore("trimBody");
+    params.finish()?;
+    let page = state
+        .queue
+        .dead_letters(caller.account.id, &filter, cursor.as_deref(), count)
+        .await?;
+    let messages = dead_letters_json(state, caller, &page.items).await?;
+    let mut answer = json!({"messages": messages});
+    if let Some(cursor) = page.cursor {
+        answer["cursor"] = Value::String(cursor);
+    }
+    Ok(Json(answer))
+}
+
+pub(crate) async fn get_dead_letter(
+    State(state): State<AppState>,
+    caller: QueueAccount,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let dead = state.queue.dead_letter(caller.account.id, &id).await?;
+    let mut answers = dead_letters_json(&state, &caller, std::slice::from_ref(&dead)).await?;
+    Ok(Json(answers.pop().unwrap_or(Value::Null)))
+}
+
+/// Dead letters as the wire shows them; those of workflow runs also carry `workflowRunId`, `workflowUrl`
+/// and the run's `workflowCreatedAt` (a run no longer stored leaves that field out).
+pub(crate) async fn dead_letters_json(
+    state: &AppState,
+    caller: &QueueAccount,
+    dead_letters: &[quiver_queue::message::DeadLetter],
+) -> ApiResult<Vec<Value>> {
+    let mut created: std::collections::HashMap<String, Option<i64>> = std::collections::HashMap::new();
+    let mut answers = Vec::with_capacity(dead_letters.len());
+    for dead in dead_letters {
+        let mut answer = dead_letter_json(dead);
+        let spec = &dead.message.spec;
+        if let (Some(run_id), Value::Object(fields)) = (&spec.workflow_run_id, &mut answer) {
+            if !created.contains_key(run_id) {
+                let at = match state.queue.workflow_run(caller.account.id, run_id).await {
+                    Ok(run) => Some(run.created_at.as_millis()),
+                    Err(quiver_queue::QueueError::WorkflowRunNotFound(_)) => None,
+                    Err(error) => return Err(error.into()),
+                };
+                created.insert(run_id.clone(), at);
+            }
+            fields.insert("workflowRunId".into(), json!(run_id));
+            fields.insert(
+                "workflowUrl".into(),
+                json!(spec.workflow_url.as_deref().unwrap_or(&spec.url)),
+            );
+            if let Some(Some(at)) = created.get(run_id) {
+                fields.insert("workflowCreatedAt".into(), json!(at));
+            }
+        }
+        answers.push(answer);
+    }
+    Ok(answers)
+}
+
+pub(crate) async fn delete_dead_letter(
+    State(state): State<AppState>,
+    caller: QueueAccount,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    delete_one_dead_letter(&state, &caller, id).await
+}
+
+/// Deletes one dead letter: `{"deleted": 1}`, or 404 when it does not exist.
+pub(crate) async fn delete_one_dead_letter(
+    state: &AppState,
+    caller: &QueueAccount,
+    id: String,
+) -> ApiResult<Json<Value>> {
+    caller.require_write()?;
+    if state
+        .queue
+        .delete_dead_letters(caller.account.id, std::slice::from_ref(&id))
+        .await?
+        == 0
+    {
+        return Err(quiver_queue::QueueError::DeadLetterNotFound(id).into());
+    }
+    Ok(Json(json!({"deleted": 1})))
+}
+
+/// The dead letters a bulk request names: `dlqIds` (query or body), or one page of those matching its
+/// filters (`count` of them from `cursor`; every match when no `count` is given). Returns the ids and the
+/// cursor of the next page.
+pub(crate) async fn selected_dead_letters(
+    state: &AppState,
+    caller: &QueueAccount,
+    uri: &Uri,
+    body: &Value,
+    workflows_only: bool,
+) -> ApiResult<(Vec<String>, Option<String>)> {
+    let mut params = Params::new(uri, body)?;
+    let ids = params.list("dlqIds");
+    let mut filter = params.message_filter(true)?;
+    filter.workflow_only |= workflows_only;
+    let count = params.count()?;
+    let mut cursor = params.one("cursor")?;
+    params.flag("all")?;
+    params.finish()?;
+    if !ids.is_empty() {
+        return Ok((ids, None));
+    }
+    let mut selected = Vec::new();
+    loop {
+        let page_size = count.map_or(100, |count| (count - selected.len()).min(100));
+        let page = state
+            .queue
+            .dead_letters(caller.account.id, &filter, cursor.as_deref(), page_size)
+            .await?;
+        selected.extend(page.items.into_iter().map(|dead| dead.dlq_id));
+        cursor = page.cursor;
+        let page_is_enough = count.is_some_and(|count| selected.len() >= count);
+        if cursor.is_none() || page_is_enough {
+            return Ok((selected, cursor));
+        }
+    }
+}
+
+pub(crate) async fn delete_dead_letters(
+    State(state): State<AppState>,
+    caller: QueueAccount,
+    uri: Uri,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Json<Value>> {
+    delete_selected_dead_letters(&state, &caller, &uri, &body, false).await
+}
+
+/// Deletes the dead letters a bulk request selects (see `selected_dead_letters`):
+/// `{"deleted", "cursor"?}`.
+pub(crate) async fn delete_selected_dead_letters(
+    state: &AppState,
+    caller: &QueueAccount,
+    uri: &Uri,
+    body: &Value,
+    workflows_only: bool,
+) -> ApiResult<Json<Value>> {
+    caller.require_write()?;
+    let (ids, cursor) = selected_dead_letters(state, caller, uri, body, workflows_only).await?;
+    let deleted = state.queue.delete_dead_letters(caller.account.id, &ids).await?;
+    let mut answer = json!({"deleted": deleted});
+    if let Some(cursor) = cursor {
+        answer["cursor"] = Value::String(cursor);
+    }
+    Ok(Json(answer))
+}
+
+pub(crate) async fn retry_dead_letter(
+    State(state): State<AppState>,
+    caller: QueueAccount,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    caller.require_write()?;
+    let message_id = state
+        .queue
+        .retry_dead_letter(caller.account.id, &id, &header_pairs(&headers))
+        .await?;
+    Ok((StatusCode::CREATED, Json(json!({"messageId": message_id.0}))).into_response())
+}
+
+pub(crate) async fn retry_dead_letters(
+    State(state): State<AppState>,
+    caller: QueueAccount,
+    uri: Uri,
+    headers: HeaderMap,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Json<Value>> {
+    caller.require_write()?;
+    let (ids, cursor) = selected_dead_letters(&state, &caller, &uri, &body, false).await?;
+    let headers = header_pairs(&headers);
+    let mut responses = Vec::with_capacity(ids.len());
+    for id in ids {
+        let message_id = state
+            .queue
+            .retry_dead_letter(caller.account.id, &id, &headers)
+            .await?;
+        responses.push(json!({"messageId": message_id.0}));
+    }
+    // No next page is an empty cursor, which the SDKs read as the end.
+    Ok(Json(
+        json!({"cursor": cursor.unwrap_or_default(), "responses": responses}),
+    ))
+}

@@ -1,0 +1,189 @@
+//! Publishing (`/v2/publish`, `/v2/enqueue`, `/v2/batch`) and messages (`/v2/messages`).
+
+use std::net::SocketAddr;
+
+use axum::Json;
+use axum::extract::{ConnectInfo, Path, State};
+use axum::http::{StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use quiver_queue::{PublishOutcome, PublishRequest};
+use serde_json::{Value, json};
+
+use crate::auth::QueueAccount;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{Fields, JsonBody};
+use crate::queue::params::Params;
+use crate::queue::request::PublishForm;
+use crate::queue::wire::{message_json, publish_outcome_json};
+use crate::state::AppState;
+
+/// The answer to a publish: 200, or 202 when the message was deduplicated.
+fn publish_answer(outcome: &PublishOutcome) -> Response {
+    let status = match outcome {
+        PublishOutcome::Url(published) if published.deduplicated => StatusCode::ACCEPTED,
+        PublishOutcome::Url(_) | PublishOutcome::Group(_) => StatusCode::OK,
+    };
+    (status, Json(publish_outcome_json(outcome))).into_response()
+}
+
+pub(crate) async fn publish(
+    State(state): State<AppState>,
+    caller: QueueAccount,
+    PublishForm(request): PublishForm,
+) -> ApiResult<Response> {
+    caller.require_write()?;
+    let outcome = state.queue.publish(caller.account.id, request).await?;
+    Ok(publish_answer(&outcome))
+}
+
+/// `POST /v2/enqueue/{queue}/{destination}`: a publish into a FIFO queue.
+pub(crate) async fn enqueue(
+    State(state): State<AppState>,
+    caller: QueueAccount,
+    PublishForm(mut request): PublishForm,
+) -> ApiResult<Response> {
+    caller.require_write()?;
+    let Some((queue, destination)) = request.destination.split_once('/') else {
+        return Err(ApiError::bad_request(
+            "use /v2/enqueue/<queue name>/<destination>",
+        ));
+    };
+    let queue = url::form_urlencoded::parse(format!("q={queue}").as_bytes())
+        .next()
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_default();
+    request.destination = destination.to_owned();
+    let outcome = state.queue.enqueue(caller.account.id, &queue, request).await?;
+    Ok(publish_answer(&outcome))
+}
+
+pub(crate) fn batch_item(item: &Value, caller_ip: &str) -> Result<PublishRequest, ApiError> {
+    let fields = Fields::of(item)?;
+    let destination = fields.required_str("destination")?.to_owned();
+    let mut headers = Vec::new();
+    match item.get("headers") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(map)) => {
+            for (name, value) in map {
+                match value {
+                    Value::String(text) => headers.push((name.clone(), text.clone())),
+                    Value::Array(values) => {
+                        let joined: Vec<&str> = values.iter().filter_map(Value::as_str).collect();
+                        headers.push((name.clone(), joined.join(", ")));
+                    }
+                    Value::Null | Value::Bool(_) | Value::Number(_) | Value::Object(_) => {
+                        headers.push((name.clone(), value.to_string()));
+                    }
+                }
+            }
+        }
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "headers: must be an object of header name to value",
+            ));
+        }
+    }
+    if let Some(queue) = fields.optional_str("queue")? {
+        headers.push(("Svc-Queue-Name".into(), queue.to_owned()));
+    }
+    // A string is the body itself. The workflow SDK's `context.call` sends any other JSON value (an
+    // object, say) as is, and that value's JSON text is the body.
+    let body = match item.get("body") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::String(text)) => text.as_bytes().to_vec(),
+        Some(value @ (Value::Bool(_) | Value::Number(_) | Value::Array(_) | Value::Object(_))) => {
+            value.to_string().into_bytes()
+        }
+    };
+    Ok(PublishRequest {
+        destination,
+        headers,
+        query: Vec::new(),
+        body,
+        caller_ip: Some(caller_ip.to_owned()),
+        schedule_id: None,
+    })
+}
+
+pub(crate) async fn batch(
+    State(state): State<AppState>,
+    caller: QueueAccount,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Json<Vec<Value>>> {
+    caller.require_write()?;
+    let Value::Array(items) = body else {
+        return Err(ApiError::bad_request(
+            "request body must be a JSON array of messages",
+        ));
+    };
+    let caller_ip = peer.ip().to_string();
+    let parsed: Vec<Result<PublishRequest, ApiError>> =
+        items.iter().map(|item| batch_item(item, &caller_ip)).collect();
+    let valid: Vec<PublishRequest> = parsed.iter().filter_map(|p| p.as_ref().ok().cloned()).collect();
+    let outcomes = state.queue.batch(caller.account.id, valid).await?;
+    // A step for a run that has ended fails the whole request with a 400: the workflow SDK publishes
+    // steps in batches and stops the run on that status, not on an error inside a 200.
+    if let Some(Err(ended @ quiver_queue::QueueError::WorkflowRunNotRunning(_))) = outcomes
+        .iter()
+        .find(|o| matches!(o, Err(quiver_queue::QueueError::WorkflowRunNotRunning(_))))
+    {
+        return Err(ApiError::bad_request(ended.to_string()));
+    }
+    let mut outcomes = outcomes.into_iter();
+    let answers = parsed
+        .into_iter()
+        .map(|item| match item {
+            Err(error) => json!({"error": error.message()}),
+            Ok(_) => match outcomes.next() {
+                Some(Ok(outcome)) => publish_outcome_json(&outcome),
+                Some(Err(error)) => json!({"error": ApiError::from(error).message()}),
+                None => json!({"error": "not published"}),
+            },
+        })
+        .collect();
+    Ok(Json(answers))
+}
+
+pub(crate) async fn get_message(
+    State(state): State<AppState>,
+    caller: QueueAccount,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let message = state.queue.message(caller.account.id, &id).await?;
+    Ok(Json(message_json(&message)))
+}
+
+pub(crate) async fn cancel_message(
+    State(state): State<AppState>,
+    caller: QueueAccount,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    caller.require_write()?;
+    state.queue.cancel(caller.account.id, &id).await?;
+    Ok(Json(json!({"cancelled": 1})))
+}
+
+/// `DELETE /v2/messages`: by `messageIds`, or every pending message the filters match (all of them when
+/// none is given). `count` is accepted and ignored, as the SDKs document: a bulk cancel takes every match.
+pub(crate) async fn cancel_messages(
+    State(state): State<AppState>,
+    caller: QueueAccount,
+    uri: Uri,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Json<Value>> {
+    caller.require_write()?;
+    let mut params = Params::new(&uri, &body)?;
+    let ids = params.list("messageIds");
+    let filter = params.cancel_filter()?;
+    params.count()?;
+    params.ignore("cursor");
+    params.flag("all")?;
+    params.finish()?;
+    let selection = if ids.is_empty() { None } else { Some(ids) };
+    let cancelled = state
+        .queue
+        .cancel_many(caller.account.id, selection, filter, None)
+        .await?;
+    Ok(Json(json!({"cancelled": cancelled})))
+}

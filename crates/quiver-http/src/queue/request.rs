@@ -1,0 +1,148 @@
+//! What a queue request says beyond its body: [`PublishForm`], the one reading of a publish shared by
+//! publish, enqueue, trigger and schedule creation; headers as pairs; query pairs.
+
+use std::net::SocketAddr;
+
+use axum::extract::{ConnectInfo, FromRequest, Request};
+use axum::http::{HeaderMap, Uri};
+use quiver_queue::PublishRequest;
+
+use crate::error::ApiError;
+use crate::extract::RawBody;
+
+/// A publish as its request states it: the destination is the path after `/v2/<route>/` with the query
+/// parameters that belong to it; the headers, the configuration query parameters (`Svc-*`, `Upstash-*`),
+/// the raw body and the caller's address come along.
+#[derive(Debug)]
+pub(crate) struct PublishForm(pub(crate) PublishRequest);
+
+impl<S: Send + Sync> FromRequest<S> for PublishForm {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
+        let caller_ip = request
+            .extensions()
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|ConnectInfo(peer)| peer.ip().to_string());
+        let (destination, query) = split_publish_uri(request.uri());
+        let headers = header_pairs(request.headers());
+        let RawBody(body) = RawBody::from_request(request, state).await?;
+        Ok(PublishForm(PublishRequest {
+            destination,
+            headers,
+            query,
+            body: body.to_vec(),
+            caller_ip,
+            schedule_id: None,
+        }))
+    }
+}
+
+/// Request headers as (name, value) pairs, repeated names joined with `", "`.
+pub(crate) fn header_pairs(headers: &HeaderMap) -> Vec<(String, String)> {
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    for (name, value) in headers {
+        let Ok(value) = value.to_str() else { continue };
+        match pairs.iter_mut().find(|(existing, _)| existing == name.as_str()) {
+            Some((_, joined)) => {
+                joined.push_str(", ");
+                joined.push_str(value);
+            }
+            None => pairs.push((name.as_str().to_owned(), value.to_owned())),
+        }
+    }
+    pairs
+}
+
+fn is_config_query_key(key: &str) -> bool {
+    let lower = key.to_ascii_lowercase();
+    lower.starts_with("svc-")
+        || lower.starts_with("upstash-")
+        || lower == "svc_token"
+        || lower == "qstash_token"
+}
+
+/// Splits a publish URI into the destination (the path after `/v2/<route>/`, with the query parameters
+/// that belong to it) and the configuration query parameters.
+fn split_publish_uri(uri: &Uri) -> (String, Vec<(String, String)>) {
+    let path = uri.path();
+    let destination = path
+        .strip_prefix("/v2/")
+        .and_then(|rest| rest.split_once('/'))
+        .map_or(path, |(_, destination)| destination)
+        .to_owned();
+    let Some(query) = uri.query() else {
+        return (destination, Vec::new());
+    };
+    let mut kept = Vec::new();
+    let mut config = Vec::new();
+    for segment in query.split('&').filter(|s| !s.is_empty()) {
+        let (key, value) = url::form_urlencoded::parse(segment.as_bytes())
+            .next()
+            .unwrap_or_default();
+        if is_config_query_key(&key) {
+            config.push((key.into_owned(), value.into_owned()));
+        } else {
+            kept.push(segment);
+        }
+    }
+    let destination = if kept.is_empty() {
+        destination
+    } else {
+        format!("{destination}?{}", kept.join("&"))
+    };
+    (destination, config)
+}
+
+/// Query pairs of a request.
+pub(crate) fn query_pairs(uri: &Uri) -> Vec<(String, String)> {
+    uri.query()
+        .map(|q| {
+            url::form_urlencoded::parse(q.as_bytes())
+                .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+pub(crate) fn query_one<'a>(pairs: &'a [(String, String)], key: &str) -> Option<&'a str> {
+    pairs
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.as_str())
+        .filter(|v| !v.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_destination_keeps_its_own_query_and_loses_the_configuration() {
+        let uri: Uri =
+            "/v2/publish/https://example.com/api?x=1&svc-retries=2&svc_token=t&y=a%20b&Upstash-Delay=5s"
+                .parse()
+                .unwrap();
+        let (destination, config) = split_publish_uri(&uri);
+        assert_eq!(destination, "https://example.com/api?x=1&y=a%20b");
+        assert_eq!(
+            config,
+            vec![
+                ("svc-retries".into(), "2".into()),
+                ("svc_token".into(), "t".into()),
+                ("Upstash-Delay".into(), "5s".into())
+            ]
+        );
+    }
+
+    #[test]
+    fn repeated_headers_are_joined() {
+        let mut headers = HeaderMap::new();
+        headers.append("x-a", "one".parse().unwrap());
+        headers.append("x-a", "two".parse().unwrap());
+        assert_eq!(
+            header_pairs(&headers),
+            vec![("x-a".to_owned(), "one, two".to_owned())]
+        );
+    }
+}

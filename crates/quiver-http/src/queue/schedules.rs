@@ -1,0 +1,70 @@
+//! Cron schedules (`/v2/schedules`).
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::{StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use crate::auth::QueueAccount;
+use crate::error::{ApiError, ApiResult};
+use crate::queue::request::PublishForm;
+use crate::queue::wire::schedule_json;
+use crate::state::AppState;
+
+pub(crate) async fn list_schedules(
+    State(state): State<AppState>,
+    caller: QueueAccount,
+) -> ApiResult<Json<Vec<Value>>> {
+    let schedules = state.queue.schedules(caller.account.id).await?;
+    let config = state.queue.config();
+    Ok(Json(schedules.iter().map(|s| schedule_json(s, config)).collect()))
+}
+
+/// Everything under `/v2/schedules/`: create (`POST /v2/schedules/<destination>`), read and delete
+/// (`GET`/`DELETE /v2/schedules/<id>`), pause and resume (`PATCH` or `POST .../<id>/pause|resume`).
+pub(crate) async fn schedules(
+    State(state): State<AppState>,
+    caller: QueueAccount,
+    method: axum::http::Method,
+    uri: Uri,
+    PublishForm(request): PublishForm,
+) -> ApiResult<Response> {
+    let path = uri.path().strip_prefix("/v2/schedules/").unwrap_or_default();
+    let is_id = |text: &str| !text.is_empty() && !text.contains('/') && !text.contains(':');
+    let toggle = path
+        .strip_suffix("/pause")
+        .map(|id| (id, true))
+        .or_else(|| path.strip_suffix("/resume").map(|id| (id, false)))
+        .filter(|(id, _)| is_id(id));
+    use axum::http::Method;
+    match (method, toggle) {
+        (Method::PATCH | Method::POST, Some((id, paused))) => {
+            caller.require_write()?;
+            state
+                .queue
+                .set_schedule_paused(caller.account.id, id, paused)
+                .await?;
+            Ok(StatusCode::OK.into_response())
+        }
+        (Method::POST, None) => {
+            caller.require_write()?;
+            let id = state.queue.create_schedule(caller.account.id, request).await?;
+            Ok(Json(json!({"scheduleId": id})).into_response())
+        }
+        (Method::GET, None) if is_id(path) => Ok(Json(schedule_json(
+            &state.queue.schedule(caller.account.id, path).await?,
+            state.queue.config(),
+        ))
+        .into_response()),
+        (Method::DELETE, None) if is_id(path) => {
+            caller.require_write()?;
+            state.queue.delete_schedule(caller.account.id, path).await?;
+            Ok(StatusCode::OK.into_response())
+        }
+        (method, _) => Err(ApiError::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            format!("method {method} is not allowed on {}", uri.path()),
+        )),
+    }
+}

@@ -1,0 +1,233 @@
+//! The queue's waiting operations: register a waiter, notify an event, time out, call a webhook.
+
+use std::collections::BTreeMap;
+
+use base64::Engine as _;
+use quiver_core::AccountId;
+use serde_json::{Value, json};
+use tracing::warn;
+
+use super::{PublishOutcome, PublishRequest, Queue};
+use crate::duration::parse_duration;
+use crate::error::QueueError;
+use crate::waiters::{Notified, StoredWaiter, WaitSpec, WebhookCall};
+
+/// How long a wait lasts when the request does not say.
+const DEFAULT_TIMEOUT: &str = "7d";
+
+fn header<'a>(headers: &'a BTreeMap<String, Vec<String>>, name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(key, _)| key.eq_ignore_ascii_case(name))
+        .and_then(|(_, values)| values.first())
+        .map(String::as_str)
+}
+
+impl Queue {
+    /// Registers a waiter for `event_id` (or, when the event already came for this run, answers it now).
+    ///
+    /// # Errors
+    /// A malformed request or timeout (400); store failures.
+    pub async fn wait_for_event(
+        &self,
+        account: AccountId,
+        event_id: &str,
+        body: &[u8],
+    ) -> Result<(), QueueError> {
+        let request: Value = serde_json::from_slice(body)
+            .map_err(|e| QueueError::InvalidRequest(format!("the wait request is not JSON: {e}")))?;
+        let timeout = request
+            .get("timeout")
+            .and_then(Value::as_str)
+            .filter(|t| !t.trim().is_empty())
+            .unwrap_or(DEFAULT_TIMEOUT)
+            .to_owned();
+        let spec: WaitSpec = serde_json::from_value(request)
+            .map_err(|e| QueueError::InvalidRequest(format!("the wait request is malformed: {e}")))?;
+        if spec.url.trim().is_empty() {
+            return Err(QueueError::InvalidRequest("url: is required".into()));
+        }
+        let timeout =
+            parse_duration(&timeout).map_err(|e| QueueError::InvalidRequest(format!("timeout: {e}")))?;
+        let now = self.clock().now();
+        let run_id = header(&spec.timeout_headers, "Upstash-Workflow-RunId").map(str::to_owned);
+        let waiter = StoredWaiter {
+            seq: 0,
+            account_id: account,
+            event_id: event_id.to_owned(),
+            deadline: now.saturating_add(timeout),
+            spec,
+        };
+        if let Some(run) = &run_id
+            && let Some(data) = self.store().take_early_event(account, run, event_id).await?
+        {
+            self.publish_wait_result(&waiter, Some(&data)).await?;
+            return Ok(());
+        }
+        self.store()
+            .add_waiter(
+                account,
+                event_id,
+                run_id.as_deref(),
+                waiter.deadline,
+                &waiter.spec,
+            )
+            .await?;
+        self.wake_scheduler();
+        Ok(())
+    }
+
+    /// A third party's call of a workflow webhook URL (`createWebhook` / `waitForWebhook`): handed to the
+    /// run's waiter of `event_id` as the event data the SDK reads back (`method`, `proto`, `host`, `url`,
+    /// `header`, and the body in base64), or kept for the run's later wait.
+    ///
+    /// # Errors
+    /// An unknown run (404); a run that has ended (400); store failures.
+    pub async fn call_webhook(
+        &self,
+        account: AccountId,
+        run_id: &str,
+        event_id: &str,
+        call: &WebhookCall,
+    ) -> Result<Vec<Notified>, QueueError> {
+        let run = self.workflow_run(account, run_id).await?;
+        if run.state != crate::workflow::RunState::Started {
+            return Err(QueueError::WorkflowRunNotRunning(run_id.to_owned()));
+        }
+        let mut header = serde_json::Map::new();
+        for (name, value) in &call.headers {
+            if let Value::Array(values) = header
+                .entry(name.clone())
+                .or_insert_with(|| Value::Array(Vec::new()))
+            {
+                values.push(Value::String(value.clone()));
+            }
+        }
+        let data = json!({
+            "method": call.method,
+            "proto": call.proto,
+            "host": call.host,
+            "url": call.url,
+            "header": header,
+            "body": base64::engine::general_purpose::STANDARD.encode(&call.body),
+        });
+        self.notify(account, event_id, data.to_string().as_bytes(), Some(run_id))
+            .await
+    }
+
+    /// Hands `data` to every waiter of `event_id` (of `run_id`'s run only, when given). With a run id and
+    /// nobody waiting, the event is kept for that run's later wait.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn notify(
+        &self,
+        account: AccountId,
+        event_id: &str,
+        data: &[u8],
+        run_id: Option<&str>,
+    ) -> Result<Vec<Notified>, QueueError> {
+        let waiters = self.store().waiters(account, event_id, run_id).await?;
+        if waiters.is_empty()
+            && let Some(run) = run_id
+        {
+            self.store()
+                .keep_early_event(account, run, event_id, data, self.clock().now())
+                .await?;
+            return Ok(Vec::new());
+        }
+        let mut notified = Vec::with_capacity(waiters.len());
+        for waiter in waiters {
+            if !self.store().remove_waiter(waiter.seq).await? {
+                continue;
+            }
+            let (message_id, error) = match self.publish_wait_result(&waiter, Some(data)).await {
+                Ok(id) => (id, None),
+                Err(error) => (String::new(), Some(error.to_string())),
+            };
+            notified.push(Notified {
+                waiter,
+                message_id,
+                error,
+            });
+        }
+        Ok(notified)
+    }
+
+    /// The waiters of an event.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn event_waiters(
+        &self,
+        account: AccountId,
+        event_id: &str,
+    ) -> Result<Vec<StoredWaiter>, QueueError> {
+        Ok(self.store().waiters(account, event_id, None).await?)
+    }
+
+    /// Gives every waiter past its deadline its timed-out result. Returns how many timed out.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn time_out_waiters(&self) -> Result<usize, QueueError> {
+        let due = self.store().due_waiters(self.clock().now(), 256).await?;
+        let count = due.len();
+        for waiter in due {
+            if !self.store().remove_waiter(waiter.seq).await? {
+                continue;
+            }
+            if let Err(error) = self.publish_wait_result(&waiter, None).await {
+                warn!(event = %waiter.event_id, %error, "publishing a timed-out wait failed");
+            }
+        }
+        Ok(count)
+    }
+
+    /// Publishes the waiting step's result to the run: the event's data, or (`None`) a timeout.
+    async fn publish_wait_result(
+        &self,
+        waiter: &StoredWaiter,
+        data: Option<&[u8]>,
+    ) -> Result<String, QueueError> {
+        let spec = &waiter.spec;
+        let field = |name: &str| spec.step.get(name).cloned().unwrap_or(Value::Null);
+        let mut step = json!({
+            "stepId": field("stepId"),
+            "stepName": field("stepName"),
+            "stepType": spec.step.get("stepType").cloned().unwrap_or_else(|| json!("Wait")),
+            "waitEventId": waiter.event_id,
+            "waitTimeout": data.is_none(),
+            "concurrent": spec.step.get("concurrent").cloned().unwrap_or_else(|| json!(1)),
+        });
+        if let Some(target) = spec.step.get("targetStep").filter(|t| !t.is_null()) {
+            step["targetStep"] = target.clone();
+        }
+        if let Some(data) = data {
+            step["out"] = json!(base64::engine::general_purpose::STANDARD.encode(data));
+        }
+        let destination = match data {
+            Some(_) => spec.url.clone(),
+            None => spec.timeout_url.clone().unwrap_or_else(|| spec.url.clone()),
+        };
+        let headers = spec
+            .timeout_headers
+            .iter()
+            .flat_map(|(name, values)| values.iter().map(move |v| (name.clone(), v.clone())))
+            .collect();
+        let request = PublishRequest {
+            destination,
+            headers,
+            query: Vec::new(),
+            body: serde_json::to_vec(&step).unwrap_or_default(),
+            caller_ip: None,
+            schedule_id: None,
+        };
+        match self.publish(waiter.account_id, request).await? {
+            PublishOutcome::Url(published) => Ok(published.message_id.0),
+            PublishOutcome::Group(all) => {
+                Ok(all.into_iter().next().map(|p| p.message_id.0).unwrap_or_default())
+            }
+        }
+    }
+}

@@ -1,0 +1,43 @@
+//! The queue domain's store in `queue.db`, one module per noun of the queue's store traits.
+//!
+//! - `messages`: messages, attempts, dead letters, URL groups (`QueueStore`).
+//! - `control`: schedules, FIFO queues and workflow runs; `flow_control`: flow-control keys; `waiters`.
+//! - `log`: the message log's events; `listing`: pages, filters and pruning; `rows`: row conversions.
+
+mod control;
+mod flow_control;
+mod listing;
+mod log;
+mod messages;
+mod rows;
+mod waiters;
+
+use std::path::Path;
+
+use quiver_core::store::StoreResult;
+
+use crate::config::StorageConfig;
+use crate::database::Database;
+use crate::migrations;
+
+/// Messages, dead letters, events and URL groups in SQLite.
+#[derive(Debug, Clone)]
+pub struct SqliteQueueStore {
+    pub(crate) database: Database,
+}
+
+impl SqliteQueueStore {
+    /// Opens `queue.db` in `data_dir`, creating and migrating it as needed.
+    ///
+    /// # Errors
+    /// The file cannot be opened or migrated.
+    pub fn open(data_dir: &Path, config: &StorageConfig) -> StoreResult<SqliteQueueStore> {
+        let database = Database::open(&data_dir.join("queue.db"), migrations::QUEUE, config)?;
+        Ok(SqliteQueueStore { database })
+    }
+
+    /// The underlying database (for shutdown).
+    pub fn database(&self) -> &Database {
+        &self.database
+    }
+}

@@ -1,0 +1,30 @@
+//! What graph walks pass around: candidates ordered by distance, and which nodes a walk may return.
+
+use std::cmp::Ordering;
+
+/// A candidate: (distance, node). Ordered by distance.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Near(pub(crate) f32, pub(crate) u32);
+
+impl Eq for Near {}
+impl PartialOrd for Near {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Near {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.0.total_cmp(&other.0).then_with(|| self.1.cmp(&other.1))
+    }
+}
+
+/// Which nodes a beam search may return.
+#[derive(Clone, Copy)]
+pub(crate) enum Accept<'a> {
+    /// Every node, deleted ones included (building the graph: deleted nodes stay waypoints).
+    Any,
+    /// Live nodes.
+    Live,
+    /// Live nodes that pass a filter; rejected nodes are bridges to their neighbours.
+    Filter(&'a dyn Fn(usize) -> bool),
+}
