@@ -101,7 +101,7 @@ pub fn callback_message(
             spec: MessageSpec {
                 kind,
                 url: config.url.clone(),
-                method: config.method.clone(),
+                method: config.method,
                 headers,
                 max_retries: config.retries.unwrap_or(source.spec.max_retries),
                 retry_delay: config.retry_delay.clone(),

@@ -21,7 +21,6 @@ use crate::message::{
     NewEvent, NewMessage,
 };
 use crate::retry::{AttemptReport, DeliveryOutcome, decide, parse_requested_delay};
-use crate::retry_delay::RetryDelay;
 use crate::service::Queue;
 use crate::signing::sign;
 use crate::ssrf::GuardedResolver;
@@ -270,7 +269,7 @@ impl DeliveryWorker {
                 wall_clock_now(),
             )
         });
-        let method = reqwest::Method::from_bytes(spec.method.as_bytes()).unwrap_or(reqwest::Method::POST);
+        let method = spec.method.to_reqwest();
         let request = self
             .client
             .request(method, &spec.url)
@@ -378,15 +377,11 @@ impl DeliveryWorker {
         };
         let now = self.queue.clock().now();
         let spec = &message.spec;
-        let retry_delay = spec
-            .retry_delay
-            .as_deref()
-            .and_then(|source| RetryDelay::parse(source).ok());
         let outcome = decide(
             &report,
             message.retried,
             spec.max_retries,
-            retry_delay.as_ref(),
+            spec.retry_delay.as_ref(),
             now,
         );
         let response_text =

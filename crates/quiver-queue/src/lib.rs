@@ -30,6 +30,7 @@ pub mod idle;
 pub mod keys;
 pub mod llm;
 pub mod message;
+pub mod method;
 pub mod names;
 pub mod publish;
 pub mod queues;

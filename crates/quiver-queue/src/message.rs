@@ -6,6 +6,9 @@ use quiver_core::secret::append_random_token;
 use quiver_core::{AccountId, Timestamp};
 use serde::{Deserialize, Serialize};
 
+use crate::method::HttpMethod;
+use crate::retry_delay::RetryDelay;
+
 /// Identifies a message: `msg_`, 8 characters of creation time and 20 random characters.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
@@ -57,13 +60,13 @@ pub struct CallbackConfig {
     /// Where to send it.
     pub url: String,
     /// HTTP method (default POST).
-    pub method: String,
+    pub method: HttpMethod,
     /// Delivery timeout, if set.
     pub timeout_ms: Option<u64>,
     /// Retries, if set (default: the original message's).
     pub retries: Option<u32>,
     /// Retry delay expression, if set.
-    pub retry_delay: Option<String>,
+    pub retry_delay: Option<RetryDelay>,
     /// Delay before the first attempt, if set.
     pub delay_ms: Option<u64>,
     /// Headers sent with it (`*-Callback-Forward-<H>`).
@@ -111,14 +114,14 @@ pub struct MessageSpec {
     /// Destination URL.
     pub url: String,
     /// HTTP method.
-    pub method: String,
+    pub method: HttpMethod,
     /// Headers delivered with the body (forwarded headers and `Content-Type`), canonical case.
     pub headers: Vec<(String, String)>,
     /// Retries allowed after the first attempt.
     pub max_retries: u32,
     /// Retry delay expression, replacing the default backoff.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub retry_delay: Option<String>,
+    pub retry_delay: Option<RetryDelay>,
     /// Delivery timeout.
     pub timeout_ms: u64,
     /// Callback after each attempt.
@@ -472,6 +475,27 @@ mod tests {
                     .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
             );
         }
+    }
+
+    #[test]
+    fn a_stored_method_and_retry_delay_read_back_parsed_and_a_bad_one_is_an_error() {
+        let row = r#"{"kind":"publish","url":"https://example.com","method":"PUT","headers":[],
+            "max_retries":3,"retry_delay":"pow(2, retried) * 1000","timeout_ms":1000}"#;
+        let spec: MessageSpec = serde_json::from_str(row).expect("a row of the text layout reads");
+        assert_eq!(spec.method, HttpMethod::Put);
+        let delay = spec.retry_delay.as_ref().expect("parsed");
+        assert_eq!((delay.millis(0), delay.millis(3)), (1_000, 8_000));
+        let written = serde_json::to_value(&spec).unwrap();
+        assert_eq!(
+            (&written["method"], &written["retry_delay"]),
+            (
+                &serde_json::json!("PUT"),
+                &serde_json::json!("pow(2, retried) * 1000")
+            )
+        );
+        let corrupt = row.replace("pow(2, retried) * 1000", "pow(2,");
+        assert!(serde_json::from_str::<MessageSpec>(&corrupt).is_err());
+        assert!(serde_json::from_str::<MessageSpec>(&row.replace("PUT", "TRACE")).is_err());
     }
 
     #[test]

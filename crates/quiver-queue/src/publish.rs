@@ -9,16 +9,14 @@ use crate::duration::parse_duration;
 use crate::error::QueueError;
 use crate::headers::{canonical, config_key, is_private_header};
 use crate::message::{CallbackConfig, FlowControl};
+use crate::method::HttpMethod;
 use crate::retry_delay::RetryDelay;
-
-/// Methods a message may be delivered with.
-const METHODS: [&str; 6] = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"];
 
 /// Everything a publish request configures, parsed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PublishOptions {
     /// HTTP method for the destination (default POST).
-    pub method: Option<String>,
+    pub method: Option<HttpMethod>,
     /// Relative delay.
     pub delay: Option<Duration>,
     /// Absolute earliest delivery time (wins over `delay`).
@@ -26,7 +24,7 @@ pub struct PublishOptions {
     /// Retries after the first attempt.
     pub retries: Option<u32>,
     /// Retry delay expression (validated).
-    pub retry_delay: Option<String>,
+    pub retry_delay: Option<RetryDelay>,
     /// Delivery timeout.
     pub timeout: Option<Duration>,
     /// Callback after each attempt.
@@ -71,16 +69,8 @@ fn parse_retries(key: &str, value: &str) -> Result<u32, QueueError> {
         .map_err(|_| invalid(key, format!("`{value}` is not a whole number of retries")))
 }
 
-fn parse_method(key: &str, value: &str) -> Result<String, QueueError> {
-    let method = value.trim().to_ascii_uppercase();
-    if METHODS.contains(&method.as_str()) {
-        Ok(method)
-    } else {
-        Err(invalid(
-            key,
-            format!("`{value}` is not one of {}", METHODS.join(", ")),
-        ))
-    }
+fn parse_method(key: &str, value: &str) -> Result<HttpMethod, QueueError> {
+    value.parse().map_err(|e| invalid(key, e))
 }
 
 fn parse_url(key: &str, value: &str) -> Result<String, QueueError> {
@@ -92,9 +82,8 @@ fn parse_url(key: &str, value: &str) -> Result<String, QueueError> {
     Ok(value.trim().to_owned())
 }
 
-fn parse_retry_delay(key: &str, value: &str) -> Result<String, QueueError> {
-    RetryDelay::parse(value).map_err(|e| invalid(key, e))?;
-    Ok(value.to_owned())
+fn parse_retry_delay(key: &str, value: &str) -> Result<RetryDelay, QueueError> {
+    RetryDelay::parse(value).map_err(|e| invalid(key, e))
 }
 
 fn parse_bool(value: &str) -> bool {
@@ -147,7 +136,7 @@ fn callback_config(
 ) -> Result<CallbackConfig, QueueError> {
     let mut config = CallbackConfig {
         url,
-        method: "POST".into(),
+        method: HttpMethod::Post,
         timeout_ms: None,
         retries: None,
         retry_delay: None,
@@ -376,7 +365,7 @@ mod tests {
         let options = parse_publish_options(&headers, &[]).unwrap();
         assert_eq!(options.retries, Some(5));
         assert_eq!(options.delay, Some(Duration::from_secs(90)));
-        assert_eq!(options.method.as_deref(), Some("PUT"));
+        assert_eq!(options.method, Some(HttpMethod::Put));
         assert_eq!(options.labels, ["a", "b"]);
         assert_eq!(
             options.forward_headers,
@@ -418,7 +407,7 @@ mod tests {
         let options = parse_publish_options(&headers, &[]).unwrap();
         let callback = options.callback.unwrap();
         assert_eq!(callback.url, "https://example.com?foo=bar");
-        assert_eq!((callback.retries, callback.method.as_str()), (Some(2), "PUT"));
+        assert_eq!((callback.retries, callback.method), (Some(2), HttpMethod::Put));
         assert_eq!(callback.headers, pairs(&[("X-Token", "t")]));
         let failure = options.failure_callback.unwrap();
         assert_eq!((failure.timeout_ms, failure.retries), (Some(10_000), None));

@@ -4,8 +4,10 @@
 
 use std::fmt;
 
-/// A parsed expression.
-#[derive(Debug, Clone, PartialEq)]
+/// A parsed expression. Stored as the text it was written as, and parsed again when read back, so a
+/// stored spec holds a checked expression, never a string to check later. Two expressions are equal
+/// when their text is.
+#[derive(Debug, Clone)]
 pub struct RetryDelay {
     source: String,
     root: Node,
@@ -251,6 +253,27 @@ impl RetryDelay {
     /// The expression as written.
     pub fn source(&self) -> &str {
         &self.source
+    }
+}
+
+impl PartialEq for RetryDelay {
+    fn eq(&self, other: &Self) -> bool {
+        self.source == other.source
+    }
+}
+
+impl Eq for RetryDelay {}
+
+impl serde::Serialize for RetryDelay {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.source)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for RetryDelay {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let source = String::deserialize(deserializer)?;
+        RetryDelay::parse(&source).map_err(serde::de::Error::custom)
     }
 }
 

@@ -490,7 +490,7 @@ impl Queue {
         let spec = MessageSpec {
             kind: MessageKind::Publish,
             url: url.clone(),
-            method: options.method.clone().unwrap_or_else(|| "POST".into()),
+            method: options.method.unwrap_or_default(),
             headers: options.forward_headers.clone(),
             max_retries: config.effective_retries(options.retries),
             retry_delay: options.retry_delay.clone(),

@@ -38,7 +38,7 @@ fn put_body(fields: &mut Map<String, Value>, text_key: &str, base64_key: &str, b
 fn spec_fields(fields: &mut Map<String, Value>, spec: &MessageSpec) {
     let text = |value: &Option<String>| value.clone().map(Value::String);
     fields.insert("url".into(), Value::String(spec.url.clone()));
-    fields.insert("method".into(), Value::String(spec.method.clone()));
+    fields.insert("method".into(), Value::from(spec.method.as_str()));
     let headers: Vec<(String, String)> = spec
         .headers
         .iter()
@@ -58,7 +58,11 @@ fn spec_fields(fields: &mut Map<String, Value>, spec: &MessageSpec) {
     put(fields, "scheduleId", text(&spec.schedule_id));
     put(fields, "callerIP", text(&spec.caller_ip));
     put(fields, "callerIp", text(&spec.caller_ip));
-    put(fields, "retryDelayExpression", text(&spec.retry_delay));
+    put(
+        fields,
+        "retryDelayExpression",
+        spec.retry_delay.as_ref().map(|d| Value::from(d.source())),
+    );
     put(fields, "timeout", Some(json!(spec.timeout_ms)));
     if let Some(callback) = &spec.callback {
         fields.insert("callback".into(), Value::String(callback.url.clone()));
@@ -144,7 +148,7 @@ pub fn event_json(event: &Event) -> Value {
     fields.insert("state".into(), Value::String(event.state.as_str().to_owned()));
     spec_fields(&mut fields, &event.spec);
     if let Some(expression) = &event.spec.retry_delay {
-        fields.insert("retryDelayExpr".into(), Value::String(expression.clone()));
+        fields.insert("retryDelayExpr".into(), Value::from(expression.source()));
     }
     let detail = &event.detail;
     put(&mut fields, "error", detail.error.clone().map(Value::String));
@@ -212,7 +216,7 @@ pub fn schedule_json(schedule: &quiver_queue::schedule::Schedule, config: &Queue
     fields.insert("createdAt".into(), json!(schedule.created_at.as_millis()));
     fields.insert(
         "method".into(),
-        Value::String(options.method.clone().unwrap_or_else(|| "POST".into())),
+        Value::from(options.method.unwrap_or_default().as_str()),
     );
     fields.insert("isPaused".into(), Value::Bool(schedule.paused));
     fields.insert("header".into(), header_arrays(&options.forward_headers));
@@ -264,7 +268,7 @@ pub fn schedule_json(schedule: &quiver_queue::schedule::Schedule, config: &Queue
     put(
         &mut fields,
         "retryDelayExpression",
-        options.retry_delay.clone().map(Value::String),
+        options.retry_delay.as_ref().map(|d| Value::from(d.source())),
     );
     put(
         &mut fields,

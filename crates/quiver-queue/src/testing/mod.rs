@@ -12,21 +12,19 @@
 //! Each check uses accounts of its own, so checks never see each other's data, and panics with what the
 //! contract says when the store breaks it.
 
+mod fixtures;
+mod keys_and_waiters;
+
 use std::sync::Arc;
-use std::time::Duration;
 
 use quiver_core::{AccountId, Timestamp};
-use serde_json::json;
 
-use crate::message::{
-    DeadLetter, EventDetail, Message, MessageId, MessageSpec, MessageState, NewEvent, NewMessage,
-};
+use fixtures::{START, at, claim_one, enqueue, message, states};
+
+use crate::message::{DeadLetter, EventDetail, MessageId, MessageState, NewEvent, NewMessage};
 use crate::schedule::Schedule;
 use crate::store::{AttemptRecord, AttemptResolution, CancelFilter, Endpoint, Filter, QueueStore, UrlGroup};
 use crate::workflow::{RunState, RunStep, WorkflowRun};
-
-/// 2026-01-01T00:00:00Z: every check's "now".
-const START: Timestamp = Timestamp::from_millis(1_767_225_600_000);
 
 /// Runs every check against `store`, which must start empty.
 ///
@@ -47,55 +45,10 @@ pub async fn conformance(store: Arc<dyn QueueStore>) {
     schedules_fall_due_in_order_unless_paused(store).await;
     queues_are_created_once_changed_listed_and_deleted(store).await;
     workflow_runs_start_once_take_steps_while_running_and_end_once(store).await;
-}
-
-fn at(seconds: u64) -> Timestamp {
-    START.saturating_add(Duration::from_secs(seconds))
-}
-
-fn spec(url: &str) -> MessageSpec {
-    serde_json::from_value(json!({
-        "kind": "publish", "url": url, "method": "POST", "headers": [["X-A", "1"]],
-        "max_retries": 3, "timeout_ms": 1000, "labels": ["l"],
-    }))
-    .expect("a valid spec")
-}
-
-fn message(account: AccountId, url: &str, due: Timestamp) -> NewMessage {
-    NewMessage {
-        message: Message {
-            id: MessageId::generate(START),
-            account_id: account,
-            spec: spec(url),
-            body: b"body \x00 bytes".to_vec(),
-            retried: 0,
-            not_before: due,
-            created_at: START,
-        },
-        dedup: None,
-    }
-}
-
-async fn enqueue(store: &dyn QueueStore, messages: Vec<NewMessage>) -> Vec<MessageId> {
-    store
-        .enqueue(messages, START)
-        .await
-        .expect("enqueue succeeds")
-        .into_iter()
-        .map(|e| e.message_id)
-        .collect()
-}
-
-async fn states(store: &dyn QueueStore, account: AccountId, id: &MessageId) -> Vec<MessageState> {
-    let filter = Filter {
-        message_ids: vec![id.0.clone()],
-        ..Filter::default()
-    };
-    let page = store
-        .events(account, &filter, None, 100)
-        .await
-        .expect("events succeed");
-    page.items.iter().rev().map(|e| e.state).collect()
+    keys_and_waiters::flow_control_keys_hold_their_limits_across_claims(store).await;
+    keys_and_waiters::waiters_are_found_fall_due_and_are_removed_once(store).await;
+    keys_and_waiters::early_events_are_kept_until_taken_once(store).await;
+    keys_and_waiters::pruning_takes_old_finished_history_and_keeps_the_rest(store).await;
 }
 
 async fn enqueued_messages_read_back_exactly_and_only_for_their_account(store: &dyn QueueStore) {
@@ -199,17 +152,6 @@ async fn released_leases_make_messages_due_at_once(store: &dyn QueueStore) {
         again.iter().any(|m| m.id == ids[0]),
         "a released message is due at once"
     );
-}
-
-async fn claim_one(store: &dyn QueueStore, account: AccountId, url: &str) -> Message {
-    enqueue(store, vec![message(account, url, at(0))]).await;
-    store
-        .claim_due(at(5_000), 1_000, at(5_100))
-        .await
-        .expect("claim succeeds")
-        .into_iter()
-        .find(|m| m.account_id == account && m.spec.url == url)
-        .expect("the message is claimed")
 }
 
 fn event(state: MessageState) -> NewEvent {
