@@ -67,6 +67,21 @@ impl QueueAccount {
     }
 }
 
+/// The account of a queue token that may change things. A read-only token is refused (403) here, before
+/// the body is read, so a write route answers it the same whatever the body.
+#[derive(Debug, Clone)]
+pub struct QueueWriter(pub QueueAccount);
+
+impl FromRequestParts<AppState> for QueueWriter {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let account = QueueAccount::from_request_parts(parts, state).await?;
+        account.require_write()?;
+        Ok(QueueWriter(account))
+    }
+}
+
 /// The bearer token of a request: the `Authorization` header, else a token query parameter.
 pub fn bearer_token(parts: &Parts, query_names: &[&str]) -> Option<String> {
     if let Some(value) = parts

@@ -1,10 +1,12 @@
-//! Request extractors whose rejections use our envelopes, and typed field parsing that names the field.
+//! Request extractors whose rejections use our envelopes: [`Typed`] reads a body into a wire type,
+//! [`JsonBody`] and [`Fields`] read untyped JSON with errors that name the field.
 
 use std::str::FromStr;
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
 use axum::http::StatusCode;
+use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use crate::error::ApiError;
@@ -13,27 +15,64 @@ use crate::error::ApiError;
 #[derive(Debug, Clone)]
 pub struct JsonBody(pub Value);
 
+/// Reads a whole body; a body larger than the route accepts is a 413 in our envelope.
+async fn body_bytes<S: Send + Sync>(request: Request, state: &S) -> Result<Bytes, ApiError> {
+    Bytes::from_request(request, state).await.map_err(|rejection| {
+        let status = rejection.status();
+        if status == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::new(status, "request body is larger than this route accepts")
+        } else {
+            ApiError::new(
+                status,
+                format!("could not read the request body: {}", rejection.body_text()),
+            )
+        }
+    })
+}
+
 impl<S: Send + Sync> FromRequest<S> for JsonBody {
     type Rejection = ApiError;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
-        let bytes = Bytes::from_request(request, state).await.map_err(|rejection| {
-            let status = rejection.status();
-            if status == StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::new(status, "request body is larger than this route accepts")
-            } else {
-                ApiError::new(
-                    status,
-                    format!("could not read the request body: {}", rejection.body_text()),
-                )
-            }
-        })?;
+        let bytes = body_bytes(request, state).await?;
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Ok(JsonBody(Value::Null));
         }
         serde_json::from_slice(&bytes)
             .map(JsonBody)
             .map_err(|error| ApiError::bad_request(format!("request body is not valid JSON: {error}")))
+    }
+}
+
+/// A JSON body read into the wire type `T`, whatever the content type; an empty body reads as `null`.
+/// A value that does not fit is a 400 that names where it is (`endpoints[1].url: invalid type: ...`).
+#[derive(Debug, Clone)]
+pub struct Typed<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Typed<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
+        let bytes = body_bytes(request, state).await?;
+        let text: &[u8] = if bytes.iter().all(u8::is_ascii_whitespace) {
+            b"null"
+        } else {
+            &bytes
+        };
+        let mut deserializer = serde_json::Deserializer::from_slice(text);
+        let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
+            let path = error.path().to_string();
+            let cause = error.into_inner();
+            if path == "." {
+                ApiError::bad_request(format!("request body: {cause}"))
+            } else {
+                ApiError::bad_request(format!("{path}: {cause}"))
+            }
+        })?;
+        deserializer
+            .end()
+            .map_err(|error| ApiError::bad_request(format!("request body: {error}")))?;
+        Ok(Typed(value))
     }
 }
 
@@ -174,6 +213,51 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[derive(Debug, serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Endpoints {
+        endpoints: Vec<Endpoint>,
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Endpoint {
+        url: Option<String>,
+    }
+
+    async fn typed(body: &str) -> Result<Endpoints, String> {
+        let request = Request::builder()
+            .header("content-type", "text/plain")
+            .body(axum::body::Body::from(body.to_owned()))
+            .unwrap();
+        Typed::<Endpoints>::from_request(request, &())
+            .await
+            .map(|Typed(value)| value)
+            .map_err(|error| error.message().to_owned())
+    }
+
+    #[tokio::test]
+    async fn typed_bodies_name_where_a_value_does_not_fit() {
+        let read = typed(r#"{"endpoints": [{"url": "https://a"}, {}]}"#)
+            .await
+            .unwrap();
+        let urls: Vec<Option<&str>> = read.endpoints.iter().map(|e| e.url.as_deref()).collect();
+        assert_eq!(urls, [Some("https://a"), None]);
+        let wrong = typed(r#"{"endpoints": [{"url": "https://a"}, {"url": 7}]}"#)
+            .await
+            .unwrap_err();
+        assert!(
+            wrong.starts_with("endpoints[1].url: invalid type: integer `7`"),
+            "{wrong}"
+        );
+        let unknown = typed(r#"{"endpoints": [], "extra": 1}"#).await.unwrap_err();
+        assert!(unknown.contains("unknown field `extra`"), "{unknown}");
+        let empty = typed("  ").await.unwrap_err();
+        assert!(empty.starts_with("request body: invalid type: null"), "{empty}");
+        let trailing = typed(r#"{"endpoints": []} x"#).await.unwrap_err();
+        assert!(trailing.starts_with("request body:"), "{trailing}");
+    }
 
     #[test]
     fn field_errors_name_the_field_and_what_is_allowed() {

@@ -6,7 +6,7 @@ use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use crate::auth::QueueAccount;
+use crate::auth::{QueueAccount, QueueWriter};
 use crate::error::ApiResult;
 use crate::extract::JsonBody;
 use crate::queue::params::Params;
@@ -186,11 +186,10 @@ pub(crate) async fn delete_selected_dead_letters(
 
 pub(crate) async fn retry_dead_letter(
     State(state): State<AppState>,
-    caller: QueueAccount,
+    QueueWriter(caller): QueueWriter,
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    caller.require_write()?;
     let message_id = state
         .queue
         .retry_dead_letter(caller.account.id, &id, &header_pairs(&headers))
@@ -200,12 +199,11 @@ pub(crate) async fn retry_dead_letter(
 
 pub(crate) async fn retry_dead_letters(
     State(state): State<AppState>,
-    caller: QueueAccount,
+    QueueWriter(caller): QueueWriter,
     uri: Uri,
     headers: HeaderMap,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Json<Value>> {
-    caller.require_write()?;
     let (ids, cursor) = selected_dead_letters(&state, &caller, &uri, &body, false).await?;
     let headers = header_pairs(&headers);
     let mut responses = Vec::with_capacity(ids.len());

@@ -8,7 +8,7 @@ use axum::http::StatusCode;
 use quiver_queue::flow::{FlowControlChange, FlowControlState};
 use serde::Serialize;
 
-use crate::auth::QueueAccount;
+use crate::auth::{QueueAccount, QueueWriter};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 
@@ -86,11 +86,10 @@ pub(crate) async fn global_parallelism(
 /// `pause`, `resume`, `pin`, `unpin` or `resetRate` on a key.
 pub(crate) async fn change_flow_control(
     State(state): State<AppState>,
-    caller: QueueAccount,
+    QueueWriter(caller): QueueWriter,
     Path((key, action)): Path<(String, String)>,
     Query(query): Query<HashMap<String, String>>,
 ) -> ApiResult<StatusCode> {
-    caller.require_write()?;
     let number = |name: &str| -> ApiResult<Option<u64>> {
         match query.get(name).map(|v| v.trim()).filter(|v| !v.is_empty()) {
             None => Ok(None),

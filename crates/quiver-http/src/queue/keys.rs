@@ -4,7 +4,7 @@ use axum::Json;
 use axum::extract::State;
 use serde_json::{Value, json};
 
-use crate::auth::QueueAccount;
+use crate::auth::{QueueAccount, QueueWriter};
 use crate::error::ApiResult;
 use crate::state::AppState;
 
@@ -14,9 +14,8 @@ pub(crate) async fn get_keys(caller: QueueAccount) -> Json<Value> {
 
 pub(crate) async fn rotate_keys(
     State(state): State<AppState>,
-    caller: QueueAccount,
+    QueueWriter(caller): QueueWriter,
 ) -> ApiResult<Json<Value>> {
-    caller.require_write()?;
     let rotated = state.admin.rotate_signing_keys(&caller.account).await?;
     Ok(Json(
         json!({"current": rotated.current_signing_key, "next": rotated.next_signing_key}),

@@ -6,17 +6,16 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::Response;
 
-use crate::auth::QueueAccount;
+use crate::auth::QueueWriter;
 use crate::error::ApiResult;
 use crate::extract::RawBody;
 use crate::state::AppState;
 
 pub(crate) async fn chat_completions(
     State(state): State<AppState>,
-    caller: QueueAccount,
+    QueueWriter(_caller): QueueWriter,
     RawBody(body): RawBody,
 ) -> ApiResult<Response> {
-    caller.require_write()?;
     let answer = state.queue.chat_completions(&body).await?;
     let status = StatusCode::from_u16(answer.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
     let content_type = answer.headers().get(header::CONTENT_TYPE).cloned();

@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use quiver_queue::{PublishOutcome, PublishRequest};
 use serde_json::{Value, json};
 
-use crate::auth::QueueAccount;
+use crate::auth::{QueueAccount, QueueWriter};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Fields, JsonBody};
 use crate::queue::params::Params;
@@ -28,10 +28,9 @@ fn publish_answer(outcome: &PublishOutcome) -> Response {
 
 pub(crate) async fn publish(
     State(state): State<AppState>,
-    caller: QueueAccount,
+    QueueWriter(caller): QueueWriter,
     PublishForm(request): PublishForm,
 ) -> ApiResult<Response> {
-    caller.require_write()?;
     let outcome = state.queue.publish(caller.account.id, request).await?;
     Ok(publish_answer(&outcome))
 }
@@ -39,10 +38,9 @@ pub(crate) async fn publish(
 /// `POST /v2/enqueue/{queue}/{destination}`: a publish into a FIFO queue.
 pub(crate) async fn enqueue(
     State(state): State<AppState>,
-    caller: QueueAccount,
+    QueueWriter(caller): QueueWriter,
     PublishForm(mut request): PublishForm,
 ) -> ApiResult<Response> {
-    caller.require_write()?;
     let Some((queue, destination)) = request.destination.split_once('/') else {
         return Err(ApiError::bad_request(
             "use /v2/enqueue/<queue name>/<destination>",
@@ -107,11 +105,10 @@ pub(crate) fn batch_item(item: &Value, caller_ip: &str) -> Result<PublishRequest
 
 pub(crate) async fn batch(
     State(state): State<AppState>,
-    caller: QueueAccount,
+    QueueWriter(caller): QueueWriter,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Json<Vec<Value>>> {
-    caller.require_write()?;
     let Value::Array(items) = body else {
         return Err(ApiError::bad_request(
             "request body must be a JSON array of messages",
@@ -156,10 +153,9 @@ pub(crate) async fn get_message(
 
 pub(crate) async fn cancel_message(
     State(state): State<AppState>,
-    caller: QueueAccount,
+    QueueWriter(caller): QueueWriter,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Value>> {
-    caller.require_write()?;
     state.queue.cancel(caller.account.id, &id).await?;
     Ok(Json(json!({"cancelled": 1})))
 }
@@ -168,11 +164,10 @@ pub(crate) async fn cancel_message(
 /// none is given). `count` is accepted and ignored, as the SDKs document: a bulk cancel takes every match.
 pub(crate) async fn cancel_messages(
     State(state): State<AppState>,
-    caller: QueueAccount,
+    QueueWriter(caller): QueueWriter,
     uri: Uri,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Json<Value>> {
-    caller.require_write()?;
     let mut params = Params::new(&uri, &body)?;
     let ids = params.list("messageIds");
     let filter = params.cancel_filter()?;

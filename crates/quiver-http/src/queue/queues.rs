@@ -3,11 +3,12 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::auth::QueueAccount;
+use crate::auth::{QueueAccount, QueueWriter};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{Fields, JsonBody};
+use crate::extract::Typed;
 use crate::state::AppState;
 
 pub(crate) fn queue_json(record: &quiver_queue::store::QueueRecord) -> Value {
@@ -21,20 +22,31 @@ pub(crate) fn queue_json(record: &quiver_queue::store::QueueRecord) -> Value {
     })
 }
 
+/// The body of creating or changing a FIFO queue.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct UpsertQueueBody {
+    queue_name: String,
+    /// Most messages of the queue delivered at once (default 1).
+    #[serde(default)]
+    parallelism: Option<u32>,
+    #[serde(default)]
+    paused: Option<bool>,
+}
+
 pub(crate) async fn upsert_queue(
     State(state): State<AppState>,
-    caller: QueueAccount,
-    JsonBody(body): JsonBody,
+    QueueWriter(caller): QueueWriter,
+    Typed(body): Typed<UpsertQueueBody>,
 ) -> ApiResult<StatusCode> {
-    caller.require_write()?;
-    let fields = Fields::of(&body)?;
-    let name = fields.required_str("queueName")?;
-    let parallelism = fields.optional_u32("parallelism")?.unwrap_or(1);
-    let paused = match body.get("paused") {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(paused)) => *paused,
-        Some(_) => return Err(ApiError::bad_request("paused: must be true or false")),
-    };
+    if body.queue_name.is_empty() {
+        return Err(ApiError::bad_request("queueName: is required"));
+    }
+    let (name, parallelism, paused) = (
+        body.queue_name.as_str(),
+        body.parallelism.unwrap_or(1),
+        body.paused.unwrap_or(false),
+    );
     state
         .queue
         .upsert_queue(caller.account.id, name, parallelism, paused)
@@ -69,20 +81,18 @@ pub(crate) async fn get_queue(
 
 pub(crate) async fn delete_queue(
     State(state): State<AppState>,
-    caller: QueueAccount,
+    QueueWriter(caller): QueueWriter,
     Path(name): Path<String>,
 ) -> ApiResult<StatusCode> {
-    caller.require_write()?;
     state.queue.delete_queue(caller.account.id, &name).await?;
     Ok(StatusCode::OK)
 }
 
 pub(crate) async fn pause_queue(
     State(state): State<AppState>,
-    caller: QueueAccount,
+    QueueWriter(caller): QueueWriter,
     Path(name): Path<String>,
 ) -> ApiResult<StatusCode> {
-    caller.require_write()?;
     state
         .queue
         .set_queue_paused(caller.account.id, &name, true)
@@ -92,10 +102,9 @@ pub(crate) async fn pause_queue(
 
 pub(crate) async fn resume_queue(
     State(state): State<AppState>,
-    caller: QueueAccount,
+    QueueWriter(caller): QueueWriter,
     Path(name): Path<String>,
 ) -> ApiResult<StatusCode> {
-    caller.require_write()?;
     state
         .queue
         .set_queue_paused(caller.account.id, &name, false)

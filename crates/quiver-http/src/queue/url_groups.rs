@@ -1,14 +1,17 @@
 //! URL groups (`/v2/topics`): list, read, delete, add and remove endpoints, default headers (SPEC C2, C5).
 
+use std::collections::BTreeMap;
+
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use quiver_queue::store::Endpoint;
+use serde::Deserialize;
 use serde_json::Value;
 
-use crate::auth::QueueAccount;
+use crate::auth::{QueueAccount, QueueWriter};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{Fields, JsonBody};
+use crate::extract::Typed;
 use crate::queue::wire::url_group_json;
 use crate::state::AppState;
 
@@ -32,46 +35,59 @@ pub(crate) async fn get_url_group(
 
 pub(crate) async fn delete_url_group(
     State(state): State<AppState>,
-    caller: QueueAccount,
+    QueueWriter(caller): QueueWriter,
     Path(name): Path<String>,
 ) -> ApiResult<StatusCode> {
-    caller.require_write()?;
     state.queue.delete_url_group(caller.account.id, &name).await?;
     Ok(StatusCode::OK)
 }
 
-/// The `endpoints` array of a body as (name, url) pairs.
-fn endpoint_references(body: &Value) -> ApiResult<Vec<(Option<String>, Option<String>)>> {
-    let Some(Value::Array(items)) = body.get("endpoints") else {
-        return Err(ApiError::bad_request(
-            "endpoints: is required and must be an array of {name, url} objects",
-        ));
-    };
-    items
-        .iter()
-        .map(|item| {
-            let fields = Fields::of(item)
-                .map_err(|_| ApiError::bad_request("endpoints: each endpoint must be an object"))?;
-            Ok((
-                fields.optional_str("name")?.map(str::to_owned),
-                fields.optional_str("url")?.map(str::to_owned),
-            ))
-        })
-        .collect()
+/// The body of adding or removing endpoints: `{"endpoints": [{"name"?, "url"?}]}`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct EndpointsBody {
+    endpoints: Vec<EndpointRef>,
+}
+
+/// An endpoint as a request names it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EndpointRef {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    url: Option<String>,
+}
+
+/// The body of setting a URL group's default headers: `{"headers": {name: value or [values]}}`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct DefaultHeadersBody {
+    headers: BTreeMap<String, HeaderValues>,
+}
+
+/// A header's value, or its values (joined with `", "`).
+#[derive(Debug, Deserialize)]
+#[serde(untagged, expecting = "a string or an array of strings")]
+enum HeaderValues {
+    One(String),
+    Many(Vec<String>),
 }
 
 pub(crate) async fn add_endpoints(
     State(state): State<AppState>,
-    caller: QueueAccount,
+    QueueWriter(caller): QueueWriter,
     Path(name): Path<String>,
-    JsonBody(body): JsonBody,
+    Typed(body): Typed<EndpointsBody>,
 ) -> ApiResult<StatusCode> {
-    caller.require_write()?;
-    let endpoints = endpoint_references(&body)?
+    let endpoints = body
+        .endpoints
         .into_iter()
-        .map(|(name, url)| {
-            url.map(|url| Endpoint { name, url })
-                .ok_or_else(|| ApiError::bad_request("endpoints: each endpoint needs a url"))
+        .enumerate()
+        .map(|(position, EndpointRef { name, url })| {
+            url.filter(|url| !url.is_empty())
+                .map(|url| Endpoint { name, url })
+                .ok_or_else(|| ApiError::bad_request(format!("endpoints[{position}].url: is required")))
         })
         .collect::<ApiResult<Vec<_>>>()?;
     state
@@ -83,12 +99,15 @@ pub(crate) async fn add_endpoints(
 
 pub(crate) async fn remove_endpoints(
     State(state): State<AppState>,
-    caller: QueueAccount,
+    QueueWriter(caller): QueueWriter,
     Path(name): Path<String>,
-    JsonBody(body): JsonBody,
+    Typed(body): Typed<EndpointsBody>,
 ) -> ApiResult<StatusCode> {
-    caller.require_write()?;
-    let references = endpoint_references(&body)?;
+    let references = body
+        .endpoints
+        .into_iter()
+        .map(|EndpointRef { name, url }| (name, url))
+        .collect();
     state
         .queue
         .remove_endpoints(caller.account.id, &name, references)
@@ -98,37 +117,18 @@ pub(crate) async fn remove_endpoints(
 
 pub(crate) async fn set_default_headers(
     State(state): State<AppState>,
-    caller: QueueAccount,
+    QueueWriter(caller): QueueWriter,
     Path(name): Path<String>,
-    JsonBody(body): JsonBody,
+    Typed(body): Typed<DefaultHeadersBody>,
 ) -> ApiResult<StatusCode> {
-    caller.require_write()?;
-    let Some(Value::Object(map)) = body.get("headers") else {
-        return Err(ApiError::bad_request(
-            "headers: is required and must be an object of header name to value",
-        ));
-    };
-    let mut headers = Vec::with_capacity(map.len());
-    for (header, value) in map {
-        let text = match value {
-            Value::String(text) => text.clone(),
-            Value::Array(values) => values
-                .iter()
-                .map(|v| {
-                    v.as_str().map(str::to_owned).ok_or_else(|| {
-                        ApiError::bad_request(format!("headers: `{header}` values must be strings"))
-                    })
-                })
-                .collect::<ApiResult<Vec<_>>>()?
-                .join(", "),
-            Value::Null | Value::Bool(_) | Value::Number(_) | Value::Object(_) => {
-                return Err(ApiError::bad_request(format!(
-                    "headers: `{header}` must be a string or an array of strings"
-                )));
-            }
-        };
-        headers.push((header.clone(), text));
-    }
+    let headers = body
+        .headers
+        .into_iter()
+        .map(|(name, values)| match values {
+            HeaderValues::One(value) => (name, value),
+            HeaderValues::Many(values) => (name, values.join(", ")),
+        })
+        .collect();
     state
         .queue
         .set_default_headers(caller.account.id, &name, headers)

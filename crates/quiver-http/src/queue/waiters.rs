@@ -10,7 +10,7 @@ use quiver_queue::waiters::{Notified, StoredWaiter};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::auth::QueueAccount;
+use crate::auth::{QueueAccount, QueueWriter};
 use crate::error::ApiResult;
 use crate::extract::RawBody;
 use crate::state::AppState;
@@ -65,11 +65,10 @@ impl From<Notified> for NotifyOut {
 
 pub(crate) async fn wait_for_event(
     State(state): State<AppState>,
-    caller: QueueAccount,
+    QueueWriter(caller): QueueWriter,
     Path(event_id): Path<String>,
     RawBody(body): RawBody,
 ) -> ApiResult<StatusCode> {
-    caller.require_write()?;
     state
         .queue
         .wait_for_event(caller.account.id, &event_id, &body)
@@ -79,11 +78,10 @@ pub(crate) async fn wait_for_event(
 
 pub(crate) async fn notify(
     State(state): State<AppState>,
-    caller: QueueAccount,
+    QueueWriter(caller): QueueWriter,
     Path(event_id): Path<String>,
     RawBody(body): RawBody,
 ) -> ApiResult<(StatusCode, Json<Vec<NotifyOut>>)> {
-    caller.require_write()?;
     let notified = state
         .queue
         .notify(caller.account.id, &event_id, &body, None)
@@ -98,11 +96,10 @@ pub(crate) async fn notify(
 /// run waiting yet, the event is kept for its wait and the array is empty.
 pub(crate) async fn notify_run(
     State(state): State<AppState>,
-    caller: QueueAccount,
+    QueueWriter(caller): QueueWriter,
     Path((run_id, event_id)): Path<(String, String)>,
     RawBody(body): RawBody,
 ) -> ApiResult<(StatusCode, Json<Vec<NotifyOut>>)> {
-    caller.require_write()?;
     let notified = state
         .queue
         .notify(caller.account.id, &event_id, &body, Some(&run_id))

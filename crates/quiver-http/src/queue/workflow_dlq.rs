@@ -7,7 +7,7 @@ use axum::http::{HeaderMap, Uri};
 use quiver_queue::workflows::RunRecovery;
 use serde_json::{Value, json};
 
-use crate::auth::QueueAccount;
+use crate::auth::{QueueAccount, QueueWriter};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::queue::dead_letters::selected_dead_letters;
@@ -56,13 +56,12 @@ fn recovery(action: &str) -> ApiResult<RunRecovery> {
 /// `{workflowRuns: [{workflowRunId, workflowCreatedAt}], cursor}`.
 pub(crate) async fn recover_many(
     State(state): State<AppState>,
-    caller: QueueAccount,
+    QueueWriter(caller): QueueWriter,
     Path(action): Path<String>,
     uri: Uri,
     headers: HeaderMap,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Json<Value>> {
-    caller.require_write()?;
     let how = recovery(&action)?;
     let (ids, cursor) = selected_dead_letters(&state, &caller, &uri, &body, true).await?;
     let headers = header_pairs(&headers);
@@ -84,11 +83,10 @@ pub(crate) async fn recover_many(
 /// `callback` sends the dead letter's failure callback again.
 pub(crate) async fn recover_one(
     State(state): State<AppState>,
-    caller: QueueAccount,
+    QueueWriter(caller): QueueWriter,
     Path((action, id)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> ApiResult<Json<Value>> {
-    caller.require_write()?;
     let (run_id, created_at) = if action == "callback" {
         state.queue.retry_failure_callback(caller.account.id, &id).await?
     } else {

@@ -8,7 +8,7 @@ use quiver_queue::workflow::RunState;
 use quiver_queue::workflows::RunSelection;
 use serde_json::{Value, json};
 
-use crate::auth::QueueAccount;
+use crate::auth::{QueueAccount, QueueWriter};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, RawBody};
 use crate::queue::params::Params;
@@ -17,10 +17,9 @@ use crate::state::AppState;
 
 pub(crate) async fn trigger(
     State(state): State<AppState>,
-    caller: QueueAccount,
+    QueueWriter(caller): QueueWriter,
     PublishForm(request): PublishForm,
 ) -> ApiResult<Json<Value>> {
-    caller.require_write()?;
     let (run_id, created_at) = state.queue.trigger(caller.account.id, request).await?;
     Ok(Json(
         json!({"workflowRunId": run_id, "workflowCreatedAt": created_at}),
@@ -31,12 +30,11 @@ pub(crate) async fn trigger(
 /// normally with the body as its result.
 pub(crate) async fn end_run(
     State(state): State<AppState>,
-    caller: QueueAccount,
+    QueueWriter(caller): QueueWriter,
     Path(id): Path<String>,
     uri: Uri,
     RawBody(body): RawBody,
 ) -> ApiResult<StatusCode> {
-    caller.require_write()?;
     let pairs = query_pairs(&uri);
     if query_one(&pairs, "cancel") == Some("false") {
         let response = (!body.is_empty()).then(|| String::from_utf8_lossy(&body).into_owned());
@@ -53,11 +51,10 @@ pub(crate) async fn end_run(
 /// given; from the query or a JSON body. A key it does not know is a 400, never "all".
 pub(crate) async fn cancel_runs(
     State(state): State<AppState>,
-    caller: QueueAccount,
+    QueueWriter(caller): QueueWriter,
     uri: Uri,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Json<Value>> {
-    caller.require_write()?;
     let mut params = Params::new(&uri, &body)?;
     let names_runs = params.has("workflowRunIds");
     let run_ids = params.list("workflowRunIds");

@@ -57,11 +57,18 @@ fn is_wire_time(text: &str) -> bool {
 #[tokio::test]
 async fn stats_count_queries_and_updates_and_shape_every_series() {
     let mut server = TestServer::embedded().await;
-    // Start on a whole minute, so the manual clock's steps land in known points.
+    // Start on a whole minute, so the manual clock's steps land in known points, and not in the last
+    // ten minutes of a UTC day, whose end would reset the daily counts the test reads.
     let now = server.clock().now().as_millis();
+    let (day, ten_minutes) = (86_400_000, 600_000);
+    let start = if now % day > day - ten_minutes {
+        now - now % day + day
+    } else {
+        now - now % 60_000
+    };
     server
         .clock()
-        .set(quiver_core::Timestamp::from_millis(now - now % 60_000 + 5_000));
+        .set(quiver_core::Timestamp::from_millis(start + 5_000));
     let record = server.create_vector_index(json!({"name": "s", "region": "us-east-1", "similarity_function": "COSINE", "dimension_count": 2})).await;
     let (id, token) = (
         record["id"].as_str().unwrap().to_owned(),
