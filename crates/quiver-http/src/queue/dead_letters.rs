@@ -4,22 +4,31 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::auth::{QueueAccount, QueueWriter};
-use crate::error::ApiResult;
+use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::queue::params::Params;
 use crate::queue::request::header_pairs;
-use crate::queue::wire::dead_letter_json;
+use crate::queue::wire::DeadLetterOut;
 use crate::state::AppState;
 
 pub(crate) async fn list_dead_letters(
     State(state): State<AppState>,
     caller: QueueAccount,
     uri: Uri,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<DeadLettersPage>> {
     list_selected_dead_letters(&state, &caller, &uri, false).await
+}
+
+/// A page of dead letters.
+#[derive(Debug, Serialize)]
+pub(crate) struct DeadLettersPage {
+    messages: Vec<DeadLetterOut>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cursor: Option<String>,
 }
 
 /// A page of dead letters: `{"messages", "cursor"?}`, of workflow runs only when `workflows_only`.
@@ -28,7 +37,7 @@ pub(crate) async fn list_selected_dead_letters(
     caller: &QueueAccount,
     uri: &Uri,
     workflows_only: bool,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<DeadLettersPage>> {
     let mut params = Params::new(uri, &Value::Null)?;
     let mut filter = params.message_filter(true)?;
     filter.workflow_only |= workflows_only;
@@ -40,55 +49,51 @@ pub(crate) async fn list_selected_dead_letters(
         .queue
         .dead_letters(caller.account.id, &filter, cursor.as_deref(), count)
         .await?;
-    let messages = dead_letters_json(state, caller, &page.items).await?;
-    let mut answer = json!({"messages": messages});
-    if let Some(cursor) = page.cursor {
-        answer["cursor"] = Value::String(cursor);
-    }
-    Ok(Json(answer))
+    Ok(Json(DeadLettersPage {
+        messages: dead_letters_out(state, caller, &page.items).await?,
+        cursor: page.cursor,
+    }))
 }
 
 pub(crate) async fn get_dead_letter(
     State(state): State<AppState>,
     caller: QueueAccount,
     Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<DeadLetterOut>> {
     let dead = state.queue.dead_letter(caller.account.id, &id).await?;
-    let mut answers = dead_letters_json(&state, &caller, std::slice::from_ref(&dead)).await?;
-    Ok(Json(answers.pop().unwrap_or(Value::Null)))
+    let mut answers = dead_letters_out(&state, &caller, std::slice::from_ref(&dead)).await?;
+    answers
+        .pop()
+        .map(Json)
+        .ok_or_else(|| ApiError::internal(&"a dead letter read back as nothing"))
 }
 
 /// Dead letters as the wire shows them; those of workflow runs also carry `workflowRunId`, `workflowUrl`
 /// and the run's `workflowCreatedAt` (a run no longer stored leaves that field out).
-pub(crate) async fn dead_letters_json(
+pub(crate) async fn dead_letters_out(
     state: &AppState,
     caller: &QueueAccount,
     dead_letters: &[quiver_queue::message::DeadLetter],
-) -> ApiResult<Vec<Value>> {
+) -> ApiResult<Vec<DeadLetterOut>> {
     let mut created: std::collections::HashMap<String, Option<i64>> = std::collections::HashMap::new();
     let mut answers = Vec::with_capacity(dead_letters.len());
     for dead in dead_letters {
-        let mut answer = dead_letter_json(dead);
-        let spec = &dead.message.spec;
-        if let (Some(run_id), Value::Object(fields)) = (&spec.workflow_run_id, &mut answer) {
-            if !created.contains_key(run_id) {
-                let at = match state.queue.workflow_run(caller.account.id, run_id).await {
-                    Ok(run) => Some(run.created_at.as_millis()),
-                    Err(quiver_queue::QueueError::WorkflowRunNotFound(_)) => None,
-                    Err(error) => return Err(error.into()),
-                };
-                created.insert(run_id.clone(), at);
-            }
-            fields.insert("workflowRunId".into(), json!(run_id));
-            fields.insert(
-                "workflowUrl".into(),
-                json!(spec.workflow_url.as_deref().unwrap_or(&spec.url)),
-            );
-            if let Some(Some(at)) = created.get(run_id) {
-                fields.insert("workflowCreatedAt".into(), json!(at));
-            }
-        }
-        answers.push(answer);
+        let run_created_at = match &dead.message.spec.workflow_run_id {
+            Some(run_id) => match created.get(run_id) {
+                Some(at) => *at,
+                None => {
+                    let at = match state.queue.workflow_run(caller.account.id, run_id).await {
+                        Ok(run) => Some(run.created_at.as_millis()),
+                        Err(quiver_queue::QueueError::WorkflowRunNotFound(_)) => None,
+                        Err(error) => return Err(error.into()),
+                    };
+                    created.insert(run_id.clone(), at);
+                    at
+                }
+            },
+            None => None,
+        };
+        answers.push(DeadLetterOut::of(dead, run_created_at));
     }
     Ok(answers)
 }

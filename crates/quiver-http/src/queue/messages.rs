@@ -7,6 +7,7 @@ use axum::extract::{ConnectInfo, Path, State};
 use axum::http::{StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use quiver_queue::{PublishOutcome, PublishRequest};
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::auth::{QueueAccount, QueueWriter};
@@ -14,7 +15,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::{Fields, JsonBody};
 use crate::queue::params::Params;
 use crate::queue::request::PublishForm;
-use crate::queue::wire::{message_json, publish_outcome_json};
+use crate::queue::wire::{MessageOut, PublishOutcomeOut};
 use crate::state::AppState;
 
 /// The answer to a publish: 200, or 202 when the message was deduplicated.
@@ -23,7 +24,7 @@ fn publish_answer(outcome: &PublishOutcome) -> Response {
         PublishOutcome::Url(published) if published.deduplicated => StatusCode::ACCEPTED,
         PublishOutcome::Url(_) | PublishOutcome::Group(_) => StatusCode::OK,
     };
-    (status, Json(publish_outcome_json(outcome))).into_response()
+    (status, Json(PublishOutcomeOut::of(outcome))).into_response()
 }
 
 pub(crate) async fn publish(
@@ -103,12 +104,25 @@ pub(crate) fn batch_item(item: &Value, caller_ip: &str) -> Result<PublishRequest
     })
 }
 
+/// One answer of a batch: what was published, or why an item was not.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub(crate) enum BatchAnswer {
+    /// The item was published.
+    Published(PublishOutcomeOut),
+    /// The item was refused.
+    Error {
+        /// Why.
+        error: String,
+    },
+}
+
 pub(crate) async fn batch(
     State(state): State<AppState>,
     QueueWriter(caller): QueueWriter,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     JsonBody(body): JsonBody,
-) -> ApiResult<Json<Vec<Value>>> {
+) -> ApiResult<Json<Vec<BatchAnswer>>> {
     let Value::Array(items) = body else {
         return Err(ApiError::bad_request(
             "request body must be a JSON array of messages",
@@ -131,11 +145,17 @@ pub(crate) async fn batch(
     let answers = parsed
         .into_iter()
         .map(|item| match item {
-            Err(error) => json!({"error": error.message()}),
+            Err(error) => BatchAnswer::Error {
+                error: error.into_reported_message(),
+            },
             Ok(_) => match outcomes.next() {
-                Some(Ok(outcome)) => publish_outcome_json(&outcome),
-                Some(Err(error)) => json!({"error": ApiError::from(error).message()}),
-                None => json!({"error": "not published"}),
+                Some(Ok(outcome)) => BatchAnswer::Published(PublishOutcomeOut::of(&outcome)),
+                Some(Err(error)) => BatchAnswer::Error {
+                    error: ApiError::from(error).into_reported_message(),
+                },
+                None => BatchAnswer::Error {
+                    error: "not published".into(),
+                },
             },
         })
         .collect();
@@ -146,9 +166,9 @@ pub(crate) async fn get_message(
     State(state): State<AppState>,
     caller: QueueAccount,
     Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<MessageOut>> {
     let message = state.queue.message(caller.account.id, &id).await?;
-    Ok(Json(message_json(&message)))
+    Ok(Json(MessageOut::of(&message)))
 }
 
 pub(crate) async fn cancel_message(

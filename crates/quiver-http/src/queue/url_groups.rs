@@ -7,28 +7,27 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use quiver_queue::store::Endpoint;
 use serde::Deserialize;
-use serde_json::Value;
 
 use crate::auth::{QueueAccount, QueueWriter};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::Typed;
-use crate::queue::wire::url_group_json;
+use crate::queue::wire::UrlGroupOut;
 use crate::state::AppState;
 
 pub(crate) async fn list_url_groups(
     State(state): State<AppState>,
     caller: QueueAccount,
-) -> ApiResult<Json<Vec<Value>>> {
+) -> ApiResult<Json<Vec<UrlGroupOut>>> {
     let groups = state.queue.url_groups(caller.account.id).await?;
-    Ok(Json(groups.iter().map(url_group_json).collect()))
+    Ok(Json(groups.iter().map(UrlGroupOut::of).collect()))
 }
 
 pub(crate) async fn get_url_group(
     State(state): State<AppState>,
     caller: QueueAccount,
     Path(name): Path<String>,
-) -> ApiResult<Json<Value>> {
-    Ok(Json(url_group_json(
+) -> ApiResult<Json<UrlGroupOut>> {
+    Ok(Json(UrlGroupOut::of(
         &state.queue.url_group(caller.account.id, &name).await?,
     )))
 }

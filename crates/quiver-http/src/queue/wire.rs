@@ -1,24 +1,43 @@
-//! The queue's wire shapes (wire-format §3.4-§3.11): messages, dead letters, events, URL groups.
+//! The queue's wire shapes (wire-format §3.4-§3.11) as serde types: messages, dead letters, events, URL
+//! groups and publish answers. Optional fields are left out when absent, as the wire does.
+
+use std::collections::BTreeMap;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use quiver_queue::message::{DeadLetter, Event, FlowControl, Message, MessageSpec, Redact};
+use quiver_queue::message::{
+    DeadLetter, Event, FailureCallbackInfo, FlowControl, Message, MessageSpec, Redact,
+};
 use quiver_queue::store::UrlGroup;
 use quiver_queue::{PublishOutcome, Published, QueueConfig};
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-/// `{name: [values]}` from header pairs.
-pub fn header_arrays(headers: &[(String, String)]) -> Value {
-    let mut map: Map<String, Value> = Map::new();
-    for (name, value) in headers {
-        if let Value::Array(values) = map
-            .entry(name.clone())
-            .or_insert_with(|| Value::Array(Vec::new()))
-        {
-            values.push(Value::String(value.clone()));
+/// Header pairs as `{name: [values]}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct HeaderArrays(BTreeMap<String, Vec<String>>);
+
+impl HeaderArrays {
+    /// The pairs grouped by name, values in their order.
+    pub fn of(headers: &[(String, String)]) -> HeaderArrays {
+        let mut map: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (name, value) in headers {
+            map.entry(name.clone()).or_default().push(value.clone());
         }
+        HeaderArrays(map)
     }
-    Value::Object(map)
+}
+
+/// `{name: [values]}` from header pairs, as a JSON value (for answers still built as values).
+pub fn header_arrays(headers: &[(String, String)]) -> Value {
+    Value::Object(
+        HeaderArrays::of(headers)
+            .0
+            .into_iter()
+            .map(|(name, values)| (name, Value::from(values)))
+            .collect(),
+    )
 }
 
 fn put(fields: &mut Map<String, Value>, key: &str, value: Option<Value>) {
@@ -35,174 +54,374 @@ fn put_body(fields: &mut Map<String, Value>, text_key: &str, base64_key: &str, b
     };
 }
 
-fn spec_fields(fields: &mut Map<String, Value>, spec: &MessageSpec) {
-    let text = |value: &Option<String>| value.clone().map(Value::String);
-    fields.insert("url".into(), Value::String(spec.url.clone()));
-    fields.insert("method".into(), Value::from(spec.method.as_str()));
-    let headers: Vec<(String, String)> = spec
-        .headers
-        .iter()
-        .map(|(name, value)| {
-            if spec.redact.covers_header(name) {
-                (name.clone(), Redact::mask(value.as_bytes()))
-            } else {
-                (name.clone(), value.clone())
-            }
-        })
-        .collect();
-    fields.insert("header".into(), header_arrays(&headers));
-    fields.insert("maxRetries".into(), json!(spec.max_retries));
-    put(fields, "topicName", text(&spec.topic_name));
-    put(fields, "endpointName", text(&spec.endpoint_name));
-    put(fields, "queueName", text(&spec.queue_name));
-    put(fields, "scheduleId", text(&spec.schedule_id));
-    put(fields, "callerIP", text(&spec.caller_ip));
-    put(fields, "callerIp", text(&spec.caller_ip));
-    put(
-        fields,
-        "retryDelayExpression",
-        spec.retry_delay.as_ref().map(|d| Value::from(d.source())),
-    );
-    put(fields, "timeout", Some(json!(spec.timeout_ms)));
-    if let Some(callback) = &spec.callback {
-        fields.insert("callback".into(), Value::String(callback.url.clone()));
-        fields.insert("callbackHeader".into(), header_arrays(&callback.headers));
-    }
-    if let Some(callback) = &spec.failure_callback {
-        fields.insert("failureCallback".into(), Value::String(callback.url.clone()));
-        fields.insert("failureCallbackHeader".into(), header_arrays(&callback.headers));
-    }
-    if let Some(flow) = &spec.flow_control {
-        flow_fields(fields, flow);
-    }
-    if let Some(first) = spec.labels.first() {
-        fields.insert("label".into(), Value::String(first.clone()));
-        fields.insert("labels".into(), json!(spec.labels));
-    }
+/// A message body: text when it is UTF-8, else base64 under `bodyBase64`.
+#[derive(Debug, Serialize)]
+enum MessageBody {
+    #[serde(rename = "body")]
+    Text(String),
+    #[serde(rename = "bodyBase64")]
+    Base64(String),
+}
+
+/// A response body: text when it is UTF-8, else base64 under `responseBodyBase64`.
+#[derive(Debug, Serialize)]
+enum ResponseBody {
+    #[serde(rename = "responseBody")]
+    Text(String),
+    #[serde(rename = "responseBodyBase64")]
+    Base64(String),
+}
+
+/// Text when `body` is UTF-8, else its base64.
+fn text_or_base64(body: &[u8]) -> Result<String, String> {
+    std::str::from_utf8(body)
+        .map(str::to_owned)
+        .map_err(|_| STANDARD.encode(body))
 }
 
 /// A flow-control key and its limits. A rate or parallelism without a period has the default period,
 /// one second, and says so.
-fn flow_fields(fields: &mut Map<String, Value>, flow: &FlowControl) {
-    fields.insert("flowControlKey".into(), Value::String(flow.key.clone()));
-    put(fields, "parallelism", flow.parallelism.map(|v| json!(v)));
-    put(fields, "rate", flow.rate.map(|v| json!(v)));
-    let has_limit = flow.parallelism.is_some() || flow.rate.is_some();
-    let period = flow.period.or(has_limit.then_some(1));
-    put(fields, "period", period.map(|v| json!(v)));
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct FlowOut {
+    flow_control_key: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parallelism: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rate: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    period: Option<u64>,
+}
+
+impl FlowOut {
+    fn of(flow: &FlowControl) -> FlowOut {
+        let has_limit = flow.parallelism.is_some() || flow.rate.is_some();
+        FlowOut {
+            flow_control_key: flow.key.clone(),
+            parallelism: flow.parallelism,
+            rate: flow.rate,
+            period: flow.period.or(has_limit.then_some(1)),
+        }
+    }
+}
+
+/// The fields of a message's spec, shared by messages, dead letters and events.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SpecOut {
+    url: String,
+    method: &'static str,
+    header: HeaderArrays,
+    max_retries: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    topic_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    endpoint_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    queue_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    schedule_id: Option<String>,
+    /// The upstream spelling of `callerIp`, kept for clients that read it.
+    #[serde(rename = "callerIP", skip_serializing_if = "Option::is_none")]
+    caller_ip_upper: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    caller_ip: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    retry_delay_expression: Option<String>,
+    timeout: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    callback: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    callback_header: Option<HeaderArrays>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    failure_callback: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    failure_callback_header: Option<HeaderArrays>,
+    #[serde(flatten)]
+    flow: Option<FlowOut>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    label: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    labels: Option<Vec<String>>,
+}
+
+impl SpecOut {
+    /// The spec as the API shows it: redacted headers masked.
+    fn of(spec: &MessageSpec) -> SpecOut {
+        let headers: Vec<(String, String)> = spec
+            .headers
+            .iter()
+            .map(|(name, value)| {
+                if spec.redact.covers_header(name) {
+                    (name.clone(), Redact::mask(value.as_bytes()))
+                } else {
+                    (name.clone(), value.clone())
+                }
+            })
+            .collect();
+        SpecOut {
+            url: spec.url.clone(),
+            method: spec.method.as_str(),
+            header: HeaderArrays::of(&headers),
+            max_retries: spec.max_retries,
+            topic_name: spec.topic_name.clone(),
+            endpoint_name: spec.endpoint_name.clone(),
+            queue_name: spec.queue_name.clone(),
+            schedule_id: spec.schedule_id.clone(),
+            caller_ip_upper: spec.caller_ip.clone(),
+            caller_ip: spec.caller_ip.clone(),
+            retry_delay_expression: spec.retry_delay.as_ref().map(|d| d.source().to_owned()),
+            timeout: spec.timeout_ms,
+            callback: spec.callback.as_ref().map(|c| c.url.clone()),
+            callback_header: spec.callback.as_ref().map(|c| HeaderArrays::of(&c.headers)),
+            failure_callback: spec.failure_callback.as_ref().map(|c| c.url.clone()),
+            failure_callback_header: spec
+                .failure_callback
+                .as_ref()
+                .map(|c| HeaderArrays::of(&c.headers)),
+            flow: spec.flow_control.as_ref().map(FlowOut::of),
+            label: spec.labels.first().cloned(),
+            labels: (!spec.labels.is_empty()).then(|| spec.labels.clone()),
+        }
+    }
 }
 
 /// A pending message (`GET /v2/messages/{id}`).
-pub fn message_json(message: &Message) -> Value {
-    let mut fields = Map::new();
-    fields.insert("messageId".into(), Value::String(message.id.0.clone()));
-    spec_fields(&mut fields, &message.spec);
-    if message.spec.redact.body {
-        fields.insert("body".into(), Value::String(Redact::mask(&message.body)));
-    } else {
-        put_body(&mut fields, "body", "bodyBase64", &message.body);
-    }
-    fields.insert("notBefore".into(), json!(message.not_before.as_millis()));
-    fields.insert("createdAt".into(), json!(message.created_at.as_millis()));
-    fields.insert("retried".into(), json!(message.retried));
-    Value::Object(fields)
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageOut {
+    message_id: String,
+    #[serde(flatten)]
+    spec: SpecOut,
+    #[serde(flatten)]
+    body: MessageBody,
+    not_before: i64,
+    created_at: i64,
+    retried: u32,
 }
 
-/// A dead letter: the message plus the last response.
-pub fn dead_letter_json(dead: &DeadLetter) -> Value {
-    let mut value = message_json(&dead.message);
-    if let Value::Object(fields) = &mut value {
-        fields.insert("dlqId".into(), Value::String(dead.dlq_id.clone()));
-        fields.insert("responseStatus".into(), json!(dead.response_status.unwrap_or(0)));
-        fields.insert("responseHeader".into(), header_arrays(&dead.response_headers));
-        fields.insert("responseHeaders".into(), header_arrays(&dead.response_headers));
-        put_body(fields, "responseBody", "responseBodyBase64", &dead.response_body);
-        fields.insert("failedAt".into(), json!(dead.failed_at.as_millis()));
-        if let Some(info) = &dead.failure_callback {
-            let mut callback = Map::new();
-            callback.insert("state".into(), json!(info.state.as_str()));
-            put(
-                &mut callback,
-                "responseStatus",
-                info.response_status.map(|s| json!(s)),
-            );
-            put(
-                &mut callback,
-                "responseBody",
-                info.response_body.clone().map(Value::String),
-            );
-            if !info.response_headers.is_empty() {
-                callback.insert("responseHeaders".into(), header_arrays(&info.response_headers));
+impl MessageOut {
+    /// The message as the API shows it; a redacted body is masked.
+    pub fn of(message: &Message) -> MessageOut {
+        let body = if message.spec.redact.body {
+            MessageBody::Text(Redact::mask(&message.body))
+        } else {
+            match text_or_base64(&message.body) {
+                Ok(text) => MessageBody::Text(text),
+                Err(encoded) => MessageBody::Base64(encoded),
             }
-            fields.insert("failureCallbackInfo".into(), Value::Object(callback));
+        };
+        MessageOut {
+            message_id: message.id.0.clone(),
+            spec: SpecOut::of(&message.spec),
+            body,
+            not_before: message.not_before.as_millis(),
+            created_at: message.created_at.as_millis(),
+            retried: message.retried,
         }
     }
-    value
+}
+
+/// How a workflow step's failure callback went (`failureCallbackInfo`).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct FailureCallbackOut {
+    state: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_status: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_body: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_headers: Option<HeaderArrays>,
+}
+
+impl FailureCallbackOut {
+    fn of(info: &FailureCallbackInfo) -> FailureCallbackOut {
+        FailureCallbackOut {
+            state: info.state.as_str(),
+            response_status: info.response_status,
+            response_body: info.response_body.clone(),
+            response_headers: (!info.response_headers.is_empty())
+                .then(|| HeaderArrays::of(&info.response_headers)),
+        }
+    }
+}
+
+/// A dead letter: the message plus the last response; those of workflow runs also name their run.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeadLetterOut {
+    #[serde(flatten)]
+    message: MessageOut,
+    dlq_id: String,
+    response_status: u16,
+    response_header: HeaderArrays,
+    response_headers: HeaderArrays,
+    #[serde(flatten)]
+    response_body: ResponseBody,
+    failed_at: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    failure_callback_info: Option<FailureCallbackOut>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    workflow_run_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    workflow_url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    workflow_created_at: Option<i64>,
+}
+
+impl DeadLetterOut {
+    /// The dead letter as the API shows it. A workflow run's dead letter carries its run id and URL;
+    /// `run_created_at` is the run's creation time when the run is still stored.
+    pub fn of(dead: &DeadLetter, run_created_at: Option<i64>) -> DeadLetterOut {
+        let spec = &dead.message.spec;
+        let headers = HeaderArrays::of(&dead.response_headers);
+        DeadLetterOut {
+            message: MessageOut::of(&dead.message),
+            dlq_id: dead.dlq_id.clone(),
+            response_status: dead.response_status.unwrap_or(0),
+            response_header: headers.clone(),
+            response_headers: headers,
+            response_body: match text_or_base64(&dead.response_body) {
+                Ok(text) => ResponseBody::Text(text),
+                Err(encoded) => ResponseBody::Base64(encoded),
+            },
+            failed_at: dead.failed_at.as_millis(),
+            failure_callback_info: dead.failure_callback.as_ref().map(FailureCallbackOut::of),
+            workflow_run_id: spec.workflow_run_id.clone(),
+            workflow_url: spec
+                .workflow_run_id
+                .as_ref()
+                .map(|_| spec.workflow_url.clone().unwrap_or_else(|| spec.url.clone())),
+            workflow_created_at: spec.workflow_run_id.as_ref().and(run_created_at),
+        }
+    }
 }
 
 /// A log event.
-pub fn event_json(event: &Event) -> Value {
-    let mut fields = Map::new();
-    fields.insert("time".into(), json!(event.time.as_millis()));
-    fields.insert("messageId".into(), Value::String(event.message_id.0.clone()));
-    fields.insert("state".into(), Value::String(event.state.as_str().to_owned()));
-    spec_fields(&mut fields, &event.spec);
-    if let Some(expression) = &event.spec.retry_delay {
-        fields.insert("retryDelayExpr".into(), Value::from(expression.source()));
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EventOut {
+    time: i64,
+    message_id: String,
+    state: &'static str,
+    #[serde(flatten)]
+    spec: SpecOut,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    retry_delay_expr: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    next_delivery_time: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_status: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_body: Option<String>,
+}
+
+impl EventOut {
+    /// The event as the log shows it.
+    pub fn of(event: &Event) -> EventOut {
+        let detail = &event.detail;
+        EventOut {
+            time: event.time.as_millis(),
+            message_id: event.message_id.0.clone(),
+            state: event.state.as_str(),
+            spec: SpecOut::of(&event.spec),
+            retry_delay_expr: event.spec.retry_delay.as_ref().map(|d| d.source().to_owned()),
+            error: detail.error.clone(),
+            next_delivery_time: detail.next_delivery_time,
+            response_status: detail.response_status,
+            response_body: detail.response_body.clone(),
+        }
     }
-    let detail = &event.detail;
-    put(&mut fields, "error", detail.error.clone().map(Value::String));
-    put(
-        &mut fields,
-        "nextDeliveryTime",
-        detail.next_delivery_time.map(|t| json!(t)),
-    );
-    put(
-        &mut fields,
-        "responseStatus",
-        detail.response_status.map(|s| json!(s)),
-    );
-    put(
-        &mut fields,
-        "responseBody",
-        detail.response_body.clone().map(Value::String),
-    );
-    Value::Object(fields)
+}
+
+/// An endpoint of a URL group.
+#[derive(Debug, Serialize)]
+struct EndpointOut {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<String>,
+    url: String,
 }
 
 /// A URL group.
-pub fn url_group_json(group: &UrlGroup) -> Value {
-    let endpoints: Vec<Value> = group
-        .endpoints
-        .iter()
-        .map(|endpoint| {
-            let mut fields = Map::new();
-            if let Some(name) = &endpoint.name {
-                fields.insert("name".into(), Value::String(name.clone()));
-            }
-            fields.insert("url".into(), Value::String(endpoint.url.clone()));
-            Value::Object(fields)
-        })
-        .collect();
-    json!({
-        "name": group.name,
-        "createdAt": group.created_at.as_millis(),
-        "updatedAt": group.updated_at.as_millis(),
-        "endpoints": endpoints,
-    })
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UrlGroupOut {
+    name: String,
+    created_at: i64,
+    updated_at: i64,
+    endpoints: Vec<EndpointOut>,
+}
+
+impl UrlGroupOut {
+    /// The group as the API shows it.
+    pub fn of(group: &UrlGroup) -> UrlGroupOut {
+        UrlGroupOut {
+            name: group.name.clone(),
+            created_at: group.created_at.as_millis(),
+            updated_at: group.updated_at.as_millis(),
+            endpoints: group
+                .endpoints
+                .iter()
+                .map(|e| EndpointOut {
+                    name: e.name.clone(),
+                    url: e.url.clone(),
+                })
+                .collect(),
+        }
+    }
 }
 
 /// One published message.
-pub fn published_json(published: &Published) -> Value {
-    json!({"messageId": published.message_id.0, "url": published.url, "deduplicated": published.deduplicated})
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PublishedOut {
+    message_id: String,
+    url: String,
+    deduplicated: bool,
+}
+
+impl PublishedOut {
+    fn of(published: &Published) -> PublishedOut {
+        PublishedOut {
+            message_id: published.message_id.0.clone(),
+            url: published.url.clone(),
+            deduplicated: published.deduplicated,
+        }
+    }
 }
 
 /// A publish's answer: an object for a URL, a bare array for a URL group.
-pub fn publish_outcome_json(outcome: &PublishOutcome) -> Value {
-    match outcome {
-        PublishOutcome::Url(published) => published_json(published),
-        PublishOutcome::Group(all) => Value::Array(all.iter().map(published_json).collect()),
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum PublishOutcomeOut {
+    /// Published to a URL.
+    Url(PublishedOut),
+    /// Published to each endpoint of a URL group.
+    Group(Vec<PublishedOut>),
+}
+
+impl PublishOutcomeOut {
+    /// The outcome as the API shows it.
+    pub fn of(outcome: &PublishOutcome) -> PublishOutcomeOut {
+        match outcome {
+            PublishOutcome::Url(published) => PublishOutcomeOut::Url(PublishedOut::of(published)),
+            PublishOutcome::Group(all) => {
+                PublishOutcomeOut::Group(all.iter().map(PublishedOut::of).collect())
+            }
+        }
     }
+}
+
+/// A flow-control key's fields, for the schedule record (still built as a JSON value).
+fn flow_fields(fields: &mut Map<String, Value>, flow: &FlowControl) {
+    let out = FlowOut::of(flow);
+    fields.insert("flowControlKey".into(), Value::String(out.flow_control_key));
+    put(fields, "parallelism", out.parallelism.map(|v| json!(v)));
+    put(fields, "rate", out.rate.map(|v| json!(v)));
+    put(fields, "period", out.period.map(|v| json!(v)));
 }
 
 /// A schedule record (SPEC 2.5). `retries` is always present (the official Python SDK requires it):
@@ -296,4 +515,76 @@ pub fn schedule_json(schedule: &quiver_queue::schedule::Schedule, config: &Queue
         .collect();
     fields.insert("lastScheduleStates".into(), Value::Object(states));
     Value::Object(fields)
+}
+
+#[cfg(test)]
+mod tests {
+    use quiver_core::{AccountId, Timestamp};
+    use quiver_queue::message::MessageId;
+
+    use super::*;
+
+    fn message(spec: serde_json::Value, body: &[u8]) -> Message {
+        Message {
+            id: MessageId("msg_1".into()),
+            account_id: AccountId::random(),
+            spec: serde_json::from_value(spec).unwrap(),
+            body: body.to_vec(),
+            retried: 2,
+            not_before: Timestamp::from_millis(10),
+            created_at: Timestamp::from_millis(5),
+        }
+    }
+
+    #[test]
+    fn a_message_shows_its_spec_with_absent_fields_left_out() {
+        let shown = serde_json::to_value(MessageOut::of(&message(
+            json!({"kind": "publish", "url": "https://example.com", "method": "PUT",
+                   "headers": [["X-A", "1"], ["X-A", "2"]], "max_retries": 3, "timeout_ms": 1000,
+                   "labels": ["a", "b"], "flow_control": {"key": "k", "parallelism": 2}}),
+            b"hello",
+        )))
+        .unwrap();
+        assert_eq!(
+            shown,
+            json!({"messageId": "msg_1", "url": "https://example.com", "method": "PUT",
+                   "header": {"X-A": ["1", "2"]}, "maxRetries": 3, "timeout": 1000,
+                   "flowControlKey": "k", "parallelism": 2, "period": 1,
+                   "label": "a", "labels": ["a", "b"], "body": "hello",
+                   "notBefore": 10, "createdAt": 5, "retried": 2})
+        );
+    }
+
+    #[test]
+    fn a_workflow_dead_letter_names_its_run_and_a_binary_response_goes_as_base64() {
+        let dead = DeadLetter {
+            dlq_id: "d1".into(),
+            message: message(
+                json!({"kind": "publish", "url": "https://example.com/step", "method": "POST",
+                       "headers": [], "max_retries": 0, "timeout_ms": 1000,
+                       "workflow_run_id": "wfr_1", "workflow_url": "https://example.com/wf"}),
+                &[0xff, 0xfe],
+            ),
+            response_status: Some(500),
+            response_headers: vec![("Server".into(), "x".into())],
+            response_body: vec![0xff],
+            failed_at: Timestamp::from_millis(20),
+            failure_callback: None,
+        };
+        let shown = serde_json::to_value(DeadLetterOut::of(&dead, None)).unwrap();
+        assert_eq!(shown["bodyBase64"], "//4=");
+        assert_eq!(shown["responseBodyBase64"], "/w==");
+        assert_eq!(
+            (&shown["workflowRunId"], &shown["workflowUrl"]),
+            (&json!("wfr_1"), &json!("https://example.com/wf"))
+        );
+        assert!(
+            shown.get("workflowCreatedAt").is_none(),
+            "a run no longer stored leaves it out"
+        );
+        assert_eq!(shown["responseHeader"], json!({"Server": ["x"]}));
+        assert_eq!(shown["responseHeaders"], shown["responseHeader"]);
+        let with_run = serde_json::to_value(DeadLetterOut::of(&dead, Some(7))).unwrap();
+        assert_eq!(with_run["workflowCreatedAt"], 7);
+    }
 }

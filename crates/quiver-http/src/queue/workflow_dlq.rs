@@ -19,7 +19,7 @@ pub(crate) async fn list(
     State(state): State<AppState>,
     caller: QueueAccount,
     uri: Uri,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<crate::queue::dead_letters::DeadLettersPage>> {
     crate::queue::dead_letters::list_selected_dead_letters(&state, &caller, &uri, true).await
 }
 
