@@ -15,12 +15,20 @@ use crate::error::ApiError;
 #[derive(Debug, Clone)]
 pub struct JsonBody(pub Value);
 
-/// Reads a whole body; a body larger than the route accepts is a 413 in our envelope.
-async fn body_bytes<S: Send + Sync>(request: Request, state: &S) -> Result<Bytes, ApiError> {
+/// What a 413 says for a JSON body.
+const JSON_TOO_LARGE: &str = "request body is larger than this route accepts";
+
+/// Reads a whole body; a body larger than the route accepts is a 413 saying `too_large`, in our
+/// envelope.
+async fn body_bytes<S: Send + Sync>(
+    request: Request,
+    state: &S,
+    too_large: &'static str,
+) -> Result<Bytes, ApiError> {
     Bytes::from_request(request, state).await.map_err(|rejection| {
         let status = rejection.status();
         if status == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::new(status, "request body is larger than this route accepts")
+            ApiError::new(status, too_large)
         } else {
             ApiError::new(
                 status,
@@ -30,15 +38,21 @@ async fn body_bytes<S: Send + Sync>(request: Request, state: &S) -> Result<Bytes
     })
 }
 
+/// A body's JSON text: a blank body (SDKs send none where nothing is needed) reads as `null`.
+fn json_text(bytes: &[u8]) -> &[u8] {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        b"null"
+    } else {
+        bytes
+    }
+}
+
 impl<S: Send + Sync> FromRequest<S> for JsonBody {
     type Rejection = ApiError;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
-        let bytes = body_bytes(request, state).await?;
-        if bytes.iter().all(u8::is_ascii_whitespace) {
-            return Ok(JsonBody(Value::Null));
-        }
-        serde_json::from_slice(&bytes)
+        let bytes = body_bytes(request, state, JSON_TOO_LARGE).await?;
+        serde_json::from_slice(json_text(&bytes))
             .map(JsonBody)
             .map_err(|error| ApiError::bad_request(format!("request body is not valid JSON: {error}")))
     }
@@ -53,13 +67,8 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Typed<T> {
     type Rejection = ApiError;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
-        let bytes = body_bytes(request, state).await?;
-        let text: &[u8] = if bytes.iter().all(u8::is_ascii_whitespace) {
-            b"null"
-        } else {
-            &bytes
-        };
-        let mut deserializer = serde_json::Deserializer::from_slice(text);
+        let bytes = body_bytes(request, state, JSON_TOO_LARGE).await?;
+        let mut deserializer = serde_json::Deserializer::from_slice(json_text(&bytes));
         let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
             let path = error.path().to_string();
             let cause = error.into_inner();
@@ -84,20 +93,13 @@ impl<S: Send + Sync> FromRequest<S> for RawBody {
     type Rejection = ApiError;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
-        Bytes::from_request(request, state)
-            .await
-            .map(RawBody)
-            .map_err(|rejection| {
-                let status = rejection.status();
-                if status == StatusCode::PAYLOAD_TOO_LARGE {
-                    ApiError::new(status, "message body is larger than the maximum message size")
-                } else {
-                    ApiError::new(
-                        status,
-                        format!("could not read the request body: {}", rejection.body_text()),
-                    )
-                }
-            })
+        body_bytes(
+            request,
+            state,
+            "message body is larger than the maximum message size",
+        )
+        .await
+        .map(RawBody)
     }
 }
 

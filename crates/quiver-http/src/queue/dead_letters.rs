@@ -100,19 +100,19 @@ pub(crate) async fn dead_letters_out(
 
 pub(crate) async fn delete_dead_letter(
     State(state): State<AppState>,
-    caller: QueueAccount,
+    QueueWriter(caller): QueueWriter,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Value>> {
     delete_one_dead_letter(&state, &caller, id).await
 }
 
-/// Deletes one dead letter: `{"deleted": 1}`, or 404 when it does not exist.
+/// Deletes one dead letter: `{"deleted": 1}`, or 404 when it does not exist. The route has checked
+/// that the caller may write.
 pub(crate) async fn delete_one_dead_letter(
     state: &AppState,
     caller: &QueueAccount,
     id: String,
 ) -> ApiResult<Json<Value>> {
-    caller.require_write()?;
     if state
         .queue
         .delete_dead_letters(caller.account.id, std::slice::from_ref(&id))
@@ -163,7 +163,7 @@ pub(crate) async fn selected_dead_letters(
 
 pub(crate) async fn delete_dead_letters(
     State(state): State<AppState>,
-    caller: QueueAccount,
+    QueueWriter(caller): QueueWriter,
     uri: Uri,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Json<Value>> {
@@ -171,7 +171,7 @@ pub(crate) async fn delete_dead_letters(
 }
 
 /// Deletes the dead letters a bulk request selects (see `selected_dead_letters`):
-/// `{"deleted", "cursor"?}`.
+/// `{"deleted", "cursor"?}`. The route has checked that the caller may write.
 pub(crate) async fn delete_selected_dead_letters(
     state: &AppState,
     caller: &QueueAccount,
@@ -179,7 +179,6 @@ pub(crate) async fn delete_selected_dead_letters(
     body: &Value,
     workflows_only: bool,
 ) -> ApiResult<Json<Value>> {
-    caller.require_write()?;
     let (ids, cursor) = selected_dead_letters(state, caller, uri, body, workflows_only).await?;
     let deleted = state.queue.delete_dead_letters(caller.account.id, &ids).await?;
     let mut answer = json!({"deleted": deleted});

@@ -47,6 +47,7 @@ pub(crate) async fn enqueue(
             "use /v2/enqueue/<queue name>/<destination>",
         ));
     };
+    // The path segment percent-decoded; `next()` always yields the one `q` pair.
     let queue = url::form_urlencoded::parse(format!("q={queue}").as_bytes())
         .next()
         .map(|(_, v)| v.into_owned())
@@ -131,6 +132,7 @@ pub(crate) async fn batch(
     let caller_ip = peer.ip().to_string();
     let parsed: Vec<Result<PublishRequest, ApiError>> =
         items.iter().map(|item| batch_item(item, &caller_ip)).collect();
+    // An item that does not parse is answered with its own error below; the others are published.
     let valid: Vec<PublishRequest> = parsed.iter().filter_map(|p| p.as_ref().ok().cloned()).collect();
     let outcomes = state.queue.batch(caller.account.id, valid).await?;
     // A step for a run that has ended fails the whole request with a 400: the workflow SDK publishes

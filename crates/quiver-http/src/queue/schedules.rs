@@ -30,6 +30,7 @@ pub(crate) async fn schedules(
     uri: Uri,
     PublishForm(request): PublishForm,
 ) -> ApiResult<Response> {
+    // The route is `/v2/schedules/{*rest}`: the prefix is always there.
     let path = uri.path().strip_prefix("/v2/schedules/").unwrap_or_default();
     let is_id = |text: &str| !text.is_empty() && !text.contains('/') && !text.contains(':');
     let toggle = path

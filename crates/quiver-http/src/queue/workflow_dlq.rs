@@ -26,7 +26,7 @@ pub(crate) async fn list(
 /// `DELETE /v2/workflows/dlq`: by `dlqIds`, or a page of those the filters match.
 pub(crate) async fn delete_many(
     State(state): State<AppState>,
-    caller: QueueAccount,
+    QueueWriter(caller): QueueWriter,
     uri: Uri,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Json<Value>> {
@@ -36,7 +36,7 @@ pub(crate) async fn delete_many(
 /// `DELETE /v2/workflows/dlq/{dlqId}`.
 pub(crate) async fn delete_one(
     State(state): State<AppState>,
-    caller: QueueAccount,
+    QueueWriter(caller): QueueWriter,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Value>> {
     crate::queue::dead_letters::delete_one_dead_letter(&state, &caller, id).await

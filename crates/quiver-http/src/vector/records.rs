@@ -29,7 +29,6 @@ pub(crate) async fn upsert(
 ) -> Handled {
     caller.require_write()?;
     let records = one_or_many(&body, record_of, "a vector object or an array of them")?;
-
     state
         .vectors
         .upsert(&caller.index, &namespace_of(&params), records)
@@ -45,7 +44,6 @@ pub(crate) async fn upsert_data(
 ) -> Handled {
     caller.require_write()?;
     let records = one_or_many(&body, data_record_of, "a {id, data} object or an array of them")?;
-
     state
         .vectors
         .upsert_data(&caller.index, &namespace_of(&params), records)
