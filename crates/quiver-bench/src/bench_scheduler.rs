@@ -77,7 +77,7 @@ pub(crate) async fn scheduler(
                     caller_ip: None,
                     schedule_id: None,
                 };
-                queue.create_schedule(account, request).await?;
+                queue.schedules.create(account, request).await?;
             }
             anyhow::Ok(())
         });

@@ -15,17 +15,17 @@ use tokio_util::task::TaskTracker;
 use tracing::{debug, warn};
 
 use crate::callback::{ResponseRecord, callback_body, callback_message};
+use crate::context::Context;
 use crate::keys::KeySource;
 use crate::message::{
     DeadLetter, EventDetail, FailureCallbackInfo, FailureCallbackState, Message, MessageKind, MessageState,
     NewEvent, NewMessage,
 };
 use crate::retry::{AttemptReport, DeliveryOutcome, decide, parse_requested_delay};
-use crate::service::Queue;
+use crate::service::{Queue, WorkflowRuns};
 use crate::signing::sign;
 use crate::ssrf::GuardedResolver;
-use crate::store::{AttemptRecord, AttemptResolution};
-use crate::workflow::RunState;
+use crate::store::{AttemptRecord, AttemptResolution, DeliveryStore};
 
 /// Response headers whose value asks for a retry delay.
 const DELAY_HEADERS: [&str; 4] = [
@@ -37,7 +37,9 @@ const DELAY_HEADERS: [&str; 4] = [
 
 /// Delivers due messages until cancelled.
 pub struct DeliveryWorker {
-    queue: Queue,
+    store: Arc<dyn DeliveryStore>,
+    runs: WorkflowRuns,
+    context: Context,
     keys: Arc<dyn KeySource>,
     client: reqwest::Client,
     permits: Arc<Semaphore>,
@@ -56,11 +58,11 @@ impl std::fmt::Debug for DeliveryWorker {
 pub struct WorkerError(String);
 
 impl DeliveryWorker {
-    /// A worker for `queue`, signing with keys from `keys`.
+    /// A worker for the messages of `queue`, signing with keys from `keys`.
     ///
     /// # Errors
     /// When the HTTP client cannot be built.
-    pub fn new(queue: Queue, keys: Arc<dyn KeySource>) -> Result<DeliveryWorker, WorkerError> {
+    pub fn new(queue: &Queue, keys: Arc<dyn KeySource>) -> Result<DeliveryWorker, WorkerError> {
         let config = queue.config();
         let client = reqwest::Client::builder()
             .no_proxy()
@@ -72,7 +74,9 @@ impl DeliveryWorker {
             .map_err(|e| WorkerError(e.to_string()))?;
         Ok(DeliveryWorker {
             permits: Arc::new(Semaphore::new(config.delivery_concurrency.max(1))),
-            queue,
+            store: queue.store().clone(),
+            runs: queue.workflow_runs.clone(),
+            context: queue.context().clone(),
             keys,
             client,
             dlq_sequence: Arc::new(AtomicU64::new(u64::from(random_below(1_000_000)))),
@@ -85,18 +89,19 @@ impl DeliveryWorker {
     /// Stopping between claims is safe: a claimed message whose delivery did not finish is leased, and
     /// the next start makes it due again.
     pub async fn run(self: Arc<Self>, shutdown: CancellationToken, tracker: TaskTracker) {
-        let store = Arc::clone(self.queue.store());
-        let clock = Arc::clone(self.queue.clock());
-        let config = self.queue.config().clone();
+        let store = Arc::clone(&self.store);
+        let clock = Arc::clone(&self.context.clock);
+        let config = Arc::clone(&self.context.config);
+        let signals = Arc::clone(&self.context.signals);
         if let Err(error) = store.release_leases(clock.now()).await {
             warn!(%error, "could not release leases left by an earlier run");
         }
         let lease = Duration::from_millis(config.max_timeout_ms.saturating_add(config.lease_margin_ms));
         loop {
-            let wakeup = self.queue.wakeup().notified();
+            let wakeup = signals.wakeup.notified();
             tokio::pin!(wakeup);
             wakeup.as_mut().enable();
-            self.queue.worker_state().round_starts();
+            signals.worker.round_starts();
             let available = self.permits.available_permits().min(config.claim_batch.max(1));
             if available == 0 {
                 tokio::select! {
@@ -152,7 +157,7 @@ impl DeliveryWorker {
             };
             // Publishers wake us only for work due before this; anything published meanwhile saw
             // "busy" and left a wake-up permit.
-            self.queue.worker_state().sleeps_until(next_due);
+            signals.worker.sleeps_until(next_due);
             tokio::select! {
                 biased;
                 () = shutdown.cancelled() => break,
@@ -234,16 +239,15 @@ impl DeliveryWorker {
                 Some(error),
             ))
         };
-        if let Err(error) = self.queue.policy().check_url(&spec.url) {
+        if let Err(error) = self.context.policy.check_url(&spec.url) {
             return failure(error);
         }
         // A message of a workflow run is delivered with the run's creation time, and a step message carries
         // the run's history instead of its own body.
         let run = match &spec.workflow_run_id {
             Some(run_id) => self
-                .queue
-                .store()
-                .run(message.account_id, run_id)
+                .runs
+                .find(message.account_id, run_id)
                 .await
                 .map_err(|error| format!("could not read workflow run `{run_id}`: {error}"))?,
             None => None,
@@ -263,7 +267,7 @@ impl DeliveryWorker {
         let signature = keys.map(|keys| {
             sign(
                 &keys.current,
-                &self.queue.config().signature_issuer,
+                &self.context.config.signature_issuer,
                 &spec.url,
                 &body,
                 wall_clock_now(),
@@ -308,7 +312,7 @@ impl DeliveryWorker {
                         .and_then(|v| v.to_str().ok())
                         .is_some_and(|v| v.eq_ignore_ascii_case("true"))
                 });
-        let limit = self.queue.config().max_message_bytes;
+        let limit = self.context.config.max_message_bytes;
         let body = match read_limited(response, limit).await {
             Ok(body) => body,
             Err(error) => return failure(describe(&error)),
@@ -332,7 +336,7 @@ impl DeliveryWorker {
     /// Puts off an attempt that could not be made: the message is due again in [`POSTPONE`] with its
     /// retries untouched, and the log says why.
     async fn postpone(&self, message: &Message, reason: String) {
-        let now = self.queue.clock().now();
+        let now = self.context.now();
         let at = now.saturating_add(POSTPONE);
         warn!(message.id = %message.id, %reason, "delivery put off");
         let record = AttemptRecord {
@@ -363,11 +367,11 @@ impl DeliveryWorker {
             follow_ups: Vec::new(),
             failure_callback_report: None,
         };
-        if let Err(error) = self.queue.store().record_attempt(record).await {
+        if let Err(error) = self.store.record_attempt(record).await {
             warn!(message.id = %message.id, %error, "could not put off a delivery; the lease will expire and it is retried");
         }
         // The worker may be sleeping until the lease would have expired.
-        self.queue.wake_worker();
+        self.context.signals.wake_worker();
     }
 
     async fn deliver(&self, message: Message) {
@@ -375,7 +379,7 @@ impl DeliveryWorker {
             Ok(attempted) => attempted,
             Err(reason) => return self.postpone(&message, reason).await,
         };
-        let now = self.queue.clock().now();
+        let now = self.context.now();
         let spec = &message.spec;
         let outcome = decide(
             &report,
@@ -412,7 +416,7 @@ impl DeliveryWorker {
                 MessageKind::Callback,
                 body,
                 now,
-                self.queue.config().default_timeout_ms,
+                self.context.config.default_timeout_ms,
             ));
         }
         // The failure callback of a workflow step reports to its step's dead letter, never to a DLQ of
@@ -479,7 +483,7 @@ impl DeliveryWorker {
                         MessageKind::FailureCallback,
                         body,
                         now,
-                        self.queue.config().default_timeout_ms,
+                        self.context.config.default_timeout_ms,
                     );
                     if spec.workflow_run_id.is_some() {
                         follow_up.message.spec.reports_dead_letter = Some(dlq_id.clone());
@@ -517,7 +521,7 @@ impl DeliveryWorker {
             failure_callback_report,
         };
         let dead_lettered = matches!(outcome, DeliveryOutcome::DeadLettered);
-        if let Err(error) = self.queue.store().record_attempt(record).await {
+        if let Err(error) = self.store.record_attempt(record).await {
             warn!(message.id = %message.id, %error, "could not record a delivery attempt; the lease will expire and it is retried");
         } else if dead_lettered
             && spec.workflow_history
@@ -525,25 +529,8 @@ impl DeliveryWorker {
         {
             // A step of the workflow itself that exhausted its retries ends the run as failed; its dead
             // letter is where the run can be resumed or restarted from.
-            match self
-                .queue
-                .store()
-                .finish_run(message.account_id, run_id, RunState::Failed, now, None)
-                .await
-            {
-                Ok(true) => match self.queue.store().run(message.account_id, run_id).await {
-                    Ok(Some(run)) => {
-                        self.queue
-                            .tell_invoker(&run, crate::workflow::InvokeOutcome::Failed, None)
-                            .await;
-                    }
-                    Ok(None) => {}
-                    Err(error) => {
-                        warn!(workflow.run = %run_id, %error, "could not read a failed workflow run")
-                    }
-                },
-                Ok(false) => {}
-                Err(error) => warn!(workflow.run = %run_id, %error, "could not mark a failed workflow run"),
+            if let Err(error) = self.runs.fail(message.account_id, run_id, now).await {
+                warn!(workflow.run = %run_id, %error, "could not end a failed workflow run or tell its invoker");
             }
         }
         // A finished queued or flow-controlled message lets the next one of its queue or key go.
@@ -552,7 +539,7 @@ impl DeliveryWorker {
             || spec.queue_name.is_some()
             || spec.flow_control.is_some()
         {
-            self.queue.wake_worker();
+            self.context.signals.wake_worker();
         }
     }
 }

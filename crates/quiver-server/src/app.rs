@@ -188,7 +188,7 @@ impl App {
         let shutdown = CancellationToken::new();
         let tracker = TaskTracker::new();
         let worker = Arc::new(DeliveryWorker::new(
-            queue.clone(),
+            &queue,
             Arc::new(AccountKeys(catalog.admin.clone())),
         )?);
         tracker.spawn(worker.run(shutdown.child_token(), tracker.clone()));

@@ -218,7 +218,7 @@ mod tests {
     async fn a_message_pending_across_the_upgrade_keeps_its_one_created_event_in_its_place() {
         use quiver_core::{AccountId, Timestamp};
         use quiver_queue::message::{Message, MessageId, MessageSpec, NewMessage};
-        use quiver_queue::store::{Filter, QueueStore};
+        use quiver_queue::store::{DeliveryStore, EventLogStore, Filter, MessageStore};
 
         let dir = tempfile::tempdir().unwrap();
         let account = AccountId::random();

@@ -47,7 +47,8 @@ pub(crate) async fn list_selected_dead_letters(
     params.finish()?;
     let page = state
         .queue
-        .dead_letters(caller.account.id, &filter, cursor.as_deref(), count)
+        .dead_letters
+        .list(caller.account.id, &filter, cursor.as_deref(), count)
         .await?;
     Ok(Json(DeadLettersPage {
         messages: dead_letters_out(state, caller, &page.items).await?,
@@ -60,7 +61,7 @@ pub(crate) async fn get_dead_letter(
     caller: QueueAccount,
     Path(id): Path<String>,
 ) -> ApiResult<Json<DeadLetterOut>> {
-    let dead = state.queue.dead_letter(caller.account.id, &id).await?;
+    let dead = state.queue.dead_letters.get(caller.account.id, &id).await?;
     let mut answers = dead_letters_out(&state, &caller, std::slice::from_ref(&dead)).await?;
     answers
         .pop()
@@ -82,7 +83,7 @@ pub(crate) async fn dead_letters_out(
             Some(run_id) => match created.get(run_id) {
                 Some(at) => *at,
                 None => {
-                    let at = match state.queue.workflow_run(caller.account.id, run_id).await {
+                    let at = match state.queue.workflow_runs.get(caller.account.id, run_id).await {
                         Ok(run) => Some(run.created_at.as_millis()),
                         Err(quiver_queue::QueueError::WorkflowRunNotFound(_)) => None,
                         Err(error) => return Err(error.into()),
@@ -115,7 +116,8 @@ pub(crate) async fn delete_one_dead_letter(
 ) -> ApiResult<Json<Value>> {
     if state
         .queue
-        .delete_dead_letters(caller.account.id, std::slice::from_ref(&id))
+        .dead_letters
+        .delete(caller.account.id, std::slice::from_ref(&id))
         .await?
         == 0
     {
@@ -150,7 +152,8 @@ pub(crate) async fn selected_dead_letters(
         let page_size = count.map_or(100, |count| (count - selected.len()).min(100));
         let page = state
             .queue
-            .dead_letters(caller.account.id, &filter, cursor.as_deref(), page_size)
+            .dead_letters
+            .list(caller.account.id, &filter, cursor.as_deref(), page_size)
             .await?;
         selected.extend(page.items.into_iter().map(|dead| dead.dlq_id));
         cursor = page.cursor;
@@ -180,7 +183,7 @@ pub(crate) async fn delete_selected_dead_letters(
     workflows_only: bool,
 ) -> ApiResult<Json<Value>> {
     let (ids, cursor) = selected_dead_letters(state, caller, uri, body, workflows_only).await?;
-    let deleted = state.queue.delete_dead_letters(caller.account.id, &ids).await?;
+    let deleted = state.queue.dead_letters.delete(caller.account.id, &ids).await?;
     let mut answer = json!({"deleted": deleted});
     if let Some(cursor) = cursor {
         answer["cursor"] = Value::String(cursor);
@@ -196,7 +199,8 @@ pub(crate) async fn retry_dead_letter(
 ) -> ApiResult<Response> {
     let message_id = state
         .queue
-        .retry_dead_letter(caller.account.id, &id, &header_pairs(&headers))
+        .dead_letters
+        .retry(caller.account.id, &id, &header_pairs(&headers))
         .await?;
     Ok((StatusCode::CREATED, Json(json!({"messageId": message_id.0}))).into_response())
 }
@@ -214,7 +218,8 @@ pub(crate) async fn retry_dead_letters(
     for id in ids {
         let message_id = state
             .queue
-            .retry_dead_letter(caller.account.id, &id, &headers)
+            .dead_letters
+            .retry(caller.account.id, &id, &headers)
             .await?;
         responses.push(json!({"messageId": message_id.0}));
     }

@@ -26,7 +26,8 @@ pub(crate) async fn events_page(
     params.finish()?;
     let page = state
         .queue
-        .events(caller.account.id, &filter, cursor.as_deref(), count)
+        .log
+        .list(caller.account.id, &filter, cursor.as_deref(), count)
         .await?;
     Ok((page.items.iter().map(EventOut::of).collect(), page.cursor))
 }

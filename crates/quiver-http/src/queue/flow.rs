@@ -53,7 +53,12 @@ pub(crate) async fn get_flow_control(
     Path(key): Path<String>,
 ) -> ApiResult<Json<FlowControlInfo>> {
     Ok(Json(
-        state.queue.flow_control(caller.account.id, &key).await?.into(),
+        state
+            .queue
+            .flow_control
+            .get(caller.account.id, &key)
+            .await?
+            .into(),
     ))
 }
 
@@ -61,7 +66,7 @@ pub(crate) async fn list_flow_controls(
     State(state): State<AppState>,
     caller: QueueAccount,
 ) -> ApiResult<Json<Vec<FlowControlInfo>>> {
-    let all = state.queue.flow_controls(caller.account.id).await?;
+    let all = state.queue.flow_control.list(caller.account.id).await?;
     Ok(Json(all.into_iter().map(FlowControlInfo::from).collect()))
 }
 
@@ -76,7 +81,11 @@ pub(crate) async fn global_parallelism(
     State(state): State<AppState>,
     caller: QueueAccount,
 ) -> ApiResult<Json<GlobalParallelism>> {
-    let (max, count) = state.queue.global_parallelism(caller.account.id).await?;
+    let (max, count) = state
+        .queue
+        .flow_control
+        .global_parallelism(caller.account.id)
+        .await?;
     Ok(Json(GlobalParallelism {
         parallelism_max: max,
         parallelism_count: count,
@@ -131,7 +140,8 @@ pub(crate) async fn change_flow_control(
     };
     state
         .queue
-        .change_flow_control(caller.account.id, &key, change)
+        .flow_control
+        .change(caller.account.id, &key, change)
         .await?;
     Ok(StatusCode::OK)
 }

@@ -16,7 +16,7 @@ pub(crate) async fn chat_completions(
     QueueWriter(_caller): QueueWriter,
     RawBody(body): RawBody,
 ) -> ApiResult<Response> {
-    let answer = state.queue.chat_completions(&body).await?;
+    let answer = state.queue.language_models.chat_completions(&body).await?;
     let status = StatusCode::from_u16(answer.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
     let content_type = answer.headers().get(header::CONTENT_TYPE).cloned();
     let mut response = Response::new(Body::from_stream(answer.bytes_stream()));

@@ -32,7 +32,7 @@ pub(crate) async fn publish(
     QueueWriter(caller): QueueWriter,
     PublishForm(request): PublishForm,
 ) -> ApiResult<Response> {
-    let outcome = state.queue.publish(caller.account.id, request).await?;
+    let outcome = state.queue.publisher.publish(caller.account.id, request).await?;
     Ok(publish_answer(&outcome))
 }
 
@@ -53,7 +53,11 @@ pub(crate) async fn enqueue(
         .map(|(_, v)| v.into_owned())
         .unwrap_or_default();
     request.destination = destination.to_owned();
-    let outcome = state.queue.enqueue(caller.account.id, &queue, request).await?;
+    let outcome = state
+        .queue
+        .publisher
+        .enqueue(caller.account.id, &queue, request)
+        .await?;
     Ok(publish_answer(&outcome))
 }
 
@@ -134,7 +138,7 @@ pub(crate) async fn batch(
         items.iter().map(|item| batch_item(item, &caller_ip)).collect();
     // An item that does not parse is answered with its own error below; the others are published.
     let valid: Vec<PublishRequest> = parsed.iter().filter_map(|p| p.as_ref().ok().cloned()).collect();
-    let outcomes = state.queue.batch(caller.account.id, valid).await?;
+    let outcomes = state.queue.publisher.batch(caller.account.id, valid).await?;
     // A step for a run that has ended fails the whole request with a 400: the workflow SDK publishes
     // steps in batches and stops the run on that status, not on an error inside a 200.
     if let Some(Err(ended @ quiver_queue::QueueError::WorkflowRunNotRunning(_))) = outcomes
@@ -169,7 +173,7 @@ pub(crate) async fn get_message(
     caller: QueueAccount,
     Path(id): Path<String>,
 ) -> ApiResult<Json<MessageOut>> {
-    let message = state.queue.message(caller.account.id, &id).await?;
+    let message = state.queue.messages.get(caller.account.id, &id).await?;
     Ok(Json(MessageOut::of(&message)))
 }
 
@@ -178,7 +182,7 @@ pub(crate) async fn cancel_message(
     QueueWriter(caller): QueueWriter,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Value>> {
-    state.queue.cancel(caller.account.id, &id).await?;
+    state.queue.messages.cancel(caller.account.id, &id).await?;
     Ok(Json(json!({"cancelled": 1})))
 }
 
@@ -200,6 +204,7 @@ pub(crate) async fn cancel_messages(
     let selection = if ids.is_empty() { None } else { Some(ids) };
     let cancelled = state
         .queue
+        .messages
         .cancel_many(caller.account.id, selection, filter, None)
         .await?;
     Ok(Json(json!({"cancelled": cancelled})))

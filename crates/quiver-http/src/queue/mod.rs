@@ -69,7 +69,7 @@ pub fn routes(max_message_bytes: usize) -> Router<AppState> {
         .route("/v2/queues", get(queues::list_queues).post(queues::upsert_queue))
         .route(
             "/v2/queues/{name}",
-            get(queues::get_queue).delete(queues::delete_queue),
+            get(queues::get_queue).delete(queues::delete_fifo_queue),
         )
         .route("/v2/queues/{name}/pause", post(queues::pause_queue))
         .route("/v2/queues/{name}/resume", post(queues::resume_queue))

@@ -11,7 +11,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::Typed;
 use crate::state::AppState;
 
-pub(crate) fn queue_json(record: &quiver_queue::store::QueueRecord) -> Value {
+pub(crate) fn queue_json(record: &quiver_queue::store::FifoQueue) -> Value {
     json!({
         "name": record.name,
         "createdAt": record.created_at.as_millis(),
@@ -49,7 +49,8 @@ pub(crate) async fn upsert_queue(
     );
     state
         .queue
-        .upsert_queue(caller.account.id, name, parallelism, paused)
+        .fifo_queues
+        .upsert(caller.account.id, name, parallelism, paused)
         .await?;
     Ok(StatusCode::OK)
 }
@@ -61,7 +62,8 @@ pub(crate) async fn list_queues(
     Ok(Json(
         state
             .queue
-            .queue_records(caller.account.id)
+            .fifo_queues
+            .list(caller.account.id)
             .await?
             .iter()
             .map(queue_json)
@@ -75,16 +77,16 @@ pub(crate) async fn get_queue(
     Path(name): Path<String>,
 ) -> ApiResult<Json<Value>> {
     Ok(Json(queue_json(
-        &state.queue.queue_record(caller.account.id, &name).await?,
+        &state.queue.fifo_queues.get(caller.account.id, &name).await?,
     )))
 }
 
-pub(crate) async fn delete_queue(
+pub(crate) async fn delete_fifo_queue(
     State(state): State<AppState>,
     QueueWriter(caller): QueueWriter,
     Path(name): Path<String>,
 ) -> ApiResult<StatusCode> {
-    state.queue.delete_queue(caller.account.id, &name).await?;
+    state.queue.fifo_queues.delete(caller.account.id, &name).await?;
     Ok(StatusCode::OK)
 }
 
@@ -95,7 +97,8 @@ pub(crate) async fn pause_queue(
 ) -> ApiResult<StatusCode> {
     state
         .queue
-        .set_queue_paused(caller.account.id, &name, true)
+        .fifo_queues
+        .set_paused(caller.account.id, &name, true)
         .await?;
     Ok(StatusCode::OK)
 }
@@ -107,7 +110,8 @@ pub(crate) async fn resume_queue(
 ) -> ApiResult<StatusCode> {
     state
         .queue
-        .set_queue_paused(caller.account.id, &name, false)
+        .fifo_queues
+        .set_paused(caller.account.id, &name, false)
         .await?;
     Ok(StatusCode::OK)
 }

@@ -16,7 +16,7 @@ pub(crate) async fn list_schedules(
     State(state): State<AppState>,
     caller: QueueAccount,
 ) -> ApiResult<Json<Vec<Value>>> {
-    let schedules = state.queue.schedules(caller.account.id).await?;
+    let schedules = state.queue.schedules.list(caller.account.id).await?;
     let config = state.queue.config();
     Ok(Json(schedules.iter().map(|s| schedule_json(s, config)).collect()))
 }
@@ -44,23 +44,24 @@ pub(crate) async fn schedules(
             caller.require_write()?;
             state
                 .queue
-                .set_schedule_paused(caller.account.id, id, paused)
+                .schedules
+                .set_paused(caller.account.id, id, paused)
                 .await?;
             Ok(StatusCode::OK.into_response())
         }
         (Method::POST, None) => {
             caller.require_write()?;
-            let id = state.queue.create_schedule(caller.account.id, request).await?;
+            let id = state.queue.schedules.create(caller.account.id, request).await?;
             Ok(Json(json!({"scheduleId": id})).into_response())
         }
         (Method::GET, None) if is_id(path) => Ok(Json(schedule_json(
-            &state.queue.schedule(caller.account.id, path).await?,
+            &state.queue.schedules.get(caller.account.id, path).await?,
             state.queue.config(),
         ))
         .into_response()),
         (Method::DELETE, None) if is_id(path) => {
             caller.require_write()?;
-            state.queue.delete_schedule(caller.account.id, path).await?;
+            state.queue.schedules.delete(caller.account.id, path).await?;
             Ok(StatusCode::OK.into_response())
         }
         (method, _) => Err(ApiError::new(

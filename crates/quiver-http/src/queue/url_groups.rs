@@ -18,7 +18,7 @@ pub(crate) async fn list_url_groups(
     State(state): State<AppState>,
     caller: QueueAccount,
 ) -> ApiResult<Json<Vec<UrlGroupOut>>> {
-    let groups = state.queue.url_groups(caller.account.id).await?;
+    let groups = state.queue.url_groups.list(caller.account.id).await?;
     Ok(Json(groups.iter().map(UrlGroupOut::of).collect()))
 }
 
@@ -28,7 +28,7 @@ pub(crate) async fn get_url_group(
     Path(name): Path<String>,
 ) -> ApiResult<Json<UrlGroupOut>> {
     Ok(Json(UrlGroupOut::of(
-        &state.queue.url_group(caller.account.id, &name).await?,
+        &state.queue.url_groups.get(caller.account.id, &name).await?,
     )))
 }
 
@@ -37,7 +37,7 @@ pub(crate) async fn delete_url_group(
     QueueWriter(caller): QueueWriter,
     Path(name): Path<String>,
 ) -> ApiResult<StatusCode> {
-    state.queue.delete_url_group(caller.account.id, &name).await?;
+    state.queue.url_groups.delete(caller.account.id, &name).await?;
     Ok(StatusCode::OK)
 }
 
@@ -91,6 +91,7 @@ pub(crate) async fn add_endpoints(
         .collect::<ApiResult<Vec<_>>>()?;
     state
         .queue
+        .url_groups
         .add_endpoints(caller.account.id, &name, endpoints)
         .await?;
     Ok(StatusCode::OK)
@@ -109,6 +110,7 @@ pub(crate) async fn remove_endpoints(
         .collect();
     state
         .queue
+        .url_groups
         .remove_endpoints(caller.account.id, &name, references)
         .await?;
     Ok(StatusCode::OK)
@@ -130,6 +132,7 @@ pub(crate) async fn set_default_headers(
         .collect();
     state
         .queue
+        .url_groups
         .set_default_headers(caller.account.id, &name, headers)
         .await?;
     Ok(StatusCode::OK)

@@ -71,6 +71,7 @@ pub(crate) async fn wait_for_event(
 ) -> ApiResult<StatusCode> {
     state
         .queue
+        .waiters
         .wait_for_event(caller.account.id, &event_id, &body)
         .await?;
     Ok(StatusCode::OK)
@@ -84,6 +85,7 @@ pub(crate) async fn notify(
 ) -> ApiResult<(StatusCode, Json<Vec<NotifyOut>>)> {
     let notified = state
         .queue
+        .waiters
         .notify(caller.account.id, &event_id, &body, None)
         .await?;
     Ok((
@@ -102,6 +104,7 @@ pub(crate) async fn notify_run(
 ) -> ApiResult<(StatusCode, Json<Vec<NotifyOut>>)> {
     let notified = state
         .queue
+        .waiters
         .notify(caller.account.id, &event_id, &body, Some(&run_id))
         .await?;
     Ok((
@@ -115,7 +118,7 @@ pub(crate) async fn waiters(
     caller: QueueAccount,
     Path(event_id): Path<String>,
 ) -> ApiResult<Json<Vec<WaiterOut>>> {
-    let waiters = state.queue.event_waiters(caller.account.id, &event_id).await?;
+    let waiters = state.queue.waiters.list(caller.account.id, &event_id).await?;
     Ok(Json(waiters.into_iter().map(WaiterOut::from).collect()))
 }
 
@@ -150,6 +153,7 @@ pub(crate) async fn call_webhook(
     };
     let notified = state
         .queue
+        .waiters
         .call_webhook(account.id, &run_id, &event_id, &call)
         .await?;
     Ok(Json(notified.into_iter().map(NotifyOut::from).collect()))

@@ -69,7 +69,8 @@ pub(crate) async fn recover_many(
     for id in ids {
         let (run_id, created_at) = state
             .queue
-            .recover_run(caller.account.id, &id, &headers, how)
+            .workflow_runs
+            .recover(caller.account.id, &id, &headers, how)
             .await?;
         runs.push(json!({"workflowRunId": run_id, "workflowCreatedAt": created_at}));
     }
@@ -88,12 +89,17 @@ pub(crate) async fn recover_one(
     headers: HeaderMap,
 ) -> ApiResult<Json<Value>> {
     let (run_id, created_at) = if action == "callback" {
-        state.queue.retry_failure_callback(caller.account.id, &id).await?
+        state
+            .queue
+            .workflow_runs
+            .retry_failure_callback(caller.account.id, &id)
+            .await?
     } else {
         let how = recovery(&action)?;
         state
             .queue
-            .recover_run(caller.account.id, &id, &header_pairs(&headers), how)
+            .workflow_runs
+            .recover(caller.account.id, &id, &header_pairs(&headers), how)
             .await?
     };
     Ok(Json(

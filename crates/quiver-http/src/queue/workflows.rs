@@ -20,7 +20,11 @@ pub(crate) async fn trigger(
     QueueWriter(caller): QueueWriter,
     PublishForm(request): PublishForm,
 ) -> ApiResult<Json<Value>> {
-    let (run_id, created_at) = state.queue.trigger(caller.account.id, request).await?;
+    let (run_id, created_at) = state
+        .queue
+        .workflow_runs
+        .trigger(caller.account.id, request)
+        .await?;
     Ok(Json(
         json!({"workflowRunId": run_id, "workflowCreatedAt": created_at}),
     ))
@@ -38,9 +42,13 @@ pub(crate) async fn end_run(
     let pairs = query_pairs(&uri);
     if query_one(&pairs, "cancel") == Some("false") {
         let response = (!body.is_empty()).then(|| String::from_utf8_lossy(&body).into_owned());
-        state.queue.finish_run(caller.account.id, &id, response).await?;
+        state
+            .queue
+            .workflow_runs
+            .finish(caller.account.id, &id, response)
+            .await?;
     } else {
-        state.queue.cancel_run(caller.account.id, &id).await?;
+        state.queue.workflow_runs.cancel(caller.account.id, &id).await?;
     }
     Ok(StatusCode::OK)
 }
@@ -80,7 +88,11 @@ pub(crate) async fn cancel_runs(
     if names_runs && selection.run_ids.is_empty() {
         return Ok(Json(json!({"cancelled": 0})));
     }
-    let (cancelled, failures) = state.queue.cancel_runs(caller.account.id, &selection).await?;
+    let (cancelled, failures) = state
+        .queue
+        .workflow_runs
+        .cancel_many(caller.account.id, &selection)
+        .await?;
     let mut answer = json!({"cancelled": cancelled});
     if !failures.is_empty() {
         answer["errors"] = Value::Array(
@@ -99,7 +111,7 @@ pub(crate) async fn run_steps(
     caller: QueueAccount,
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
-    let run = state.queue.workflow_run(caller.account.id, &id).await?;
+    let run = state.queue.workflow_runs.get(caller.account.id, &id).await?;
     if run.state != RunState::Started {
         return Err(quiver_queue::QueueError::WorkflowRunNotFound(id).into());
     }
@@ -217,7 +229,8 @@ pub(crate) async fn list_runs(
     params.finish()?;
     let matching: Vec<_> = state
         .queue
-        .workflow_runs(caller.account.id)
+        .workflow_runs
+        .list(caller.account.id)
         .await?
         .into_iter()
         .filter(|run| selection.matches(run))

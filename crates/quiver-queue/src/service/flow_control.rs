@@ -1,19 +1,34 @@
 //! The queue's flow-control operations: read, list, pin, pause and resume keys.
 
+use std::sync::Arc;
+
 use quiver_core::AccountId;
 
-use super::Queue;
+use crate::context::{Context, opaque_debug};
 use crate::error::QueueError;
-use crate::flow::{FlowControlChange, FlowControlState};
+use crate::flow::{FlowControlChange, FlowControlState, FlowControlStore};
 
-impl Queue {
+/// The flow-control keys of every account.
+#[derive(Clone)]
+pub struct FlowControl {
+    store: Arc<dyn FlowControlStore>,
+    context: Context,
+}
+
+opaque_debug!(FlowControl);
+
+impl FlowControl {
+    pub(crate) fn new(store: Arc<dyn FlowControlStore>, context: Context) -> FlowControl {
+        FlowControl { store, context }
+    }
+
     /// A key's state.
     ///
     /// # Errors
     /// [`QueueError::FlowControlNotFound`] for a key the account never used; store failures.
-    pub async fn flow_control(&self, account: AccountId, key: &str) -> Result<FlowControlState, QueueError> {
-        self.store()
-            .flow_control(account, key, self.clock().now())
+    pub async fn get(&self, account: AccountId, key: &str) -> Result<FlowControlState, QueueError> {
+        self.store
+            .flow_control(account, key, self.context.now())
             .await?
             .ok_or_else(|| QueueError::FlowControlNotFound(key.to_owned()))
     }
@@ -22,8 +37,8 @@ impl Queue {
     ///
     /// # Errors
     /// Store failures.
-    pub async fn flow_controls(&self, account: AccountId) -> Result<Vec<FlowControlState>, QueueError> {
-        Ok(self.store().flow_controls(account, self.clock().now()).await?)
+    pub async fn list(&self, account: AccountId) -> Result<Vec<FlowControlState>, QueueError> {
+        Ok(self.store.flow_controls(account, self.context.now()).await?)
     }
 
     /// The most deliveries in flight at once across the process, and the account's deliveries now.
@@ -31,8 +46,8 @@ impl Queue {
     /// # Errors
     /// Store failures.
     pub async fn global_parallelism(&self, account: AccountId) -> Result<(usize, u64), QueueError> {
-        let count = self.store().in_flight(account, self.clock().now()).await?;
-        Ok((self.config().delivery_concurrency, count))
+        let count = self.store.in_flight(account, self.context.now()).await?;
+        Ok((self.context.config.delivery_concurrency, count))
     }
 
     /// Pauses, resumes, pins, unpins or resets a key, and lets the delivery worker look again.
@@ -40,7 +55,7 @@ impl Queue {
     /// # Errors
     /// [`QueueError::FlowControlNotFound`] for an unknown key; [`QueueError::InvalidRequest`] for a pin
     /// without any limit or with a zero; store failures.
-    pub async fn change_flow_control(
+    pub async fn change(
         &self,
         account: AccountId,
         key: &str,
@@ -64,13 +79,13 @@ impl Queue {
             }
         }
         let found = self
-            .store()
-            .change_flow_control(account, key, change, self.clock().now())
+            .store
+            .change_flow_control(account, key, change, self.context.now())
             .await?;
         if !found {
             return Err(QueueError::FlowControlNotFound(key.to_owned()));
         }
-        self.wake_worker();
+        self.context.signals.wake_worker();
         Ok(())
     }
 }

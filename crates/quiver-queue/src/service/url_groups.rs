@@ -1,19 +1,40 @@
 //! URL groups: named sets of endpoints a publish fans out to, with default headers.
 
-use quiver_core::AccountId;
+use std::sync::Arc;
 
-use super::Queue;
+use quiver_core::AccountId;
+use tokio::sync::Mutex;
+
+use crate::context::{Context, opaque_debug};
 use crate::error::QueueError;
 use crate::names::is_valid_name;
 use crate::publish::parse_publish_options;
-use crate::store::{Endpoint, UrlGroup};
+use crate::store::{Endpoint, UrlGroup, UrlGroupStore};
 
-impl Queue {
+/// The URL groups of every account.
+#[derive(Clone)]
+pub struct UrlGroups {
+    store: Arc<dyn UrlGroupStore>,
+    context: Context,
+    changes: Arc<Mutex<()>>,
+}
+
+opaque_debug!(UrlGroups);
+
+impl UrlGroups {
+    pub(crate) fn new(store: Arc<dyn UrlGroupStore>, context: Context) -> UrlGroups {
+        UrlGroups {
+            store,
+            context,
+            changes: Arc::new(Mutex::new(())),
+        }
+    }
+
     /// A URL group.
     ///
     /// # Errors
     /// [`QueueError::UrlGroupNotFound`]; store failures.
-    pub async fn url_group(&self, account: AccountId, name: &str) -> Result<UrlGroup, QueueError> {
+    pub async fn get(&self, account: AccountId, name: &str) -> Result<UrlGroup, QueueError> {
         self.store
             .url_group(account, name)
             .await?
@@ -24,7 +45,7 @@ impl Queue {
     ///
     /// # Errors
     /// Store failures.
-    pub async fn url_groups(&self, account: AccountId) -> Result<Vec<UrlGroup>, QueueError> {
+    pub async fn list(&self, account: AccountId) -> Result<Vec<UrlGroup>, QueueError> {
         Ok(self.store.url_groups(account).await?)
     }
 
@@ -64,12 +85,13 @@ impl Queue {
                     endpoint.url
                 )));
             }
-            self.policy
+            self.context
+                .policy
                 .check_url(&endpoint.url)
                 .map_err(QueueError::DestinationForbidden)?;
         }
-        let _guard = self.group_changes.lock().await;
-        let now = self.clock.now();
+        let _guard = self.changes.lock().await;
+        let now = self.context.now();
         let mut group = self
             .store
             .url_group(account, name)
@@ -118,8 +140,8 @@ impl Queue {
                 "endpoints: each endpoint needs a name or a url".into(),
             ));
         }
-        let _guard = self.group_changes.lock().await;
-        let mut group = self.url_group(account, name).await?;
+        let _guard = self.changes.lock().await;
+        let mut group = self.get(account, name).await?;
         group.endpoints.retain(|endpoint| {
             !references.iter().any(|(ref_name, ref_url)| {
                 let name_matches = ref_name
@@ -132,7 +154,7 @@ impl Queue {
         if group.endpoints.is_empty() {
             self.store.delete_url_group(account, name).await?;
         } else {
-            group.updated_at = self.clock.now();
+            group.updated_at = self.context.now();
             self.store.put_url_group(account, &group).await?;
         }
         Ok(())
@@ -142,8 +164,8 @@ impl Queue {
     ///
     /// # Errors
     /// Store failures; a group that does not exist is not an error.
-    pub async fn delete_url_group(&self, account: AccountId, name: &str) -> Result<(), QueueError> {
-        let _guard = self.group_changes.lock().await;
+    pub async fn delete(&self, account: AccountId, name: &str) -> Result<(), QueueError> {
+        let _guard = self.changes.lock().await;
         // Deleting a group that does not exist succeeds, as the API description says: the group is gone.
         self.store.delete_url_group(account, name).await?;
         Ok(())
@@ -160,10 +182,10 @@ impl Queue {
         headers: Vec<(String, String)>,
     ) -> Result<(), QueueError> {
         parse_publish_options(&headers, &[])?;
-        let _guard = self.group_changes.lock().await;
-        let mut group = self.url_group(account, name).await?;
+        let _guard = self.changes.lock().await;
+        let mut group = self.get(account, name).await?;
         group.default_headers = headers;
-        group.updated_at = self.clock.now();
+        group.updated_at = self.context.now();
         Ok(self.store.put_url_group(account, &group).await?)
     }
 }

@@ -1,16 +1,19 @@
 //! The queue's waiting operations: register a waiter, notify an event, time out, call a webhook.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use base64::Engine as _;
 use quiver_core::AccountId;
 use serde_json::{Value, json};
 use tracing::warn;
 
-use super::{PublishOutcome, PublishRequest, Queue};
+use super::publisher::{PublishOutcome, PublishRequest, Publisher};
+use crate::context::{Context, opaque_debug};
 use crate::duration::parse_duration;
 use crate::error::QueueError;
-use crate::waiters::{Notified, StoredWaiter, WaitSpec, WebhookCall};
+use crate::store::WorkflowRunStore;
+use crate::waiters::{Notified, StoredWaiter, WaitSpec, WaiterStore, WebhookCall};
 
 /// How long a wait lasts when the request does not say.
 const DEFAULT_TIMEOUT: &str = "7d";
@@ -23,7 +26,39 @@ fn header<'a>(headers: &'a BTreeMap<String, Vec<String>>, name: &str) -> Option<
         .map(String::as_str)
 }
 
-impl Queue {
+/// Workflow runs waiting for events, and the events they wait for.
+#[derive(Clone)]
+pub struct Waiters {
+    store: Arc<dyn WaiterStore>,
+    runs: Arc<dyn WorkflowRunStore>,
+    publisher: Publisher,
+    context: Context,
+}
+
+opaque_debug!(Waiters);
+
+impl Waiters {
+    pub(crate) fn new(
+        store: Arc<dyn WaiterStore>,
+        runs: Arc<dyn WorkflowRunStore>,
+        publisher: Publisher,
+        context: Context,
+    ) -> Waiters {
+        Waiters {
+            store,
+            runs,
+            publisher,
+            context,
+        }
+    }
+
+    /// When the earliest waiter times out.
+    pub(crate) async fn next_deadline(
+        &self,
+    ) -> Result<Option<quiver_core::Timestamp>, quiver_core::StoreError> {
+        self.store.next_waiter_deadline().await
+    }
+
     /// Registers a waiter for `event_id` (or, when the event already came for this run, answers it now).
     ///
     /// # Errors
@@ -49,7 +84,7 @@ impl Queue {
         }
         let timeout =
             parse_duration(&timeout).map_err(|e| QueueError::InvalidRequest(format!("timeout: {e}")))?;
-        let now = self.clock().now();
+        let now = self.context.now();
         let run_id = header(&spec.timeout_headers, "Upstash-Workflow-RunId").map(str::to_owned);
         let waiter = StoredWaiter {
             seq: 0,
@@ -59,12 +94,12 @@ impl Queue {
             spec,
         };
         if let Some(run) = &run_id
-            && let Some(data) = self.store().take_early_event(account, run, event_id).await?
+            && let Some(data) = self.store.take_early_event(account, run, event_id).await?
         {
             self.publish_wait_result(&waiter, Some(&data)).await?;
             return Ok(());
         }
-        self.store()
+        self.store
             .add_waiter(
                 account,
                 event_id,
@@ -73,7 +108,7 @@ impl Queue {
                 &waiter.spec,
             )
             .await?;
-        self.wake_scheduler();
+        self.context.signals.wake_scheduler();
         Ok(())
     }
 
@@ -90,7 +125,11 @@ impl Queue {
         event_id: &str,
         call: &WebhookCall,
     ) -> Result<Vec<Notified>, QueueError> {
-        let run = self.workflow_run(account, run_id).await?;
+        let run = self
+            .runs
+            .run(account, run_id)
+            .await?
+            .ok_or_else(|| QueueError::WorkflowRunNotFound(run_id.to_owned()))?;
         if run.state != crate::workflow::RunState::Started {
             return Err(QueueError::WorkflowRunNotRunning(run_id.to_owned()));
         }
@@ -127,18 +166,18 @@ impl Queue {
         data: &[u8],
         run_id: Option<&str>,
     ) -> Result<Vec<Notified>, QueueError> {
-        let waiters = self.store().waiters(account, event_id, run_id).await?;
+        let waiters = self.store.waiters(account, event_id, run_id).await?;
         if waiters.is_empty()
             && let Some(run) = run_id
         {
-            self.store()
-                .keep_early_event(account, run, event_id, data, self.clock().now())
+            self.store
+                .keep_early_event(account, run, event_id, data, self.context.now())
                 .await?;
             return Ok(Vec::new());
         }
         let mut notified = Vec::with_capacity(waiters.len());
         for waiter in waiters {
-            if !self.store().remove_waiter(waiter.seq).await? {
+            if !self.store.remove_waiter(waiter.seq).await? {
                 continue;
             }
             let (message_id, error) = match self.publish_wait_result(&waiter, Some(data)).await {
@@ -158,23 +197,19 @@ impl Queue {
     ///
     /// # Errors
     /// Store failures.
-    pub async fn event_waiters(
-        &self,
-        account: AccountId,
-        event_id: &str,
-    ) -> Result<Vec<StoredWaiter>, QueueError> {
-        Ok(self.store().waiters(account, event_id, None).await?)
+    pub async fn list(&self, account: AccountId, event_id: &str) -> Result<Vec<StoredWaiter>, QueueError> {
+        Ok(self.store.waiters(account, event_id, None).await?)
     }
 
     /// Gives every waiter past its deadline its timed-out result. Returns how many timed out.
     ///
     /// # Errors
     /// Store failures.
-    pub async fn time_out_waiters(&self) -> Result<usize, QueueError> {
-        let due = self.store().due_waiters(self.clock().now(), 256).await?;
+    pub async fn time_out(&self) -> Result<usize, QueueError> {
+        let due = self.store.due_waiters(self.context.now(), 256).await?;
         let count = due.len();
         for waiter in due {
-            if !self.store().remove_waiter(waiter.seq).await? {
+            if !self.store.remove_waiter(waiter.seq).await? {
                 continue;
             }
             if let Err(error) = self.publish_wait_result(&waiter, None).await {
@@ -223,7 +258,7 @@ impl Queue {
             caller_ip: None,
             schedule_id: None,
         };
-        match self.publish(waiter.account_id, request).await? {
+        match self.publisher.publish(waiter.account_id, request).await? {
             PublishOutcome::Url(published) => Ok(published.message_id.0),
             PublishOutcome::Group(all) => {
                 Ok(all.into_iter().next().map(|p| p.message_id.0).unwrap_or_default())

@@ -583,48 +583,56 @@ async fn schedules_fall_due_in_order_unless_paused(store: &dyn QueueStore) {
 async fn queues_are_created_once_changed_listed_and_deleted(store: &dyn QueueStore) {
     let account = AccountId::random();
     store
-        .ensure_queue(account, "b", 1, START)
+        .ensure_fifo_queue(account, "b", 1, START)
         .await
         .expect("ensure succeeds");
     store
-        .ensure_queue(account, "b", 9, at(1))
+        .ensure_fifo_queue(account, "b", 9, at(1))
         .await
         .expect("ensure succeeds");
-    let b = store.queue(account, "b").await.expect("read").expect("created");
+    let b = store
+        .fifo_queue(account, "b")
+        .await
+        .expect("read")
+        .expect("created");
     assert_eq!(
         (b.parallelism, b.paused),
         (1, false),
         "ensure never changes an existing queue"
     );
     store
-        .put_queue(account, "b", 3, true, at(2))
+        .put_fifo_queue(account, "b", 3, true, at(2))
         .await
         .expect("put succeeds");
     store
-        .put_queue(account, "a", 1, false, at(2))
+        .put_fifo_queue(account, "a", 1, false, at(2))
         .await
         .expect("put succeeds");
-    let b = store.queue(account, "b").await.expect("read").expect("exists");
+    let b = store
+        .fifo_queue(account, "b")
+        .await
+        .expect("read")
+        .expect("exists");
     assert_eq!(
         (b.parallelism, b.paused),
         (3, true),
         "put changes parallelism and pause"
     );
     let names: Vec<String> = store
-        .queues(account)
+        .fifo_queues(account)
         .await
         .expect("list")
         .into_iter()
         .map(|q| q.name)
         .collect();
     assert_eq!(names, ["a", "b"], "listed by name");
-    assert!(store.delete_queue(account, "a").await.expect("delete"));
+    assert!(store.delete_fifo_queue(account, "a").await.expect("delete"));
     assert!(
-        !store.delete_queue(account, "a").await.expect("delete"),
+        !store.delete_fifo_queue(account, "a").await.expect("delete"),
         "deleted once"
     );
     assert_eq!(
-        store.queue(AccountId::random(), "b").await.expect("read"),
+        store.fifo_queue(AccountId::random(), "b").await.expect("read"),
         None,
         "per account"
     );

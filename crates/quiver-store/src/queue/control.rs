@@ -5,7 +5,7 @@ use quiver_core::store::StoreResult;
 use quiver_core::{AccountId, StoreError, Timestamp};
 use quiver_queue::message::MessageId;
 use quiver_queue::schedule::Schedule;
-use quiver_queue::store::{QueueRecord, QueueRecordStore, ScheduleStore, WorkflowStore};
+use quiver_queue::store::{FifoQueue, FifoQueueStore, ScheduleStore, WorkflowRunStore};
 use quiver_queue::workflow::{RunState, RunStep, WorkflowRun};
 use rusqlite::{Connection, params};
 
@@ -130,7 +130,7 @@ fn queue_records(
     connection: &Connection,
     filter: &str,
     values: &[&dyn rusqlite::ToSql],
-) -> StoreResult<Vec<QueueRecord>> {
+) -> StoreResult<Vec<FifoQueue>> {
     let sql = format!(
         "SELECT q.name, q.parallelism, q.paused, q.created_at, q.updated_at,
                 (SELECT COUNT(*) FROM messages m WHERE m.account_id = q.account_id AND m.queue_name = q.name)
@@ -139,7 +139,7 @@ fn queue_records(
     let mut statement = connection.prepare(&sql).map_err(read_error)?;
     let rows = statement
         .query_map(values, |r| {
-            Ok(QueueRecord {
+            Ok(FifoQueue {
                 name: r.get(0)?,
                 parallelism: r.get(1)?,
                 paused: r.get(2)?,
@@ -153,8 +153,8 @@ fn queue_records(
 }
 
 #[async_trait]
-impl QueueRecordStore for SqliteQueueStore {
-    async fn put_queue(
+impl FifoQueueStore for SqliteQueueStore {
+    async fn put_fifo_queue(
         &self,
         account: AccountId,
         name: &str,
@@ -178,7 +178,7 @@ impl QueueRecordStore for SqliteQueueStore {
             .await
     }
 
-    async fn ensure_queue(
+    async fn ensure_fifo_queue(
         &self,
         account: AccountId,
         name: &str,
@@ -199,7 +199,7 @@ impl QueueRecordStore for SqliteQueueStore {
             .await
     }
 
-    async fn queue(&self, account: AccountId, name: &str) -> StoreResult<Option<QueueRecord>> {
+    async fn fifo_queue(&self, account: AccountId, name: &str) -> StoreResult<Option<FifoQueue>> {
         let name = name.to_owned();
         self.database
             .read(move |c| {
@@ -213,13 +213,13 @@ impl QueueRecordStore for SqliteQueueStore {
             .await
     }
 
-    async fn queues(&self, account: AccountId) -> StoreResult<Vec<QueueRecord>> {
+    async fn fifo_queues(&self, account: AccountId) -> StoreResult<Vec<FifoQueue>> {
         self.database
             .read(move |c| queue_records(c, "WHERE q.account_id = ?1", &[&account.to_string()]))
             .await
     }
 
-    async fn delete_queue(&self, account: AccountId, name: &str) -> StoreResult<bool> {
+    async fn delete_fifo_queue(&self, account: AccountId, name: &str) -> StoreResult<bool> {
         let name = name.to_owned();
         self.database
             .write(move |c| {
@@ -268,7 +268,7 @@ fn save_run(connection: &Connection, run: &WorkflowRun) -> StoreResult<()> {
 }
 
 #[async_trait]
-impl WorkflowStore for SqliteQueueStore {
+impl WorkflowRunStore for SqliteQueueStore {
     async fn start_run(&self, run: &WorkflowRun) -> StoreResult<bool> {
         let run = run.clone();
         self.database

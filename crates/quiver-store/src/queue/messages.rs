@@ -1,4 +1,4 @@
-//! Messages, dead letters and URL groups: the `QueueStore` half of the queue's store.
+//! Messages, their delivery, dead letters, the events log and URL groups of the queue's store.
 
 use async_trait::async_trait;
 use quiver_core::store::StoreResult;
@@ -8,7 +8,8 @@ use quiver_queue::message::{
     MessageSpec, MessageState, NewEvent, NewMessage,
 };
 use quiver_queue::store::{
-    AttemptRecord, AttemptResolution, CancelFilter, Endpoint, Filter, LogPosition, Page, QueueStore, UrlGroup,
+    AttemptRecord, AttemptResolution, CancelFilter, DeadLetterStore, DeliveryStore, Endpoint, EventLogStore,
+    Filter, LogPosition, MessageStore, Page, UrlGroup, UrlGroupStore,
 };
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
@@ -247,7 +248,7 @@ fn group_from_row(row: &Row<'_>) -> rusqlite::Result<UrlGroup> {
 }
 
 #[async_trait]
-impl QueueStore for SqliteQueueStore {
+impl MessageStore for SqliteQueueStore {
     async fn enqueue(&self, messages: Vec<NewMessage>, now: Timestamp) -> StoreResult<Vec<Enqueued>> {
         let specs = messages
             .iter()
@@ -272,6 +273,74 @@ impl QueueStore for SqliteQueueStore {
             .await
     }
 
+    async fn message(&self, account: AccountId, id: &MessageId) -> StoreResult<Option<Message>> {
+        let id = id.0.clone();
+        self.database
+            .read(move |c| load_message(c, &account.to_string(), &id))
+            .await
+    }
+
+    async fn cancel(
+        &self,
+        account: AccountId,
+        ids: Option<Vec<MessageId>>,
+        filter: CancelFilter,
+        limit: Option<usize>,
+        now: Timestamp,
+    ) -> StoreResult<u64> {
+        self.database
+            .write(move |c| {
+                let account_text = account.to_string();
+                let targets: Vec<Message> = match ids {
+                    Some(ids) => {
+                        let mut found = Vec::with_capacity(ids.len());
+                        for id in ids {
+                            found.extend(load_message(c, &account_text, &id.0)?);
+                        }
+                        found
+                    }
+                    None => {
+                        let mut statement = c
+                            .prepare_cached(&format!(
+                                "SELECT {MESSAGE_COLUMNS} FROM messages WHERE account_id = ?1"
+                            ))
+                            .map_err(read_error)?;
+                        let rows = statement
+                            .query_map([&account_text], message_from_row)
+                            .map_err(read_error)?;
+                        let mut matching = Vec::new();
+                        for row in rows {
+                            let message = row.map_err(read_error)?;
+                            if filter.matches(&message) {
+                                matching.push(message);
+                            }
+                            if limit.is_some_and(|l| matching.len() >= l) {
+                                break;
+                            }
+                        }
+                        matching
+                    }
+                };
+                for message in &targets {
+                    delete_message(c, message)?;
+                    let labels = to_json(&message.spec.labels)?;
+                    for state in [MessageState::CancelRequested, MessageState::Canceled] {
+                        let event = NewEvent {
+                            time: now,
+                            state,
+                            detail: EventDetail::default(),
+                        };
+                        append_event(c, message, &labels, &event)?;
+                    }
+                }
+                Ok(targets.len() as u64)
+            })
+            .await
+    }
+}
+
+#[async_trait]
+impl DeliveryStore for SqliteQueueStore {
     async fn claim_due(
         &self,
         now: Timestamp,
@@ -428,72 +497,10 @@ impl QueueStore for SqliteQueueStore {
             })
             .await
     }
+}
 
-    async fn message(&self, account: AccountId, id: &MessageId) -> StoreResult<Option<Message>> {
-        let id = id.0.clone();
-        self.database
-            .read(move |c| load_message(c, &account.to_string(), &id))
-            .await
-    }
-
-    async fn cancel(
-        &self,
-        account: AccountId,
-        ids: Option<Vec<MessageId>>,
-        filter: CancelFilter,
-        limit: Option<usize>,
-        now: Timestamp,
-    ) -> StoreResult<u64> {
-        self.database
-            .write(move |c| {
-                let account_text = account.to_string();
-                let targets: Vec<Message> = match ids {
-                    Some(ids) => {
-                        let mut found = Vec::with_capacity(ids.len());
-                        for id in ids {
-                            found.extend(load_message(c, &account_text, &id.0)?);
-                        }
-                        found
-                    }
-                    None => {
-                        let mut statement = c
-                            .prepare_cached(&format!(
-                                "SELECT {MESSAGE_COLUMNS} FROM messages WHERE account_id = ?1"
-                            ))
-                            .map_err(read_error)?;
-                        let rows = statement
-                            .query_map([&account_text], message_from_row)
-                            .map_err(read_error)?;
-                        let mut matching = Vec::new();
-                        for row in rows {
-                            let message = row.map_err(read_error)?;
-                            if filter.matches(&message) {
-                                matching.push(message);
-                            }
-                            if limit.is_some_and(|l| matching.len() >= l) {
-                                break;
-                            }
-                        }
-                        matching
-                    }
-                };
-                for message in &targets {
-                    delete_message(c, message)?;
-                    let labels = to_json(&message.spec.labels)?;
-                    for state in [MessageState::CancelRequested, MessageState::Canceled] {
-                        let event = NewEvent {
-                            time: now,
-                            state,
-                            detail: EventDetail::default(),
-                        };
-                        append_event(c, message, &labels, &event)?;
-                    }
-                }
-                Ok(targets.len() as u64)
-            })
-            .await
-    }
-
+#[async_trait]
+impl DeadLetterStore for SqliteQueueStore {
     async fn dead_letters(
         &self,
         account: AccountId,
@@ -587,6 +594,15 @@ impl QueueStore for SqliteQueueStore {
             .await
     }
 
+    async fn prune_dead_letters(&self, older_than: Timestamp, window: usize) -> StoreResult<u64> {
+        self.database
+            .write(move |c| crate::queue::listing::prune_dead_letters(c, older_than.as_millis(), window))
+            .await
+    }
+}
+
+#[async_trait]
+impl EventLogStore for SqliteQueueStore {
     async fn prune_log(
         &self,
         older_than: Timestamp,
@@ -595,12 +611,6 @@ impl QueueStore for SqliteQueueStore {
     ) -> StoreResult<(u64, Option<LogPosition>)> {
         self.database
             .write(move |c| crate::queue::listing::prune_log(c, older_than.as_millis(), window, from))
-            .await
-    }
-
-    async fn prune_dead_letters(&self, older_than: Timestamp, window: usize) -> StoreResult<u64> {
-        self.database
-            .write(move |c| crate::queue::listing::prune_dead_letters(c, older_than.as_millis(), window))
             .await
     }
 
@@ -651,7 +661,10 @@ impl QueueStore for SqliteQueueStore {
             })
             .await
     }
+}
 
+#[async_trait]
+impl UrlGroupStore for SqliteQueueStore {
     async fn url_group(&self, account: AccountId, name: &str) -> StoreResult<Option<UrlGroup>> {
         let name = name.to_owned();
         self.database

@@ -1,25 +1,19 @@
-//! The queue's operations: publish (to a URL or a URL group), batches, messages, the dead letter queue
-//! and the event log; URL groups in the `url_groups` submodule.
+//! Publishing: a request to a URL, a URL group or a FIFO queue becomes messages, stored in one commit.
+//! A publish that carries a workflow run id starts the run or adds its step.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use quiver_core::{AccountId, Clock, Timestamp};
+use quiver_core::{AccountId, Timestamp};
 use sha2::{Digest, Sha256};
-use tokio::sync::{Mutex, Notify};
 
-use crate::config::QueueConfig;
+use crate::context::{Context, opaque_debug};
 use crate::error::QueueError;
-use crate::idle::LoopState;
-use crate::message::{DeadLetter, Event, Message, MessageId, MessageKind, MessageSpec, NewMessage};
-use crate::names::is_valid_name;
+use crate::message::{Message, MessageId, MessageKind, MessageSpec, NewMessage};
+use crate::names::{check_queue_name, is_valid_name};
 use crate::publish::{PublishOptions, parse_publish_options};
-use crate::ssrf::DestinationPolicy;
-use crate::store::{CancelFilter, Filter, Page, QueueStore};
-
-mod flow_control;
-mod url_groups;
-mod waiters;
+use crate::store::{FifoQueueStore, MessageStore, UrlGroupStore, WorkflowRunStore};
+use crate::workflow::{RunState, RunStep, WorkflowRun};
 
 /// A publish, as received.
 #[derive(Debug, Clone, Default)]
@@ -59,29 +53,6 @@ pub enum PublishOutcome {
 }
 
 /// The message queue of every account.
-#[derive(Clone)]
-pub struct Queue {
-    store: Arc<dyn QueueStore>,
-    clock: Arc<dyn Clock>,
-    config: Arc<QueueConfig>,
-    policy: Arc<DestinationPolicy>,
-    wakeup: Arc<Notify>,
-    schedules_changed: Arc<Notify>,
-    worker: Arc<LoopState>,
-    scheduler: Arc<LoopState>,
-    retention: Arc<LoopState>,
-    group_changes: Arc<Mutex<()>>,
-    llm_client: reqwest::Client,
-}
-
-impl std::fmt::Debug for Queue {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Queue")
-            .field("config", &self.config)
-            .finish_non_exhaustive()
-    }
-}
-
 /// Repairs `https:/host` (a double slash merged by a proxy) into `https://host`.
 fn normalise_url(destination: &str) -> String {
     for scheme in ["http:", "https:"] {
@@ -92,6 +63,15 @@ fn normalise_url(destination: &str) -> String {
         }
     }
     destination.to_owned()
+}
+
+/// What a publish that starts a run already started answers: the run's first message, deduplicated.
+fn run_started_before(request: &PublishRequest, message_id: String) -> PublishOutcome {
+    PublishOutcome::Url(Published {
+        message_id: MessageId(message_id),
+        url: normalise_url(request.destination.trim()),
+        deduplicated: true,
+    })
 }
 
 fn is_url(destination: &str) -> bool {
@@ -122,107 +102,33 @@ fn merge_headers(defaults: &[(String, String)], own: &[(String, String)]) -> Vec
     merged
 }
 
-impl Queue {
-    /// The queue over `store`.
-    pub fn new(
-        store: Arc<dyn QueueStore>,
-        clock: Arc<dyn Clock>,
-        config: QueueConfig,
-        policy: DestinationPolicy,
-    ) -> Queue {
-        Queue {
-            store,
-            clock,
-            config: Arc::new(config),
-            policy: Arc::new(policy),
-            wakeup: Arc::new(Notify::new()),
-            schedules_changed: Arc::new(Notify::new()),
-            worker: Arc::new(LoopState::new()),
-            scheduler: Arc::new(LoopState::new()),
-            retention: Arc::new(LoopState::new()),
-            group_changes: Arc::new(Mutex::new(())),
-            llm_client: reqwest::Client::new(),
-        }
-    }
+/// Turns publish requests into stored messages: the one way a message enters the queue, shared by
+/// publish, enqueue, batches, schedules, workflow steps and dead-letter retries of a run.
+#[derive(Clone)]
+pub struct Publisher {
+    messages: Arc<dyn MessageStore>,
+    url_groups: Arc<dyn UrlGroupStore>,
+    fifo_queues: Arc<dyn FifoQueueStore>,
+    runs: Arc<dyn WorkflowRunStore>,
+    context: Context,
+}
 
-    pub(crate) fn llm_client(&self) -> &reqwest::Client {
-        &self.llm_client
-    }
+opaque_debug!(Publisher);
 
-    pub(crate) fn store(&self) -> &Arc<dyn QueueStore> {
-        &self.store
-    }
-
-    pub(crate) fn clock(&self) -> &Arc<dyn Clock> {
-        &self.clock
-    }
-
-    /// The queue's configuration.
-    pub fn config(&self) -> &QueueConfig {
-        &self.config
-    }
-
-    /// Which destinations deliveries may reach.
-    pub fn policy(&self) -> &Arc<DestinationPolicy> {
-        &self.policy
-    }
-
-    /// Notified whenever a schedule is created, changed or removed.
-    pub fn schedules_changed(&self) -> &Arc<Notify> {
-        &self.schedules_changed
-    }
-
-    /// Notified whenever new work may be due now. Wake the worker with [`Queue::wake_worker`].
-    pub fn wakeup(&self) -> &Arc<Notify> {
-        &self.wakeup
-    }
-
-    /// Wakes the delivery worker: new work may be due now.
-    pub fn wake_worker(&self) {
-        self.worker.wake();
-        self.wakeup.notify_one();
-    }
-
-    /// Wakes the scheduler: a schedule or a wait deadline changed.
-    pub(crate) fn wake_scheduler(&self) {
-        self.scheduler.wake();
-        self.schedules_changed.notify_one();
-    }
-
-    /// Whether the delivery worker has nothing to start at the current time. Deliveries it started may
-    /// still be in flight.
-    pub fn worker_is_idle(&self) -> bool {
-        self.worker.is_idle(self.clock.now())
-    }
-
-    /// Whether the scheduler, retention and the delivery worker all have nothing to do at the current
-    /// time. Read in that order: the scheduler and retention hand work to the worker, never back, so a
-    /// round they start after their check wakes the worker before its check. Tests wait for this
-    /// instead of waiting for time.
-    pub fn is_idle(&self) -> bool {
-        let now = self.clock.now();
-        self.scheduler.is_idle(now) && self.retention.is_idle(now) && self.worker.is_idle(now)
-    }
-
-    /// The delivery worker's state.
-    pub(crate) fn worker_state(&self) -> &LoopState {
-        &self.worker
-    }
-
-    /// The scheduler's state.
-    pub(crate) fn scheduler_state(&self) -> &LoopState {
-        &self.scheduler
-    }
-
-    /// Retention's state.
-    pub(crate) fn retention_state(&self) -> &LoopState {
-        &self.retention
-    }
-
-    /// Wakes the worker if a message due at `due` would otherwise wait past it.
-    fn wake_for(&self, due: Timestamp) {
-        if self.worker.needs_wake_for(due) {
-            self.wake_worker();
+impl Publisher {
+    pub(crate) fn new(
+        messages: Arc<dyn MessageStore>,
+        url_groups: Arc<dyn UrlGroupStore>,
+        fifo_queues: Arc<dyn FifoQueueStore>,
+        runs: Arc<dyn WorkflowRunStore>,
+        context: Context,
+    ) -> Publisher {
+        Publisher {
+            messages,
+            url_groups,
+            fifo_queues,
+            runs,
+            context,
         }
     }
 
@@ -238,12 +144,7 @@ impl Queue {
     ) -> Result<PublishOutcome, QueueError> {
         let messages = match self.prepare(account, &request).await {
             Err(QueueError::WorkflowRunExists { message_id, .. }) => {
-                let url = normalise_url(request.destination.trim());
-                return Ok(PublishOutcome::Url(Published {
-                    message_id: MessageId(message_id),
-                    url,
-                    deduplicated: true,
-                }));
+                return Ok(run_started_before(&request, message_id));
             }
             other => other?,
         };
@@ -288,12 +189,7 @@ impl Queue {
             .map(|(result, request)| {
                 let (messages, is_group) = match result {
                     Err(QueueError::WorkflowRunExists { message_id, .. }) => {
-                        let url = normalise_url(request.destination.trim());
-                        return Ok(PublishOutcome::Url(Published {
-                            message_id: MessageId(message_id),
-                            url,
-                            deduplicated: true,
-                        }));
+                        return Ok(run_started_before(request, message_id));
                     }
                     other => other?,
                 };
@@ -317,9 +213,9 @@ impl Queue {
         }
         let urls: Vec<String> = messages.iter().map(|m| m.message.spec.url.clone()).collect();
         let earliest = messages.iter().map(|m| m.message.not_before).min();
-        let enqueued = self.store.enqueue(messages, self.clock.now()).await?;
+        let enqueued = self.messages.enqueue(messages, self.context.now()).await?;
         if let Some(earliest) = earliest {
-            self.wake_for(earliest);
+            self.context.signals.wake_worker_for(earliest);
         }
         Ok(enqueued
             .into_iter()
@@ -337,10 +233,14 @@ impl Queue {
     /// it stands for: the provider's token is forwarded, and added to what reads back redacted.
     fn llm_request(&self, request: &PublishRequest) -> Result<PublishRequest, QueueError> {
         let mut rewritten = PublishRequest {
-            destination: self.config.llm_chat_url().ok_or(QueueError::LlmNotConfigured)?,
+            destination: self
+                .context
+                .config
+                .llm_chat_url()
+                .ok_or(QueueError::LlmNotConfigured)?,
             ..request.clone()
         };
-        let key = &self.config.llm_api_key;
+        let key = &self.context.config.llm_api_key;
         if key.is_empty() {
             return Ok(rewritten);
         }
@@ -367,10 +267,10 @@ impl Queue {
         account: AccountId,
         request: &PublishRequest,
     ) -> Result<(Vec<NewMessage>, bool), QueueError> {
-        if request.body.len() > self.config.max_message_bytes {
+        if request.body.len() > self.context.config.max_message_bytes {
             return Err(QueueError::PayloadTooLarge {
                 size: request.body.len(),
-                limit: self.config.max_message_bytes,
+                limit: self.context.config.max_message_bytes,
             });
         }
         let llm_request;
@@ -386,7 +286,7 @@ impl Queue {
                 "the destination is missing: /v2/publish/<url or url group>".into(),
             ));
         }
-        let now = self.clock.now();
+        let now = self.context.now();
         if is_url(destination) {
             let url = normalise_url(destination);
             let parsed =
@@ -394,7 +294,8 @@ impl Queue {
             if parsed.host_str().is_none_or(str::is_empty) {
                 return Err(QueueError::InvalidDestination(format!("`{url}` has no host")));
             }
-            self.policy
+            self.context
+                .policy
                 .check_parsed(&parsed)
                 .map_err(QueueError::DestinationForbidden)?;
             let options = parse_publish_options(&request.headers, &request.query)?;
@@ -410,7 +311,7 @@ impl Queue {
             )));
         }
         let group = self
-            .store
+            .url_groups
             .url_group(account, destination)
             .await?
             .ok_or_else(|| QueueError::UrlGroupNotFound(destination.to_owned()))?;
@@ -436,13 +337,9 @@ impl Queue {
     /// Creates the queue a publish names (parallelism 1) if it does not exist yet.
     async fn ensure_queue_of(&self, account: AccountId, options: &PublishOptions) -> Result<(), QueueError> {
         if let Some(name) = &options.queue_name {
-            if !is_valid_name(name) {
-                return Err(QueueError::InvalidRequest(format!(
-                    "queue name `{name}` may only use A-Z, a-z, 0-9, `.`, `_` and `-`"
-                )));
-            }
-            self.store
-                .ensure_queue(account, name, 1, self.clock.now())
+            check_queue_name(name)?;
+            self.fifo_queues
+                .ensure_fifo_queue(account, name, 1, self.context.now())
                 .await?;
         }
         Ok(())
@@ -453,7 +350,8 @@ impl Queue {
             .into_iter()
             .flatten()
         {
-            self.policy
+            self.context
+                .policy
                 .check_url(&callback.url)
                 .map_err(QueueError::DestinationForbidden)?;
         }
@@ -474,7 +372,7 @@ impl Queue {
         request: &PublishRequest,
         now: Timestamp,
     ) -> Result<NewMessage, QueueError> {
-        let config = &self.config;
+        let config = &self.context.config;
         let delay = options.delay.unwrap_or(Duration::ZERO);
         if millis(delay) > config.max_delay_ms {
             return Err(QueueError::InvalidHeader {
@@ -549,188 +447,94 @@ impl Queue {
         })
     }
 
-    /// A pending message.
+    /// Publishes into a queue (created with parallelism 1 when missing): delivered in order, at most the
+    /// queue's parallelism at once, each waiting for the retries of those before it.
     ///
     /// # Errors
-    /// [`QueueError::MessageNotFound`]; store failures.
-    pub async fn message(&self, account: AccountId, id: &str) -> Result<Message, QueueError> {
-        self.store
-            .message(account, &MessageId(id.to_owned()))
-            .await?
-            .ok_or_else(|| QueueError::MessageNotFound(id.to_owned()))
+    /// As [`Publisher::publish`], and an invalid queue name (400).
+    pub async fn enqueue(
+        &self,
+        account: AccountId,
+        queue: &str,
+        mut request: PublishRequest,
+    ) -> Result<PublishOutcome, QueueError> {
+        check_queue_name(queue)?;
+        request
+            .headers
+            .retain(|(name, _)| !name.to_ascii_lowercase().ends_with("-queue-name"));
+        request.headers.push(("Svc-Queue-Name".into(), queue.to_owned()));
+        self.publish(account, request).await
     }
 
-    /// Cancels one pending message.
+    /// Starts a run (`Init: true`, or no init header) or appends a step (`Init: false`) for a message
+    /// about to be stored.
     ///
     /// # Errors
-    /// [`QueueError::MessageNotFound`] when it is not pending; store failures.
-    pub async fn cancel(&self, account: AccountId, id: &str) -> Result<(), QueueError> {
-        let cancelled = self
-            .store
-            .cancel(
-                account,
-                Some(vec![MessageId(id.to_owned())]),
-                CancelFilter::default(),
-                None,
-                self.clock.now(),
-            )
-            .await?;
-        if cancelled == 0 {
-            return Err(QueueError::MessageNotFound(id.to_owned()));
+    /// [`QueueError::WorkflowRunExists`] for a duplicate start; a step for a run that is not running
+    /// (400, which the SDK takes as "stop quietly"); store failures.
+    pub(crate) async fn track_workflow(
+        &self,
+        account: AccountId,
+        options: &PublishOptions,
+        message: &NewMessage,
+        request: &PublishRequest,
+    ) -> Result<(), QueueError> {
+        let Some(run_id) = &options.workflow_run_id else {
+            return Ok(());
+        };
+        // A run started by `context.invoke` gets the invoke's payload as its own, and keeps its invoker.
+        let (payload, invoker) = if options.workflow_invoke && options.workflow_init != Some(false) {
+            let invoke: crate::workflow::InvokeRequest =
+                serde_json::from_slice(&request.body).map_err(|e| {
+                    QueueError::InvalidRequest(format!(
+                        "an invoking publish (Svc-Workflow-Invoke) needs the SDK's invoke body: {e}"
+                    ))
+                })?;
+            (invoke.body.unwrap_or_default().into_bytes(), Some(invoke.invoker))
+        } else {
+            (request.body.clone(), None)
+        };
+        let step = RunStep::of(&message.message, payload);
+        if options.workflow_init == Some(false) {
+            if !forwards_workflow_protocol(options) {
+                // A third-party call of the run: tagged with the run (so cancelling stops it), no step.
+                return Ok(());
+            }
+            if !self.runs.append_step(account, run_id, &step).await? {
+                return Err(QueueError::WorkflowRunNotRunning(run_id.clone()));
+            }
+            return Ok(());
+        }
+        let run = WorkflowRun {
+            id: run_id.clone(),
+            account_id: account,
+            url: message
+                .message
+                .spec
+                .workflow_url
+                .clone()
+                .unwrap_or_else(|| message.message.spec.url.clone()),
+            state: RunState::Started,
+            created_at: self.context.now(),
+            completed_at: None,
+            caller_ip: request.caller_ip.clone(),
+            steps: vec![step],
+            response: None,
+            labels: options.labels.clone(),
+            flow_control_key: options.flow_control.as_ref().map(|f| f.key.clone()),
+            invoker,
+        };
+        if !self.runs.start_run(&run).await? {
+            let existing = self.runs.run(account, run_id).await?;
+            let message_id = existing
+                .and_then(|r| r.steps.first().map(|s| s.message_id.clone()))
+                .unwrap_or_default();
+            return Err(QueueError::WorkflowRunExists {
+                run_id: run_id.clone(),
+                message_id,
+            });
         }
         Ok(())
-    }
-
-    /// Cancels the given messages, or (when `ids` is `None`) the pending messages `filter` matches, at most
-    /// `limit` of them; returns the count.
-    ///
-    /// # Errors
-    /// Store failures.
-    pub async fn cancel_many(
-        &self,
-        account: AccountId,
-        ids: Option<Vec<String>>,
-        filter: CancelFilter,
-        limit: Option<usize>,
-    ) -> Result<u64, QueueError> {
-        let ids = ids.map(|ids| ids.into_iter().map(MessageId).collect());
-        Ok(self
-            .store
-            .cancel(account, ids, filter, limit, self.clock.now())
-            .await?)
-    }
-
-    /// A page of dead letters.
-    ///
-    /// # Errors
-    /// Store failures.
-    pub async fn dead_letters(
-        &self,
-        account: AccountId,
-        filter: &Filter,
-        cursor: Option<&str>,
-        count: usize,
-    ) -> Result<Page<DeadLetter>, QueueError> {
-        Ok(self
-            .store
-            .dead_letters(account, filter, cursor, count.clamp(1, 100))
-            .await?)
-    }
-
-    /// One dead letter.
-    ///
-    /// # Errors
-    /// [`QueueError::DeadLetterNotFound`]; store failures.
-    pub async fn dead_letter(&self, account: AccountId, dlq_id: &str) -> Result<DeadLetter, QueueError> {
-        let filter = Filter {
-            dlq_ids: vec![dlq_id.to_owned()],
-            ..Filter::default()
-        };
-        let page = self.store.dead_letters(account, &filter, None, 1).await?;
-        page.items
-            .into_iter()
-            .next()
-            .ok_or_else(|| QueueError::DeadLetterNotFound(dlq_id.to_owned()))
-    }
-
-    /// Deletes dead letters; returns how many existed.
-    ///
-    /// # Errors
-    /// Store failures.
-    pub async fn delete_dead_letters(
-        &self,
-        account: AccountId,
-        dlq_ids: &[String],
-    ) -> Result<u64, QueueError> {
-        Ok(self.store.delete_dead_letters(account, dlq_ids).await?)
-    }
-
-    /// Publishes a dead letter again (same destination, body and headers; configuration headers of the
-    /// retry request override the original's) and removes it from the DLQ.
-    ///
-    /// # Errors
-    /// [`QueueError::DeadLetterNotFound`]; malformed configuration; store failures.
-    pub async fn retry_dead_letter(
-        &self,
-        account: AccountId,
-        dlq_id: &str,
-        headers: &[(String, String)],
-    ) -> Result<MessageId, QueueError> {
-        let dead = self.dead_letter(account, dlq_id).await?;
-        let now = self.clock.now();
-        let replacement = self.replacement_for(&dead, headers, now)?;
-        let id = self
-            .store
-            .retry_dead_letter(account, dlq_id, replacement, now)
-            .await?
-            .ok_or_else(|| QueueError::DeadLetterNotFound(dlq_id.to_owned()))?;
-        self.wake_worker();
-        Ok(id)
-    }
-
-    /// A new message for `dead`, with the publish settings in `headers` (retries, method, callbacks,
-    /// retry delay, flow control, delay) replacing its own.
-    ///
-    /// # Errors
-    /// Malformed settings.
-    pub(crate) fn replacement_for(
-        &self,
-        dead: &DeadLetter,
-        headers: &[(String, String)],
-        now: Timestamp,
-    ) -> Result<NewMessage, QueueError> {
-        let overrides = parse_publish_options(headers, &[])?;
-        let mut spec = dead.message.spec.clone();
-        if let Some(retries) = overrides.retries {
-            spec.max_retries = self.config.effective_retries(Some(retries));
-        }
-        if let Some(method) = overrides.method {
-            spec.method = method;
-        }
-        if let Some(callback) = overrides.callback {
-            spec.callback = Some(callback);
-        }
-        if let Some(callback) = overrides.failure_callback {
-            spec.failure_callback = Some(callback);
-        }
-        if overrides.retry_delay.is_some() {
-            spec.retry_delay = overrides.retry_delay;
-        }
-        if overrides.flow_control.is_some() {
-            spec.flow_control = overrides.flow_control;
-        }
-        let not_before = overrides
-            .not_before
-            .unwrap_or_else(|| now.saturating_add(overrides.delay.unwrap_or(Duration::ZERO)));
-        Ok(NewMessage {
-            message: Message {
-                id: MessageId::generate(now),
-                account_id: dead.message.account_id,
-                spec,
-                body: dead.message.body.clone(),
-                retried: 0,
-                not_before,
-                created_at: now,
-            },
-            dedup: None,
-        })
-    }
-
-    /// A page of the event log.
-    ///
-    /// # Errors
-    /// Store failures.
-    pub async fn events(
-        &self,
-        account: AccountId,
-        filter: &Filter,
-        cursor: Option<&str>,
-        count: usize,
-    ) -> Result<Page<Event>, QueueError> {
-        Ok(self
-            .store
-            .events(account, filter, cursor, count.clamp(1, 1000))
-            .await?)
     }
 }
 

@@ -1,0 +1,398 @@
+//! Workflow runs: trigger, read, cancel one or many, end; start a dead-lettered run again; hand an
+//! invoked run's outcome to its invoker.
+
+use std::sync::Arc;
+
+use quiver_core::AccountId;
+
+use super::dead_letters::DeadLetters;
+use super::publisher::{PublishOutcome, PublishRequest, Publisher};
+use crate::context::{Context, opaque_debug};
+use crate::error::QueueError;
+use crate::store::{MessageStore, WorkflowRunStore};
+use crate::workflow::{CancelFailure, InvokeOutcome, RunState, RunStep, WorkflowRun};
+use crate::workflows::{RunRecovery, RunSelection};
+
+/// The workflow runs of every account.
+#[derive(Clone)]
+pub struct WorkflowRuns {
+    store: Arc<dyn WorkflowRunStore>,
+    messages: Arc<dyn MessageStore>,
+    dead_letters: DeadLetters,
+    publisher: Publisher,
+    context: Context,
+}
+
+opaque_debug!(WorkflowRuns);
+
+impl WorkflowRuns {
+    pub(crate) fn new(
+        store: Arc<dyn WorkflowRunStore>,
+        messages: Arc<dyn MessageStore>,
+        dead_letters: DeadLetters,
+        publisher: Publisher,
+        context: Context,
+    ) -> WorkflowRuns {
+        WorkflowRuns {
+            store,
+            messages,
+            dead_letters,
+            publisher,
+            context,
+        }
+    }
+
+    /// Starts a new run from a dead-lettered step of a run (`POST /v2/workflows/dlq/resume` and
+    /// `/restart`): the dead letter leaves the queue, and its message goes again under a new run id,
+    /// with the publish settings in `headers` (retries, flow control) replacing its own. Returns the new
+    /// run's id and creation time.
+    ///
+    /// # Errors
+    /// An unknown dead letter (404); one that is not a step of a workflow run (400); malformed settings;
+    /// store failures.
+    pub async fn recover(
+        &self,
+        account: AccountId,
+        dlq_id: &str,
+        headers: &[(String, String)],
+        how: RunRecovery,
+    ) -> Result<(String, i64), QueueError> {
+        let dead = self.dead_letters.get(account, dlq_id).await?;
+        let spec = &dead.message.spec;
+        let Some(old_id) = spec.workflow_run_id.clone().filter(|_| spec.workflow_history) else {
+            return Err(QueueError::InvalidRequest(format!(
+                "dead letter `{dlq_id}` is not a step of a workflow run"
+            )));
+        };
+        let old = self.get(account, &old_id).await?;
+        let now = self.context.now();
+        let mut replacement = self.dead_letters.replacement_for(&dead, headers, now)?;
+        let run_id = format!("wfr_{}", quiver_core::secret::random_token(16));
+        let message = &mut replacement.message;
+        message.spec.workflow_run_id = Some(run_id.clone());
+        let mut steps = match how {
+            RunRecovery::Restart => {
+                message.body = old.steps.first().map(|s| s.body.clone()).unwrap_or_default();
+                Vec::new()
+            }
+            RunRecovery::Resume => old
+                .steps
+                .iter()
+                .take_while(|step| step.message_id != dead.message.id.0)
+                .cloned()
+                .collect(),
+        };
+        steps.push(RunStep::of(message, message.body.clone()));
+        let run = WorkflowRun {
+            id: run_id.clone(),
+            account_id: account,
+            url: old.url,
+            state: RunState::Started,
+            created_at: now,
+            completed_at: None,
+            caller_ip: old.caller_ip,
+            steps,
+            response: None,
+            labels: old.labels,
+            flow_control_key: message.spec.flow_control.as_ref().map(|f| f.key.clone()),
+            invoker: old.invoker,
+        };
+        if !self.store.start_run(&run).await? {
+            return Err(QueueError::WorkflowRunExists {
+                run_id,
+                message_id: String::new(),
+            });
+        }
+        if self
+            .dead_letters
+            .store()
+            .retry_dead_letter(account, dlq_id, replacement, now)
+            .await?
+            .is_none()
+        {
+            // Taken meanwhile by another resume, restart or delete: the new run has nothing to run.
+            self.store
+                .finish_run(account, &run.id, RunState::Canceled, now, None)
+                .await?;
+            return Err(QueueError::DeadLetterNotFound(dlq_id.to_owned()));
+        }
+        self.context.signals.wake_worker();
+        Ok((run_id, now.as_millis()))
+    }
+
+    /// Sends a workflow dead letter's failure callback again (`POST /v2/workflows/dlq/callback/{dlqId}`),
+    /// with the body it had: the step's last response and the dead letter id. Returns the run's id and
+    /// creation time.
+    ///
+    /// # Errors
+    /// An unknown dead letter (404); one without a failure callback, or whose callback is in progress
+    /// (400); store failures.
+    pub async fn retry_failure_callback(
+        &self,
+        account: AccountId,
+        dlq_id: &str,
+    ) -> Result<(String, i64), QueueError> {
+        let dead = self.dead_letters.get(account, dlq_id).await?;
+        let spec = &dead.message.spec;
+        let (Some(callback), Some(run_id)) = (&spec.failure_callback, &spec.workflow_run_id) else {
+            return Err(QueueError::InvalidRequest(format!(
+                "dead letter `{dlq_id}` has no failure callback of a workflow run"
+            )));
+        };
+        if dead
+            .failure_callback
+            .as_ref()
+            .is_some_and(|info| info.state == crate::message::FailureCallbackState::InProgress)
+        {
+            return Err(QueueError::InvalidRequest(format!(
+                "the failure callback of dead letter `{dlq_id}` is in progress"
+            )));
+        }
+        let now = self.context.now();
+        let response = crate::callback::ResponseRecord {
+            status: dead.response_status,
+            headers: dead.response_headers.clone(),
+            body: dead.response_body.clone(),
+        };
+        let body =
+            crate::callback::callback_body(&dead.message, &response, dead.message.retried, Some(dlq_id));
+        let mut message = crate::callback::callback_message(
+            &dead.message,
+            callback,
+            crate::message::MessageKind::FailureCallback,
+            body,
+            now,
+            self.context.config.default_timeout_ms,
+        );
+        message.message.spec.reports_dead_letter = Some(dlq_id.to_owned());
+        if !self
+            .dead_letters
+            .store()
+            .retry_failure_callback(account, dlq_id, message, now)
+            .await?
+        {
+            return Err(QueueError::DeadLetterNotFound(dlq_id.to_owned()));
+        }
+        self.context.signals.wake_worker();
+        let created_at = self
+            .store
+            .run(account, run_id)
+            .await?
+            .map_or(0, |run| run.created_at.as_millis());
+        Ok((run_id.clone(), created_at))
+    }
+
+    /// Starts a run of the workflow at `request.destination` (`POST /v2/trigger/...`); returns the run
+    /// id and its creation time.
+    ///
+    /// # Errors
+    /// As [`Publisher::publish`].
+    pub async fn trigger(
+        &self,
+        account: AccountId,
+        mut request: PublishRequest,
+    ) -> Result<(String, i64), QueueError> {
+        let run_id = request
+            .headers
+            .iter()
+            .find(|(name, _)| crate::headers::config_key(name).as_deref() == Some("workflow-runid"))
+            .map(|(_, value)| value.clone())
+            .unwrap_or_else(|| format!("wfr_{}", quiver_core::secret::random_token(16)));
+        request.headers.retain(|(name, _)| {
+            !matches!(
+                crate::headers::config_key(name).as_deref(),
+                Some("workflow-runid" | "workflow-init" | "workflow-url")
+            )
+        });
+        request
+            .headers
+            .push(("Svc-Workflow-RunId".into(), run_id.clone()));
+        request.headers.push(("Svc-Workflow-Init".into(), "true".into()));
+        request
+            .headers
+            .push(("Svc-Workflow-Url".into(), request.destination.clone()));
+        match self.publisher.publish(account, request).await? {
+            PublishOutcome::Url(_) | PublishOutcome::Group(_) => {}
+        }
+        let run = self
+            .store
+            .run(account, &run_id)
+            .await?
+            .ok_or_else(|| QueueError::WorkflowRunNotFound(run_id.clone()))?;
+        Ok((run_id, run.created_at.as_millis()))
+    }
+
+    /// A run, or `None`.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub(crate) async fn find(
+        &self,
+        account: AccountId,
+        run_id: &str,
+    ) -> Result<Option<WorkflowRun>, quiver_core::StoreError> {
+        self.store.run(account, run_id).await
+    }
+
+    /// Ends a running run as failed (its step ran out of retries; the step's dead letter is where it can
+    /// be resumed or restarted from) and hands the failure to its invoker.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub(crate) async fn fail(
+        &self,
+        account: AccountId,
+        run_id: &str,
+        now: quiver_core::Timestamp,
+    ) -> Result<(), QueueError> {
+        if self
+            .store
+            .finish_run(account, run_id, RunState::Failed, now, None)
+            .await?
+            && let Some(run) = self.store.run(account, run_id).await?
+        {
+            self.tell_invoker(&run, InvokeOutcome::Failed, None).await;
+        }
+        Ok(())
+    }
+
+    /// A run.
+    ///
+    /// # Errors
+    /// [`QueueError::WorkflowRunNotFound`]; store failures.
+    pub async fn get(&self, account: AccountId, run_id: &str) -> Result<WorkflowRun, QueueError> {
+        self.store
+            .run(account, run_id)
+            .await?
+            .ok_or_else(|| QueueError::WorkflowRunNotFound(run_id.to_owned()))
+    }
+
+    /// Every run, newest first.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn list(&self, account: AccountId) -> Result<Vec<WorkflowRun>, QueueError> {
+        Ok(self.store.runs(account).await?)
+    }
+
+    /// Cancels a running run: its pending messages are cancelled and it ends as `RUN_CANCELED`.
+    ///
+    /// # Errors
+    /// An unknown run (404); a run that has ended or whose step is being delivered right now (400,
+    /// and nothing changes); store failures.
+    pub async fn cancel(&self, account: AccountId, run_id: &str) -> Result<(), QueueError> {
+        let run = self.get(account, run_id).await?;
+        if run.state != RunState::Started {
+            return Err(QueueError::InvalidRequest(format!(
+                "workflow run `{run_id}` has already ended ({})",
+                run.state.as_str()
+            )));
+        }
+        let now = self.context.now();
+        let messages = self.store.run_messages(account, run_id, now).await?;
+        if messages.iter().any(|(_, in_flight)| *in_flight) {
+            return Err(QueueError::InvalidRequest(format!(
+                "a step of workflow run `{run_id}` is being delivered right now; cancel again to stop the run"
+            )));
+        }
+        let ids = messages.into_iter().map(|(id, _)| id).collect::<Vec<_>>();
+        if !ids.is_empty() {
+            self.messages
+                .cancel(
+                    account,
+                    Some(ids),
+                    crate::store::CancelFilter::default(),
+                    None,
+                    now,
+                )
+                .await?;
+        }
+        self.store
+            .finish_run(account, run_id, RunState::Canceled, now, None)
+            .await?;
+        self.tell_invoker(&run, InvokeOutcome::Canceled, None).await;
+        Ok(())
+    }
+
+    /// Publishes an invoked run's outcome to the run that invoked it, as that run's next step. A failure
+    /// is logged: the invoked run has ended either way, and its invoker's own retries do not depend on it.
+    pub(crate) async fn tell_invoker(&self, run: &WorkflowRun, outcome: InvokeOutcome, result: Option<&str>) {
+        let Some(invoker) = &run.invoker else {
+            return;
+        };
+        let request = PublishRequest {
+            destination: invoker.workflow_url.clone(),
+            headers: invoker
+                .headers
+                .iter()
+                .flat_map(|(name, values)| values.iter().map(move |v| (name.clone(), v.clone())))
+                .collect(),
+            query: Vec::new(),
+            body: invoker.result_step(outcome, result),
+            caller_ip: None,
+            schedule_id: None,
+        };
+        if let Err(error) = self.publisher.publish(run.account_id, request).await {
+            tracing::warn!(workflow.run = %run.id, workflow.invoker = %invoker.workflow_run_id, %error,
+                "could not hand an invoked run's outcome to its invoker");
+        }
+    }
+
+    /// Ends a run as finished, with the workflow's result (the SDK's `cancel=false`).
+    ///
+    /// # Errors
+    /// An unknown run (404); store failures.
+    pub async fn finish(
+        &self,
+        account: AccountId,
+        run_id: &str,
+        response: Option<String>,
+    ) -> Result<(), QueueError> {
+        let run = self.get(account, run_id).await?;
+        let ended = self
+            .store
+            .finish_run(
+                account,
+                run_id,
+                RunState::Success,
+                self.context.now(),
+                response.clone(),
+            )
+            .await?;
+        if ended {
+            self.tell_invoker(&run, InvokeOutcome::Finished, response.as_deref())
+                .await;
+        }
+        Ok(())
+    }
+
+    /// Cancels the running runs that `selection` addresses, newest first, at most its `count`. Runs that
+    /// cannot be cancelled keep their state and are reported; repeating the call cancels the rest.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn cancel_many(
+        &self,
+        account: AccountId,
+        selection: &RunSelection,
+    ) -> Result<(u64, Vec<CancelFailure>), QueueError> {
+        let runs = self.store.runs(account).await?;
+        let mut cancelled = 0;
+        let mut failures = Vec::new();
+        let selected = runs
+            .into_iter()
+            .filter(|run| run.state == RunState::Started && selection.matches(run))
+            .take(selection.count.unwrap_or(usize::MAX));
+        for run in selected {
+            match self.cancel(account, &run.id).await {
+                Ok(()) => cancelled += 1,
+                Err(QueueError::Store(error)) => return Err(QueueError::Store(error)),
+                Err(error) => failures.push(CancelFailure {
+                    run_id: run.id.clone(),
+                    error: error.to_string(),
+                }),
+            }
+        }
+        Ok((cancelled, failures))
+    }
+}

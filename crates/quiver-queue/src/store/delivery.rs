@@ -1,0 +1,64 @@
+//! What the delivery worker needs of storage: leases on due messages, and attempts applied atomically.
+
+use async_trait::async_trait;
+use quiver_core::store::StoreResult;
+use quiver_core::{AccountId, Timestamp};
+
+use crate::message::{DeadLetter, Message, MessageId, NewEvent, NewMessage};
+
+/// What happened to a claimed message, to be applied atomically.
+#[derive(Debug, Clone)]
+pub enum AttemptResolution {
+    /// Delivered, or dead-lettered: the message leaves the queue (into the DLQ when given).
+    Finished {
+        /// The dead letter to keep, when retries ran out.
+        dead_letter: Option<Box<DeadLetter>>,
+    },
+    /// Failed with retries left: try again.
+    Retry {
+        /// Retries made after this attempt.
+        retried: u32,
+        /// When to try again.
+        at: Timestamp,
+    },
+}
+
+/// The result of one delivery attempt, applied in one transaction.
+#[derive(Debug, Clone)]
+pub struct AttemptRecord {
+    /// Owner.
+    pub account_id: AccountId,
+    /// The attempted message.
+    pub message_id: MessageId,
+    /// What happens to it.
+    pub resolution: AttemptResolution,
+    /// Log lines (ERROR, RETRY, DELIVERED, FAILED).
+    pub events: Vec<NewEvent>,
+    /// Callback messages to start.
+    pub follow_ups: Vec<NewMessage>,
+    /// For a workflow step's failure callback: its dead letter and how the callback stands now.
+    pub failure_callback_report: Option<(String, crate::message::FailureCallbackInfo)>,
+}
+
+/// Where the delivery worker claims due messages and applies each attempt's outcome. Every write is
+/// durable when it returns.
+#[async_trait]
+pub trait DeliveryStore: Send + Sync + 'static {
+    /// Leases up to `limit` messages due at or before `now` until `lease_until`, recording ACTIVE for
+    /// each. An expired lease makes a message due again.
+    async fn claim_due(
+        &self,
+        now: Timestamp,
+        limit: usize,
+        lease_until: Timestamp,
+    ) -> StoreResult<Vec<Message>>;
+
+    /// When the earliest message falls due, if any.
+    async fn next_due(&self) -> StoreResult<Option<Timestamp>>;
+
+    /// Makes every leased message due at `now` (at start, when no delivery can be in flight).
+    async fn release_leases(&self, now: Timestamp) -> StoreResult<u64>;
+
+    /// Applies an attempt's outcome. Does nothing if the message is gone (cancelled meanwhile).
+    async fn record_attempt(&self, record: AttemptRecord) -> StoreResult<()>;
+}

@@ -1,0 +1,31 @@
+//! Cron schedules.
+
+use async_trait::async_trait;
+use quiver_core::store::StoreResult;
+use quiver_core::{AccountId, Timestamp};
+
+/// Where schedules live (part of every queue backend).
+#[async_trait]
+pub trait ScheduleStore: Send + Sync + 'static {
+    /// Creates or replaces a schedule.
+    async fn put_schedule(&self, schedule: &crate::schedule::Schedule) -> StoreResult<()>;
+
+    /// A schedule of the account.
+    async fn schedule(&self, account: AccountId, id: &str) -> StoreResult<Option<crate::schedule::Schedule>>;
+
+    /// Every schedule of the account, oldest first.
+    async fn schedules(&self, account: AccountId) -> StoreResult<Vec<crate::schedule::Schedule>>;
+
+    /// Deletes a schedule; `false` when it did not exist.
+    async fn delete_schedule(&self, account: AccountId, id: &str) -> StoreResult<bool>;
+
+    /// Up to `limit` unpaused schedules due at or before `now`, earliest first.
+    async fn due_schedules(
+        &self,
+        now: Timestamp,
+        limit: usize,
+    ) -> StoreResult<Vec<crate::schedule::Schedule>>;
+
+    /// When the earliest unpaused schedule fires.
+    async fn next_schedule_due(&self) -> StoreResult<Option<Timestamp>>;
+}
