@@ -1,5 +1,6 @@
 //! Request extractors whose rejections use our envelopes: [`Typed`] reads a body into a wire type,
-//! [`JsonBody`] and [`Fields`] read untyped JSON with errors that name the field.
+//! [`typed_value`] reads a part of a body the same way, [`text_parsed`] reads lenient text fields, and
+//! [`JsonBody`] reads JSON left untyped (the queue's filters, read by `queue::params`).
 
 use std::str::FromStr;
 
@@ -7,7 +8,7 @@ use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
 use axum::http::StatusCode;
 use serde::de::DeserializeOwned;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::error::ApiError;
 
@@ -58,7 +59,8 @@ impl<S: Send + Sync> FromRequest<S> for JsonBody {
     }
 }
 
-/// A JSON body read into the wire type `T`, whatever the content type; an empty body reads as `null`.
+/// A JSON body read into the wire type `T`, whatever the content type; an empty body reads as `null`
+/// where `T` takes it, and is a 400 saying it is empty otherwise.
 /// A value that does not fit is a 400 that names where it is (`endpoints[1].url: invalid type: ...`).
 #[derive(Debug, Clone)]
 pub struct Typed<T>(pub T);
@@ -68,21 +70,42 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Typed<T> {
 
     async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
         let bytes = body_bytes(request, state, JSON_TOO_LARGE).await?;
-        let mut deserializer = serde_json::Deserializer::from_slice(json_text(&bytes));
-        let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
-            let path = error.path().to_string();
-            let cause = error.into_inner();
-            if path == "." {
-                ApiError::bad_request(format!("request body: {cause}"))
-            } else {
-                ApiError::bad_request(format!("{path}: {cause}"))
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            // A blank body may still fit a type that takes `null` (an optional body).
+            if let Ok(value) = serde_json::from_slice(b"null") {
+                return Ok(Typed(value));
             }
-        })?;
+            return Err(ApiError::bad_request("request body is empty; it must be JSON"));
+        }
+        let mut deserializer = serde_json::Deserializer::from_slice(&bytes);
+        let value = serde_path_to_error::deserialize(&mut deserializer).map_err(field_path_error)?;
         deserializer
             .end()
-            .map_err(|error| ApiError::bad_request(format!("request body: {error}")))?;
+            .map_err(|error| ApiError::bad_request(format!("request body is not valid JSON: {error}")))?;
         Ok(Typed(value))
     }
+}
+
+/// A 400 that names where in the body a value did not fit (`endpoints[1].url: invalid type: ...`).
+fn field_path_error(error: serde_path_to_error::Error<serde_json::Error>) -> ApiError {
+    let path = error.path().to_string();
+    let cause = error.into_inner();
+    if cause.is_syntax() || cause.is_eof() {
+        ApiError::bad_request(format!("request body is not valid JSON: {cause}"))
+    } else if path == "." {
+        ApiError::bad_request(format!("request body: {cause}"))
+    } else {
+        ApiError::bad_request(format!("{path}: {cause}"))
+    }
+}
+
+/// A JSON value read into the wire type `T`, for a part of a body read on its own (one item of a batch,
+/// say); a value that does not fit is a 400 that names where it is, as [`Typed`]'s.
+///
+/// # Errors
+/// The value does not fit `T`.
+pub fn typed_value<T: DeserializeOwned>(value: Value) -> Result<T, ApiError> {
+    serde_path_to_error::deserialize(value).map_err(field_path_error)
 }
 
 /// A raw body, whose size rejection (413) uses our envelope.
@@ -103,117 +126,37 @@ impl<S: Send + Sync> FromRequest<S> for RawBody {
     }
 }
 
-/// The fields of a JSON object, read one by one with errors that name the field.
-#[derive(Debug)]
-pub struct Fields<'a> {
-    object: &'a Map<String, Value>,
+/// For `#[serde(default, deserialize_with = "extract::text_parsed")]`: a string field parsed from its
+/// text (`FromStr`, for closed vocabularies, or `TryFrom<String>`, for names); absent, `null` and `""`
+/// read as `None`, and a text that does not parse is an error that says why.
+///
+/// # Errors
+/// The value is not a string, or its text does not parse.
+pub fn text_parsed<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: TryFrom<String>,
+    T::Error: std::fmt::Display,
+{
+    let text: Option<String> = serde::Deserialize::deserialize(deserializer)?;
+    text.filter(|text| !text.is_empty())
+        .map(|text| T::try_from(text).map_err(serde::de::Error::custom))
+        .transpose()
 }
 
-fn field_error(name: &str, message: impl std::fmt::Display) -> ApiError {
-    ApiError::bad_request(format!("{name}: {message}"))
-}
+/// A closed vocabulary read from its text with [`text_parsed`]: `FromStr`'s parse as `TryFrom<String>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Vocabulary<T>(pub T);
 
-impl<'a> Fields<'a> {
-    /// The body as an object; anything else is a 400.
-    pub fn of(body: &'a Value) -> Result<Fields<'a>, ApiError> {
-        match body {
-            Value::Object(object) => Ok(Fields { object }),
-            Value::Null => Err(ApiError::bad_request(
-                "request body must be a JSON object; it is empty",
-            )),
-            other @ (Value::Bool(_) | Value::Number(_) | Value::String(_) | Value::Array(_)) => {
-                Err(ApiError::bad_request(format!(
-                    "request body must be a JSON object, not {}",
-                    kind_of(other)
-                )))
-            }
-        }
-    }
-
-    /// A string field; absent, `null` and `""` read as `None`.
-    pub fn optional_str(&self, name: &str) -> Result<Option<&'a str>, ApiError> {
-        match self.object.get(name) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(text)) if text.is_empty() => Ok(None),
-            Some(Value::String(text)) => Ok(Some(text)),
-            Some(other) => Err(field_error(
-                name,
-                format!("must be a string, not {}", kind_of(other)),
-            )),
-        }
-    }
-
-    /// A string field that must be present and not empty.
-    pub fn required_str(&self, name: &str) -> Result<&'a str, ApiError> {
-        self.optional_str(name)?
-            .ok_or_else(|| field_error(name, "is required"))
-    }
-
-    /// A field parsed from its text (names, enums); absent, `null` and `""` read as `None`.
-    pub fn optional_parsed<T>(&self, name: &str) -> Result<Option<T>, ApiError>
-    where
-        T: TryFrom<String> + 'static,
-        T::Error: std::fmt::Display,
-    {
-        self.optional_str(name)?
-            .map(|text| T::try_from(text.to_owned()).map_err(|e| field_error(name, e)))
-            .transpose()
-    }
-
-    /// A field from a closed vocabulary; absent, `null` and `""` read as `None`.
-    pub fn optional_enum<T>(&self, name: &str) -> Result<Option<T>, ApiError>
-    where
-        T: FromStr,
-        T::Err: std::fmt::Display,
-    {
-        self.optional_str(name)?
-            .map(|text| text.parse().map_err(|e| field_error(name, e)))
-            .transpose()
-    }
-
-    /// A required field from a closed vocabulary.
-    pub fn required_enum<T>(&self, name: &str) -> Result<T, ApiError>
-    where
-        T: FromStr,
-        T::Err: std::fmt::Display,
-    {
-        self.optional_enum(name)?
-            .ok_or_else(|| field_error(name, "is required"))
-    }
-
-    /// A non-negative whole number that fits in `u32`; absent and `null` read as `None`.
-    pub fn optional_u32(&self, name: &str) -> Result<Option<u32>, ApiError> {
-        match self.object.get(name) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::Number(number)) => number
-                .as_u64()
-                .and_then(|n| u32::try_from(n).ok())
-                .map(Some)
-                .ok_or_else(|| field_error(name, format!("must be a whole number from 0 to {}", u32::MAX))),
-            Some(other) => Err(field_error(
-                name,
-                format!("must be a number, not {}", kind_of(other)),
-            )),
-        }
-    }
-}
-
-fn kind_of(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
+impl<T: FromStr> TryFrom<String> for Vocabulary<T> {
+    type Error = T::Err;
+    fn try_from(text: String) -> Result<Self, T::Err> {
+        text.parse().map(Vocabulary)
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use quiver_core::index::VectorRegion;
-    use serde_json::json;
-
     use super::*;
 
     #[derive(Debug, serde::Deserialize)]
@@ -256,54 +199,13 @@ mod tests {
         let unknown = typed(r#"{"endpoints": [], "extra": 1}"#).await.unwrap_err();
         assert!(unknown.contains("unknown field `extra`"), "{unknown}");
         let empty = typed("  ").await.unwrap_err();
-        assert!(empty.starts_with("request body: invalid type: null"), "{empty}");
+        assert_eq!(empty, "request body is empty; it must be JSON");
         let trailing = typed(r#"{"endpoints": []} x"#).await.unwrap_err();
-        assert!(trailing.starts_with("request body:"), "{trailing}");
-    }
-
-    #[test]
-    fn field_errors_name_the_field_and_what_is_allowed() {
-        let body = json!({"region": "mars-1", "dimension_count": -3, "name": 7});
-        let fields = Fields::of(&body).unwrap();
-        let region = fields.required_enum::<VectorRegion>("region").unwrap_err();
         assert!(
-            region
-                .message()
-                .starts_with("region: `mars-1` is not allowed; expected one of: eu-west-1")
+            trailing.starts_with("request body is not valid JSON:"),
+            "{trailing}"
         );
-        assert!(
-            fields
-                .optional_u32("dimension_count")
-                .unwrap_err()
-                .message()
-                .starts_with("dimension_count:")
-        );
-        assert_eq!(
-            fields.required_str("name").unwrap_err().message(),
-            "name: must be a string, not a number"
-        );
-        assert_eq!(
-            fields.required_str("missing").unwrap_err().message(),
-            "missing: is required"
-        );
-    }
-
-    #[test]
-    fn empty_strings_and_nulls_read_as_absent() {
-        let body = json!({"embedding_model": "", "sparse_embedding_model": null});
-        let fields = Fields::of(&body).unwrap();
-        assert_eq!(fields.optional_str("embedding_model").unwrap(), None);
-        assert_eq!(fields.optional_str("sparse_embedding_model").unwrap(), None);
-    }
-
-    #[test]
-    fn a_body_that_is_not_an_object_is_refused() {
-        assert!(
-            Fields::of(&json!([1]))
-                .unwrap_err()
-                .message()
-                .contains("not an array")
-        );
-        assert!(Fields::of(&Value::Null).unwrap_err().message().contains("empty"));
+        let broken = typed(r#"{"endpoints": [{"url": "#).await.unwrap_err();
+        assert!(broken.starts_with("request body is not valid JSON:"), "{broken}");
     }
 }

@@ -5,8 +5,8 @@
 //! - [`state`]: [`AppState`], what every handler can reach.
 //! - [`error`]: [`ApiError`], the one place domain errors become statuses; each area router picks the
 //!   envelope.
-//! - [`extract`]: [`extract::JsonBody`] (JSON whatever the content type), [`extract::RawBody`], field
-//!   parsing.
+//! - [`extract`]: [`extract::Typed`] (a body read into a wire type whatever the content type, errors
+//!   naming the field), [`extract::RawBody`], lenient text fields.
 //! - [`auth`]: the credentials of the management and queue APIs.
 //!
 //! One folder per area, each with its routes (`mod.rs`), handlers by noun, and wire types:

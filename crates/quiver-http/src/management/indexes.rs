@@ -2,63 +2,23 @@
 
 use axum::Json;
 use axum::extract::{Path, State};
-use quiver_admin::catalog::{IndexKind, IndexName, IndexRecord};
-use quiver_admin::{Account, NewSearchIndex, NewVectorIndex};
-use quiver_core::index::{IndexType, SimilarityFunction};
-use quiver_core::plan::PlanType;
+use quiver_admin::Account;
+use quiver_admin::catalog::{IndexKind, IndexRecord};
 use serde_json::Value;
 
 use crate::auth::ManagementAccount;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{Fields, JsonBody};
-use crate::management::wire::{IndexResponse, index_response};
+use crate::extract::{JsonBody, Typed, typed_value};
+use crate::management::wire::{
+    CreateSearchIndexRequest, CreateVectorIndexRequest, IndexResponse, RenameRequest, SetPlanRequest,
+    TransferRequest, index_response,
+};
 use crate::state::AppState;
 
 /// The wire record of `record`, with its last hour of traffic.
 async fn full_response(state: &AppState, owner: &Account, record: IndexRecord) -> ApiResult<IndexResponse> {
     let points = super::stats::throughput(state, record.id).await?;
     Ok(index_response(owner, record).with_throughput(points))
-}
-
-fn parse_new_vector_index(body: &Value) -> ApiResult<NewVectorIndex> {
-    let fields = Fields::of(body)?;
-    let name: IndexName = required_name(&fields)?;
-    let index_type = fields
-        .optional_enum::<IndexType>("index_type")?
-        .unwrap_or(IndexType::Dense);
-    let similarity_function = match index_type {
-        IndexType::Sparse => fields
-            .optional_enum::<SimilarityFunction>("similarity_function")?
-            .unwrap_or(SimilarityFunction::DotProduct),
-        IndexType::Dense | IndexType::Hybrid => fields.required_enum("similarity_function")?,
-    };
-    Ok(NewVectorIndex {
-        name,
-        region: fields.required_enum("region")?,
-        similarity_function,
-        dimension_count: fields.optional_u32("dimension_count")?,
-        plan: fields
-            .optional_enum::<PlanType>("type")?
-            .unwrap_or(PlanType::Free),
-        index_type,
-        embedding_model: fields.optional_enum("embedding_model")?,
-        sparse_embedding_model: fields.optional_enum("sparse_embedding_model")?,
-    })
-}
-
-fn parse_new_search_index(body: &Value) -> ApiResult<NewSearchIndex> {
-    let fields = Fields::of(body)?;
-    Ok(NewSearchIndex {
-        name: required_name(&fields)?,
-        region: fields.required_enum("region")?,
-        plan: fields.required_enum("type")?,
-    })
-}
-
-fn required_name(fields: &Fields<'_>) -> ApiResult<IndexName> {
-    fields
-        .optional_parsed::<IndexName>("name")?
-        .ok_or_else(|| ApiError::bad_request("name: is required"))
 }
 
 /// The JSON string `"OK"`, as upstream write endpoints answer.
@@ -69,9 +29,9 @@ fn ok() -> Json<&'static str> {
 pub(super) async fn create_vector_index(
     State(state): State<AppState>,
     ManagementAccount(owner): ManagementAccount,
-    JsonBody(body): JsonBody,
+    Typed(body): Typed<CreateVectorIndexRequest>,
 ) -> ApiResult<Json<IndexResponse>> {
-    let request = parse_new_vector_index(&body)?;
+    let request = body.into_new_index()?;
     state.admin.check_vector_index(&request)?;
     // A dense model must be installed before an index can use it.
     if let Some(model) = request.embedding_model {
@@ -88,9 +48,9 @@ pub(super) async fn create_vector_index(
 pub(super) async fn create_search_index(
     State(state): State<AppState>,
     ManagementAccount(owner): ManagementAccount,
-    JsonBody(body): JsonBody,
+    Typed(body): Typed<CreateSearchIndexRequest>,
 ) -> ApiResult<Json<IndexResponse>> {
-    let request = parse_new_search_index(&body)?;
+    let request = body.into_new_index()?;
     let record = state.admin.create_search_index(&owner, request).await?;
     Ok(Json(full_response(&state, &owner, record).await?))
 }
@@ -99,9 +59,9 @@ pub(super) async fn set_vector_index_plan(
     State(state): State<AppState>,
     ManagementAccount(owner): ManagementAccount,
     Path(id): Path<String>,
-    JsonBody(body): JsonBody,
+    Typed(body): Typed<SetPlanRequest>,
 ) -> ApiResult<Json<&'static str>> {
-    let plan = Fields::of(&body)?.required_enum::<PlanType>("target_plan")?;
+    let plan = body.into_plan()?;
     state.admin.set_plan(&owner, IndexKind::Vector, &id, plan).await?;
     Ok(ok())
 }
@@ -154,7 +114,7 @@ async fn rename_index(
 ) -> ApiResult<Json<&'static str>> {
     // Resolve the index first, so an unknown id is a 404 whatever the body.
     state.admin.index(&owner, kind, &id).await?;
-    let name = required_name(&Fields::of(&body)?)?;
+    let name = typed_value::<RenameRequest>(body)?.into_name()?;
     state.admin.rename_index(&owner, kind, &id, name).await?;
     Ok(ok())
 }
@@ -177,8 +137,8 @@ async fn transfer_index(
     body: Value,
 ) -> ApiResult<Json<&'static str>> {
     state.admin.index(&owner, kind, &id).await?;
-    let target = Fields::of(&body)?.required_str("target_account")?;
-    state.admin.transfer_index(&owner, kind, &id, target).await?;
+    let target = typed_value::<TransferRequest>(body)?.into_target()?;
+    state.admin.transfer_index(&owner, kind, &id, &target).await?;
     Ok(ok())
 }
 
@@ -256,14 +216,55 @@ per_kind!(
 
 #[cfg(test)]
 mod tests {
+    use quiver_admin::{NewSearchIndex, NewVectorIndex};
+    use quiver_core::index::{IndexType, SimilarityFunction};
+    use quiver_core::plan::PlanType;
     use serde_json::json;
 
     use super::*;
 
+    fn new_vector_index(body: Value) -> ApiResult<NewVectorIndex> {
+        typed_value::<CreateVectorIndexRequest>(body)?.into_new_index()
+    }
+
+    fn new_search_index(body: Value) -> ApiResult<NewSearchIndex> {
+        typed_value::<CreateSearchIndexRequest>(body)?.into_new_index()
+    }
+
+    #[test]
+    fn field_errors_name_the_field_and_what_is_allowed() {
+        let wrong = |body: Value| new_vector_index(body).unwrap_err().message().to_owned();
+        let region = wrong(json!({"name": "n", "region": "mars-1", "similarity_function": "COSINE"}));
+        assert!(
+            region.starts_with("region: `mars-1` is not allowed; expected one of: eu-west-1"),
+            "{region}"
+        );
+        let count = wrong(json!({"name": "n", "region": "eu-west-1", "dimension_count": -3}));
+        assert!(count.starts_with("dimension_count:"), "{count}");
+        let name = wrong(json!({"name": 7}));
+        assert!(name.starts_with("name: invalid type: integer `7`"), "{name}");
+        let unknown = wrong(json!({"name": "n", "dimensions": 3}));
+        assert!(unknown.contains("unknown field `dimensions`"), "{unknown}");
+        assert_eq!(wrong(json!({})), "name: is required");
+        let array = wrong(json!([1]));
+        assert!(array.contains("invalid type"), "{array}");
+    }
+
+    #[test]
+    fn empty_strings_and_nulls_read_as_absent() {
+        let body = json!({"name": "n", "region": "eu-west-1", "similarity_function": "COSINE",
+                          "dimension_count": 3, "embedding_model": "", "sparse_embedding_model": null});
+        let parsed = new_vector_index(body).unwrap();
+        assert_eq!(
+            (parsed.embedding_model, parsed.sparse_embedding_model),
+            (None, None)
+        );
+    }
+
     #[test]
     fn a_vector_index_request_with_only_the_required_fields_gets_defaults() {
         let body = json!({"name": "docs", "region": "us-east-1", "similarity_function": "COSINE", "dimension_count": 3});
-        let parsed = parse_new_vector_index(&body).unwrap();
+        let parsed = new_vector_index(body).unwrap();
         assert_eq!(
             (parsed.plan, parsed.index_type, parsed.dimension_count),
             (PlanType::Free, IndexType::Dense, Some(3))
@@ -274,12 +275,12 @@ mod tests {
     fn a_sparse_index_may_leave_out_the_similarity_function() {
         let body = json!({"name": "words", "region": "eu-west-1", "index_type": "SPARSE", "sparse_embedding_model": "BM25"});
         assert_eq!(
-            parse_new_vector_index(&body).unwrap().similarity_function,
+            new_vector_index(body).unwrap().similarity_function,
             SimilarityFunction::DotProduct
         );
         let dense = json!({"name": "words", "region": "eu-west-1", "dimension_count": 3});
         assert_eq!(
-            parse_new_vector_index(&dense).unwrap_err().message(),
+            new_vector_index(dense).unwrap_err().message(),
             "similarity_function: is required"
         );
     }
@@ -288,15 +289,12 @@ mod tests {
     fn search_indexes_need_name_region_and_type() {
         let body = json!({"name": "s", "region": "us-east-1", "type": "payg"});
         assert!(
-            parse_new_search_index(&body)
+            new_search_index(body)
                 .unwrap_err()
                 .message()
                 .starts_with("region:")
         );
         let body = json!({"name": "s", "region": "us-central1"});
-        assert_eq!(
-            parse_new_search_index(&body).unwrap_err().message(),
-            "type: is required"
-        );
+        assert_eq!(new_search_index(body).unwrap_err().message(), "type: is required");
     }
 }

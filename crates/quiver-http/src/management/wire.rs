@@ -1,9 +1,17 @@
 //! Index records as the management API writes them.
 
 use quiver_admin::Account;
+use quiver_admin::catalog::{IndexName, NewSearchIndex, NewVectorIndex};
 use quiver_admin::catalog::{IndexRecord, IndexSettings};
+use quiver_core::index::{
+    DenseModel, IndexType, SearchRegion, SimilarityFunction, SparseModel, VectorRegion,
+};
+use quiver_core::plan::PlanType;
 use quiver_core::plan::{Limit, PlanLimits};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+
+use crate::error::ApiError;
+use crate::extract::{Vocabulary, text_parsed};
 
 /// A data point of a time series, as the wire writes it.
 #[derive(Debug, Clone, Serialize)]
@@ -151,5 +159,142 @@ pub(crate) fn index_response(owner: &Account, record: IndexRecord) -> IndexRespo
             input_enrichment_enabled: settings.input_enrichment_enabled,
             throughput_vector: Vec::new(),
         })),
+    }
+}
+
+/// A required field of a request body: absent, `null` and `""` are a 400 naming it.
+fn required<T>(value: Option<T>, name: &str) -> Result<T, ApiError> {
+    value.ok_or_else(|| ApiError::bad_request(format!("{name}: is required")))
+}
+
+/// The body of creating a vector index. Text fields read `null` and `""` as absent.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CreateVectorIndexRequest {
+    #[serde(default, deserialize_with = "text_parsed")]
+    name: Option<IndexName>,
+    #[serde(default, deserialize_with = "text_parsed")]
+    region: Option<Vocabulary<VectorRegion>>,
+    #[serde(default, deserialize_with = "text_parsed")]
+    similarity_function: Option<Vocabulary<SimilarityFunction>>,
+    #[serde(default)]
+    dimension_count: Option<u32>,
+    #[serde(default, rename = "type", deserialize_with = "text_parsed")]
+    plan: Option<Vocabulary<PlanType>>,
+    #[serde(default, deserialize_with = "text_parsed")]
+    index_type: Option<Vocabulary<IndexType>>,
+    #[serde(default, deserialize_with = "text_parsed")]
+    embedding_model: Option<Vocabulary<DenseModel>>,
+    #[serde(default, deserialize_with = "text_parsed")]
+    sparse_embedding_model: Option<Vocabulary<SparseModel>>,
+}
+
+impl CreateVectorIndexRequest {
+    /// The index asked for, with the defaults: a dense index on the free plan, and for a sparse index
+    /// the dot product.
+    ///
+    /// # Errors
+    /// A required field is missing (400).
+    pub(crate) fn into_new_index(self) -> Result<NewVectorIndex, ApiError> {
+        let name = required(self.name, "name")?;
+        let region = required(self.region, "region")?.0;
+        let index_type = self.index_type.map_or(IndexType::Dense, |v| v.0);
+        let similarity_function = match (index_type, self.similarity_function) {
+            (_, Some(given)) => given.0,
+            (IndexType::Sparse, None) => SimilarityFunction::DotProduct,
+            (IndexType::Dense | IndexType::Hybrid, None) => {
+                return Err(ApiError::bad_request("similarity_function: is required"));
+            }
+        };
+        Ok(NewVectorIndex {
+            name,
+            region,
+            similarity_function,
+            dimension_count: self.dimension_count,
+            plan: self.plan.map_or(PlanType::Free, |v| v.0),
+            index_type,
+            embedding_model: self.embedding_model.map(|v| v.0),
+            sparse_embedding_model: self.sparse_embedding_model.map(|v| v.0),
+        })
+    }
+}
+
+/// The body of creating a search index.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CreateSearchIndexRequest {
+    #[serde(default, deserialize_with = "text_parsed")]
+    name: Option<IndexName>,
+    #[serde(default, deserialize_with = "text_parsed")]
+    region: Option<Vocabulary<SearchRegion>>,
+    #[serde(default, rename = "type", deserialize_with = "text_parsed")]
+    plan: Option<Vocabulary<PlanType>>,
+}
+
+impl CreateSearchIndexRequest {
+    /// The index asked for.
+    ///
+    /// # Errors
+    /// A required field is missing (400).
+    pub(crate) fn into_new_index(self) -> Result<NewSearchIndex, ApiError> {
+        Ok(NewSearchIndex {
+            name: required(self.name, "name")?,
+            region: required(self.region, "region")?.0,
+            plan: required(self.plan, "type")?.0,
+        })
+    }
+}
+
+/// The body of renaming an index.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RenameRequest {
+    #[serde(default, deserialize_with = "text_parsed")]
+    name: Option<IndexName>,
+}
+
+impl RenameRequest {
+    /// The new name.
+    ///
+    /// # Errors
+    /// No name (400).
+    pub(crate) fn into_name(self) -> Result<IndexName, ApiError> {
+        required(self.name, "name")
+    }
+}
+
+/// The body of changing an index's plan.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SetPlanRequest {
+    #[serde(default, deserialize_with = "text_parsed")]
+    target_plan: Option<Vocabulary<PlanType>>,
+}
+
+impl SetPlanRequest {
+    /// The plan asked for.
+    ///
+    /// # Errors
+    /// No plan (400).
+    pub(crate) fn into_plan(self) -> Result<PlanType, ApiError> {
+        required(self.target_plan, "target_plan").map(|v| v.0)
+    }
+}
+
+/// The body of transferring an index to another account.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TransferRequest {
+    #[serde(default)]
+    target_account: Option<String>,
+}
+
+impl TransferRequest {
+    /// The account to hand the index to.
+    ///
+    /// # Errors
+    /// No account (400).
+    pub(crate) fn into_target(self) -> Result<String, ApiError> {
+        required(self.target_account.filter(|t| !t.is_empty()), "target_account")
     }
 }

@@ -5,14 +5,14 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::auth::{QueueAccount, QueueWriter};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::queue::params::Params;
 use crate::queue::request::header_pairs;
-use crate::queue::wire::DeadLetterOut;
+use crate::queue::wire::{DeadLetterOut, DeletedOut, MessageIdOut, RetriedOut};
 use crate::state::AppState;
 
 pub(crate) async fn list_dead_letters(
@@ -103,7 +103,7 @@ pub(crate) async fn delete_dead_letter(
     State(state): State<AppState>,
     QueueWriter(caller): QueueWriter,
     Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<DeletedOut>> {
     delete_one_dead_letter(&state, &caller, id).await
 }
 
@@ -113,7 +113,7 @@ pub(crate) async fn delete_one_dead_letter(
     state: &AppState,
     caller: &QueueAccount,
     id: String,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<DeletedOut>> {
     if state
         .queue
         .dead_letters
@@ -123,7 +123,10 @@ pub(crate) async fn delete_one_dead_letter(
     {
         return Err(quiver_queue::QueueError::DeadLetterNotFound(id).into());
     }
-    Ok(Json(json!({"deleted": 1})))
+    Ok(Json(DeletedOut {
+        deleted: 1,
+        cursor: None,
+    }))
 }
 
 /// The dead letters a bulk request names: `dlqIds` (query or body), or one page of those matching its
@@ -169,7 +172,7 @@ pub(crate) async fn delete_dead_letters(
     QueueWriter(caller): QueueWriter,
     uri: Uri,
     JsonBody(body): JsonBody,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<DeletedOut>> {
     delete_selected_dead_letters(&state, &caller, &uri, &body, false).await
 }
 
@@ -181,14 +184,10 @@ pub(crate) async fn delete_selected_dead_letters(
     uri: &Uri,
     body: &Value,
     workflows_only: bool,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<DeletedOut>> {
     let (ids, cursor) = selected_dead_letters(state, caller, uri, body, workflows_only).await?;
     let deleted = state.queue.dead_letters.delete(caller.account.id, &ids).await?;
-    let mut answer = json!({"deleted": deleted});
-    if let Some(cursor) = cursor {
-        answer["cursor"] = Value::String(cursor);
-    }
-    Ok(Json(answer))
+    Ok(Json(DeletedOut { deleted, cursor }))
 }
 
 pub(crate) async fn retry_dead_letter(
@@ -202,7 +201,13 @@ pub(crate) async fn retry_dead_letter(
         .dead_letters
         .retry(caller.account.id, &id, &header_pairs(&headers))
         .await?;
-    Ok((StatusCode::CREATED, Json(json!({"messageId": message_id.0}))).into_response())
+    Ok((
+        StatusCode::CREATED,
+        Json(MessageIdOut {
+            message_id: message_id.0,
+        }),
+    )
+        .into_response())
 }
 
 pub(crate) async fn retry_dead_letters(
@@ -211,7 +216,7 @@ pub(crate) async fn retry_dead_letters(
     uri: Uri,
     headers: HeaderMap,
     JsonBody(body): JsonBody,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<RetriedOut>> {
     let (ids, cursor) = selected_dead_letters(&state, &caller, &uri, &body, false).await?;
     let headers = header_pairs(&headers);
     let mut responses = Vec::with_capacity(ids.len());
@@ -221,10 +226,12 @@ pub(crate) async fn retry_dead_letters(
             .dead_letters
             .retry(caller.account.id, &id, &headers)
             .await?;
-        responses.push(json!({"messageId": message_id.0}));
+        responses.push(MessageIdOut {
+            message_id: message_id.0,
+        });
     }
-    // No next page is an empty cursor, which the SDKs read as the end.
-    Ok(Json(
-        json!({"cursor": cursor.unwrap_or_default(), "responses": responses}),
-    ))
+    Ok(Json(RetriedOut {
+        cursor: cursor.unwrap_or_default(),
+        responses,
+    }))
 }

@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use crate::auth::{QueueAccount, QueueWriter};
 use crate::error::{ApiError, ApiResult};
+use crate::queue::params::AUTHENTICATION_KEYS;
 use crate::state::AppState;
 
 /// `FlowControlInfo`; limits that are not set read 0.
@@ -99,6 +100,19 @@ pub(crate) async fn change_flow_control(
     Path((key, action)): Path<(String, String)>,
     Query(query): Query<HashMap<String, String>>,
 ) -> ApiResult<StatusCode> {
+    let known: &[&str] = match action.as_str() {
+        "pin" => &["parallelism", "rate", "period"],
+        "unpin" => &["parallelism", "rate"],
+        _ => &[],
+    };
+    if let Some(unknown) = query
+        .keys()
+        .find(|key| !known.contains(&key.as_str()) && !AUTHENTICATION_KEYS.contains(&key.as_str()))
+    {
+        return Err(ApiError::bad_request(format!(
+            "`{unknown}` is not a parameter of {action}"
+        )));
+    }
     let number = |name: &str| -> ApiResult<Option<u64>> {
         match query.get(name).map(|v| v.trim()).filter(|v| !v.is_empty()) {
             None => Ok(None),
@@ -109,10 +123,15 @@ pub(crate) async fn change_flow_control(
                 .map_err(|_| ApiError::bad_request(format!("{name}: `{text}` is not a whole number"))),
         }
     };
-    let flag = |name: &str| {
-        query
-            .get(name)
-            .is_some_and(|v| v.eq_ignore_ascii_case("true") || v == "1")
+    let flag = |name: &str| -> ApiResult<bool> {
+        match query.get(name).map(|v| v.trim()) {
+            None | Some("") => Ok(false),
+            Some(v) if v.eq_ignore_ascii_case("true") || v == "1" => Ok(true),
+            Some(v) if v.eq_ignore_ascii_case("false") || v == "0" => Ok(false),
+            Some(v) => Err(ApiError::bad_request(format!(
+                "{name}: `{v}` is not true or false"
+            ))),
+        }
     };
     let small = |name: &str| -> ApiResult<Option<u32>> {
         number(name)?
@@ -129,8 +148,8 @@ pub(crate) async fn change_flow_control(
             period_secs: number("period")?,
         },
         "unpin" => FlowControlChange::Unpin {
-            parallelism: flag("parallelism"),
-            rate: flag("rate"),
+            parallelism: flag("parallelism")?,
+            rate: flag("rate")?,
         },
         other => {
             return Err(ApiError::not_found(format!(

@@ -8,14 +8,14 @@ use axum::http::{StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use quiver_queue::{PublishOutcome, PublishRequest};
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::auth::{QueueAccount, QueueWriter};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{Fields, JsonBody};
+use crate::extract::{JsonBody, Typed, typed_value};
 use crate::queue::params::Params;
-use crate::queue::request::PublishForm;
-use crate::queue::wire::{MessageOut, PublishOutcomeOut};
+use crate::queue::request::{BatchItem, PublishForm};
+use crate::queue::wire::{CancelledOut, MessageOut, PublishOutcomeOut};
 use crate::state::AppState;
 
 /// The answer to a publish: 200, or 202 when the message was deduplicated.
@@ -61,54 +61,6 @@ pub(crate) async fn enqueue(
     Ok(publish_answer(&outcome))
 }
 
-pub(crate) fn batch_item(item: &Value, caller_ip: &str) -> Result<PublishRequest, ApiError> {
-    let fields = Fields::of(item)?;
-    let destination = fields.required_str("destination")?.to_owned();
-    let mut headers = Vec::new();
-    match item.get("headers") {
-        None | Some(Value::Null) => {}
-        Some(Value::Object(map)) => {
-            for (name, value) in map {
-                match value {
-                    Value::String(text) => headers.push((name.clone(), text.clone())),
-                    Value::Array(values) => {
-                        let joined: Vec<&str> = values.iter().filter_map(Value::as_str).collect();
-                        headers.push((name.clone(), joined.join(", ")));
-                    }
-                    Value::Null | Value::Bool(_) | Value::Number(_) | Value::Object(_) => {
-                        headers.push((name.clone(), value.to_string()));
-                    }
-                }
-            }
-        }
-        Some(_) => {
-            return Err(ApiError::bad_request(
-                "headers: must be an object of header name to value",
-            ));
-        }
-    }
-    if let Some(queue) = fields.optional_str("queue")? {
-        headers.push(("Svc-Queue-Name".into(), queue.to_owned()));
-    }
-    // A string is the body itself. The workflow SDK's `context.call` sends any other JSON value (an
-    // object, say) as is, and that value's JSON text is the body.
-    let body = match item.get("body") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::String(text)) => text.as_bytes().to_vec(),
-        Some(value @ (Value::Bool(_) | Value::Number(_) | Value::Array(_) | Value::Object(_))) => {
-            value.to_string().into_bytes()
-        }
-    };
-    Ok(PublishRequest {
-        destination,
-        headers,
-        query: Vec::new(),
-        body,
-        caller_ip: Some(caller_ip.to_owned()),
-        schedule_id: None,
-    })
-}
-
 /// One answer of a batch: what was published, or why an item was not.
 #[derive(Debug, Serialize)]
 #[serde(untagged)]
@@ -126,16 +78,14 @@ pub(crate) async fn batch(
     State(state): State<AppState>,
     QueueWriter(caller): QueueWriter,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    JsonBody(body): JsonBody,
+    Typed(items): Typed<Vec<Value>>,
 ) -> ApiResult<Json<Vec<BatchAnswer>>> {
-    let Value::Array(items) = body else {
-        return Err(ApiError::bad_request(
-            "request body must be a JSON array of messages",
-        ));
-    };
     let caller_ip = peer.ip().to_string();
-    let parsed: Vec<Result<PublishRequest, ApiError>> =
-        items.iter().map(|item| batch_item(item, &caller_ip)).collect();
+    // Each item is read on its own: one that does not fit is answered with its error, in its place.
+    let parsed: Vec<Result<PublishRequest, ApiError>> = items
+        .into_iter()
+        .map(|item| typed_value::<BatchItem>(item)?.into_request(&caller_ip))
+        .collect();
     // An item that does not parse is answered with its own error below; the others are published.
     let valid: Vec<PublishRequest> = parsed.iter().filter_map(|p| p.as_ref().ok().cloned()).collect();
     let outcomes = state.queue.publisher.batch(caller.account.id, valid).await?;
@@ -181,9 +131,9 @@ pub(crate) async fn cancel_message(
     State(state): State<AppState>,
     QueueWriter(caller): QueueWriter,
     Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<CancelledOut>> {
     state.queue.messages.cancel(caller.account.id, &id).await?;
-    Ok(Json(json!({"cancelled": 1})))
+    Ok(Json(CancelledOut { cancelled: 1 }))
 }
 
 /// `DELETE /v2/messages`: by `messageIds`, or every pending message the filters match (all of them when
@@ -193,7 +143,7 @@ pub(crate) async fn cancel_messages(
     QueueWriter(caller): QueueWriter,
     uri: Uri,
     JsonBody(body): JsonBody,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<CancelledOut>> {
     let mut params = Params::new(&uri, &body)?;
     let ids = params.list("messageIds");
     let filter = params.cancel_filter()?;
@@ -207,5 +157,5 @@ pub(crate) async fn cancel_messages(
         .messages
         .cancel_many(caller.account.id, selection, filter, None)
         .await?;
-    Ok(Json(json!({"cancelled": cancelled})))
+    Ok(Json(CancelledOut { cancelled }))
 }

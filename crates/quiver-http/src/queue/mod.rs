@@ -12,6 +12,7 @@ mod messages;
 pub(crate) mod params;
 mod queues;
 pub(crate) mod request;
+pub mod run_wire;
 mod schedules;
 mod url_groups;
 mod waiters;

@@ -4,23 +4,12 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
-use serde_json::{Value, json};
 
 use crate::auth::{QueueAccount, QueueWriter};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::Typed;
+use crate::queue::wire::FifoQueueOut;
 use crate::state::AppState;
-
-pub(crate) fn queue_json(record: &quiver_queue::store::FifoQueue) -> Value {
-    json!({
-        "name": record.name,
-        "createdAt": record.created_at.as_millis(),
-        "updatedAt": record.updated_at.as_millis(),
-        "parallelism": record.parallelism,
-        "lag": record.lag,
-        "paused": record.paused,
-    })
-}
 
 /// The body of creating or changing a FIFO queue.
 #[derive(Debug, Deserialize)]
@@ -58,7 +47,7 @@ pub(crate) async fn upsert_queue(
 pub(crate) async fn list_queues(
     State(state): State<AppState>,
     caller: QueueAccount,
-) -> ApiResult<Json<Vec<Value>>> {
+) -> ApiResult<Json<Vec<FifoQueueOut>>> {
     Ok(Json(
         state
             .queue
@@ -66,7 +55,7 @@ pub(crate) async fn list_queues(
             .list(caller.account.id)
             .await?
             .iter()
-            .map(queue_json)
+            .map(FifoQueueOut::of)
             .collect(),
     ))
 }
@@ -75,8 +64,8 @@ pub(crate) async fn get_queue(
     State(state): State<AppState>,
     caller: QueueAccount,
     Path(name): Path<String>,
-) -> ApiResult<Json<Value>> {
-    Ok(Json(queue_json(
+) -> ApiResult<Json<FifoQueueOut>> {
+    Ok(Json(FifoQueueOut::of(
         &state.queue.fifo_queues.get(caller.account.id, &name).await?,
     )))
 }

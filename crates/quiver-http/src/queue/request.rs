@@ -1,11 +1,14 @@
 //! What a queue request says beyond its body: [`PublishForm`], the one reading of a publish shared by
 //! publish, enqueue, trigger and schedule creation; headers as pairs; query pairs.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
 use axum::extract::{ConnectInfo, FromRequest, Request};
 use axum::http::{HeaderMap, Uri};
 use quiver_queue::PublishRequest;
+use serde::Deserialize;
+use serde_json::Value;
 
 use crate::error::ApiError;
 use crate::extract::RawBody;
@@ -144,5 +147,83 @@ mod tests {
             header_pairs(&headers),
             vec![("x-a".to_owned(), "one, two".to_owned())]
         );
+    }
+}
+
+/// Headers as JSON bodies send them: `{name: value or [values]}`, several values joined with `", "`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(transparent)]
+pub(crate) struct HeadersIn(BTreeMap<String, HeaderValues>);
+
+/// A header's value, or its values.
+#[derive(Debug, Deserialize)]
+#[serde(untagged, expecting = "a string or an array of strings")]
+enum HeaderValues {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl HeadersIn {
+    /// The headers as (name, value) pairs.
+    pub(crate) fn into_pairs(self) -> Vec<(String, String)> {
+        self.0
+            .into_iter()
+            .map(|(name, values)| match values {
+                HeaderValues::One(value) => (name, value),
+                HeaderValues::Many(values) => (name, values.join(", ")),
+            })
+            .collect()
+    }
+}
+
+/// One message of `POST /v2/batch`: what the SDKs send for each (`destination`, `headers`, `body`,
+/// `queue`). A field it does not know is refused by name.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct BatchItem {
+    destination: String,
+    #[serde(default)]
+    headers: Option<HeadersIn>,
+    #[serde(default)]
+    queue: Option<String>,
+    #[serde(default)]
+    body: Option<BatchBody>,
+}
+
+/// A batch item's body. A string is the body itself; the workflow SDK's `context.call` sends any other
+/// JSON value (an object, say) as is, and that value's JSON text is the body.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum BatchBody {
+    Text(String),
+    Json(Value),
+}
+
+impl BatchItem {
+    /// The publish this item asks for, from `caller_ip`.
+    ///
+    /// # Errors
+    /// A missing destination (400).
+    pub(crate) fn into_request(self, caller_ip: &str) -> Result<PublishRequest, ApiError> {
+        if self.destination.is_empty() {
+            return Err(ApiError::bad_request("destination: is required"));
+        }
+        let mut headers = self.headers.map(HeadersIn::into_pairs).unwrap_or_default();
+        if let Some(queue) = self.queue.filter(|queue| !queue.is_empty()) {
+            headers.push(("Svc-Queue-Name".into(), queue));
+        }
+        let body = match self.body {
+            None => Vec::new(),
+            Some(BatchBody::Text(text)) => text.into_bytes(),
+            Some(BatchBody::Json(value)) => value.to_string().into_bytes(),
+        };
+        Ok(PublishRequest {
+            destination: self.destination,
+            headers,
+            query: Vec::new(),
+            body,
+            caller_ip: Some(caller_ip.to_owned()),
+            schedule_id: None,
+        })
     }
 }

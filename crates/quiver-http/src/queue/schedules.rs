@@ -4,21 +4,22 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::{StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
-use serde_json::{Value, json};
 
 use crate::auth::QueueAccount;
 use crate::error::{ApiError, ApiResult};
 use crate::queue::request::PublishForm;
-use crate::queue::wire::schedule_json;
+use crate::queue::wire::{ScheduleIdOut, ScheduleOut};
 use crate::state::AppState;
 
 pub(crate) async fn list_schedules(
     State(state): State<AppState>,
     caller: QueueAccount,
-) -> ApiResult<Json<Vec<Value>>> {
+) -> ApiResult<Json<Vec<ScheduleOut>>> {
     let schedules = state.queue.schedules.list(caller.account.id).await?;
     let config = state.queue.config();
-    Ok(Json(schedules.iter().map(|s| schedule_json(s, config)).collect()))
+    Ok(Json(
+        schedules.iter().map(|s| ScheduleOut::of(s, config)).collect(),
+    ))
 }
 
 /// Everything under `/v2/schedules/`: create (`POST /v2/schedules/<destination>`), read and delete
@@ -51,10 +52,10 @@ pub(crate) async fn schedules(
         }
         (Method::POST, None) => {
             caller.require_write()?;
-            let id = state.queue.schedules.create(caller.account.id, request).await?;
-            Ok(Json(json!({"scheduleId": id})).into_response())
+            let schedule_id = state.queue.schedules.create(caller.account.id, request).await?;
+            Ok(Json(ScheduleIdOut { schedule_id }).into_response())
         }
-        (Method::GET, None) if is_id(path) => Ok(Json(schedule_json(
+        (Method::GET, None) if is_id(path) => Ok(Json(ScheduleOut::of(
             &state.queue.schedules.get(caller.account.id, path).await?,
             state.queue.config(),
         ))

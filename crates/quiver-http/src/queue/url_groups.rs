@@ -1,7 +1,5 @@
 //! URL groups (`/v2/topics`): list, read, delete, add and remove endpoints, default headers (SPEC C2, C5).
 
-use std::collections::BTreeMap;
-
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -11,6 +9,7 @@ use serde::Deserialize;
 use crate::auth::{QueueAccount, QueueWriter};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::Typed;
+use crate::queue::request::HeadersIn;
 use crate::queue::wire::UrlGroupOut;
 use crate::state::AppState;
 
@@ -62,15 +61,7 @@ struct EndpointRef {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct DefaultHeadersBody {
-    headers: BTreeMap<String, HeaderValues>,
-}
-
-/// A header's value, or its values (joined with `", "`).
-#[derive(Debug, Deserialize)]
-#[serde(untagged, expecting = "a string or an array of strings")]
-enum HeaderValues {
-    One(String),
-    Many(Vec<String>),
+    headers: HeadersIn,
 }
 
 pub(crate) async fn add_endpoints(
@@ -122,14 +113,7 @@ pub(crate) async fn set_default_headers(
     Path(name): Path<String>,
     Typed(body): Typed<DefaultHeadersBody>,
 ) -> ApiResult<StatusCode> {
-    let headers = body
-        .headers
-        .into_iter()
-        .map(|(name, values)| match values {
-            HeaderValues::One(value) => (name, value),
-            HeaderValues::Many(values) => (name, values.join(", ")),
-        })
-        .collect();
+    let headers = body.headers.into_pairs();
     state
         .queue
         .url_groups

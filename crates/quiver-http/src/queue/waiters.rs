@@ -6,13 +6,13 @@ use std::collections::BTreeMap;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use quiver_queue::waiters::{Notified, StoredWaiter};
-use serde::Serialize;
+use quiver_queue::waiters::{Notified, StoredWaiter, WaitSpec};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::auth::{QueueAccount, QueueWriter};
 use crate::error::ApiResult;
-use crate::extract::RawBody;
+use crate::extract::{RawBody, Typed};
 use crate::state::AppState;
 
 /// `Waiter` of the workflow SDK.
@@ -63,16 +63,50 @@ impl From<Notified> for NotifyOut {
     }
 }
 
+/// The body of `POST /v2/wait/{eventId}`: the workflow SDK's `WaitRequest`. Its fields other than
+/// `timeout` are the SDK's protocol and kept as they come (`WaitSpec`), so a newer SDK's extra field
+/// does not stop its runs.
+#[derive(Debug, Deserialize)]
+pub(crate) struct WaitRequest {
+    #[serde(flatten)]
+    spec: WaitSpec,
+    /// How long to wait (`"7d"`, `"30s"`, ...; 7 days when absent).
+    #[serde(default)]
+    timeout: Option<WaitTimeout>,
+}
+
+/// A wait's timeout: a duration's text, or a number of seconds.
+#[derive(Debug, Deserialize)]
+#[serde(untagged, expecting = "a duration such as \"30s\", or a number of seconds")]
+enum WaitTimeout {
+    Text(String),
+    Seconds(u64),
+}
+
+impl WaitTimeout {
+    fn into_text(self) -> String {
+        match self {
+            WaitTimeout::Text(text) => text,
+            WaitTimeout::Seconds(seconds) => format!("{seconds}s"),
+        }
+    }
+}
+
 pub(crate) async fn wait_for_event(
     State(state): State<AppState>,
     QueueWriter(caller): QueueWriter,
     Path(event_id): Path<String>,
-    RawBody(body): RawBody,
+    Typed(request): Typed<WaitRequest>,
 ) -> ApiResult<StatusCode> {
     state
         .queue
         .waiters
-        .wait_for_event(caller.account.id, &event_id, &body)
+        .wait_for_event(
+            caller.account.id,
+            &event_id,
+            request.spec,
+            request.timeout.map(WaitTimeout::into_text).as_deref(),
+        )
         .await?;
     Ok(StatusCode::OK)
 }

@@ -11,7 +11,6 @@ use quiver_queue::message::{
 use quiver_queue::store::UrlGroup;
 use quiver_queue::{PublishOutcome, Published, QueueConfig};
 use serde::Serialize;
-use serde_json::{Map, Value, json};
 
 /// Header pairs as `{name: [values]}`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -27,31 +26,6 @@ impl HeaderArrays {
         }
         HeaderArrays(map)
     }
-}
-
-/// `{name: [values]}` from header pairs, as a JSON value (for answers still built as values).
-pub fn header_arrays(headers: &[(String, String)]) -> Value {
-    Value::Object(
-        HeaderArrays::of(headers)
-            .0
-            .into_iter()
-            .map(|(name, values)| (name, Value::from(values)))
-            .collect(),
-    )
-}
-
-fn put(fields: &mut Map<String, Value>, key: &str, value: Option<Value>) {
-    if let Some(value) = value {
-        fields.insert(key.to_owned(), value);
-    }
-}
-
-/// Puts `body` as text when it is UTF-8, else as `<base64_key>`.
-fn put_body(fields: &mut Map<String, Value>, text_key: &str, base64_key: &str, body: &[u8]) {
-    match std::str::from_utf8(body) {
-        Ok(text) => fields.insert(text_key.to_owned(), Value::String(text.to_owned())),
-        Err(_) => fields.insert(base64_key.to_owned(), Value::String(STANDARD.encode(body))),
-    };
 }
 
 /// A message body: text when it is UTF-8, else base64 under `bodyBase64`.
@@ -415,110 +389,184 @@ impl PublishOutcomeOut {
     }
 }
 
-/// A flow-control key's fields, for the schedule record (still built as a JSON value).
-fn flow_fields(fields: &mut Map<String, Value>, flow: &FlowControl) {
-    let out = FlowOut::of(flow);
-    fields.insert("flowControlKey".into(), Value::String(out.flow_control_key));
-    put(fields, "parallelism", out.parallelism.map(|v| json!(v)));
-    put(fields, "rate", out.rate.map(|v| json!(v)));
-    put(fields, "period", out.period.map(|v| json!(v)));
+/// A schedule record (SPEC 2.5). `retries` is always present (the official Python SDK requires it):
+/// what the schedule's messages get, under the configuration's default and cap. A schedule without a
+/// body (created or re-created so) has no `body` field.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScheduleOut {
+    schedule_id: String,
+    cron: String,
+    destination: String,
+    created_at: i64,
+    method: &'static str,
+    is_paused: bool,
+    header: HeaderArrays,
+    #[serde(flatten)]
+    body: Option<MessageBody>,
+    retries: u32,
+    /// Seconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    delay: Option<u64>,
+    /// Seconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    timeout: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    callback: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    callback_header: Option<HeaderArrays>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    failure_callback: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    failure_callback_header: Option<HeaderArrays>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    caller_ip: Option<String>,
+    /// The upstream spelling of `callerIp`, kept for clients that read it.
+    #[serde(rename = "callerIP", skip_serializing_if = "Option::is_none")]
+    caller_ip_upper: Option<String>,
+    #[serde(flatten)]
+    flow: Option<FlowOut>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    retry_delay_expression: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    queue_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    label: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    labels: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    last_schedule_time: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    next_schedule_time: Option<i64>,
+    last_schedule_states: BTreeMap<String, String>,
 }
 
-/// A schedule record (SPEC 2.5). `retries` is always present (the official Python SDK requires it):
-/// what the schedule's messages get, under `config`'s default and cap.
-pub fn schedule_json(schedule: &quiver_queue::schedule::Schedule, config: &QueueConfig) -> Value {
-    let options = schedule.options();
-    let mut fields = Map::new();
-    fields.insert("scheduleId".into(), Value::String(schedule.id.clone()));
-    fields.insert("cron".into(), Value::String(schedule.cron.clone()));
-    fields.insert("destination".into(), Value::String(schedule.destination.clone()));
-    fields.insert("createdAt".into(), json!(schedule.created_at.as_millis()));
-    fields.insert(
-        "method".into(),
-        Value::from(options.method.unwrap_or_default().as_str()),
-    );
-    fields.insert("isPaused".into(), Value::Bool(schedule.paused));
-    fields.insert("header".into(), header_arrays(&options.forward_headers));
-    // A schedule without a body (created or re-created so) has no `body` field.
-    if !schedule.body.is_empty() {
-        put_body(&mut fields, "body", "bodyBase64", &schedule.body);
-    }
-    fields.insert("retries".into(), json!(config.effective_retries(options.retries)));
-    put(&mut fields, "delay", options.delay.map(|d| json!(d.as_secs())));
-    put(
-        &mut fields,
-        "timeout",
-        options.timeout.map(|d| json!(d.as_secs())),
-    );
-    put(
-        &mut fields,
-        "callback",
-        options.callback.as_ref().map(|c| Value::String(c.url.clone())),
-    );
-    put(
-        &mut fields,
-        "failureCallback",
-        options
-            .failure_callback
-            .as_ref()
-            .map(|c| Value::String(c.url.clone())),
-    );
-    for (key, callback) in [
-        ("callbackHeader", &options.callback),
-        ("failureCallbackHeader", &options.failure_callback),
-    ] {
-        if let Some(callback) = callback.as_ref().filter(|c| !c.headers.is_empty()) {
-            fields.insert(key.into(), header_arrays(&callback.headers));
+impl ScheduleOut {
+    /// The schedule as the API shows it, its messages' retries under `config`.
+    pub fn of(schedule: &quiver_queue::schedule::Schedule, config: &QueueConfig) -> ScheduleOut {
+        let options = schedule.options();
+        let callback_header = |callback: &Option<quiver_queue::message::CallbackConfig>| {
+            callback
+                .as_ref()
+                .filter(|c| !c.headers.is_empty())
+                .map(|c| HeaderArrays::of(&c.headers))
+        };
+        ScheduleOut {
+            schedule_id: schedule.id.clone(),
+            cron: schedule.cron.clone(),
+            destination: schedule.destination.clone(),
+            created_at: schedule.created_at.as_millis(),
+            method: options.method.unwrap_or_default().as_str(),
+            is_paused: schedule.paused,
+            header: HeaderArrays::of(&options.forward_headers),
+            body: (!schedule.body.is_empty()).then(|| match text_or_base64(&schedule.body) {
+                Ok(text) => MessageBody::Text(text),
+                Err(encoded) => MessageBody::Base64(encoded),
+            }),
+            retries: config.effective_retries(options.retries),
+            delay: options.delay.map(|d| d.as_secs()),
+            timeout: options.timeout.map(|d| d.as_secs()),
+            callback: options.callback.as_ref().map(|c| c.url.clone()),
+            callback_header: callback_header(&options.callback),
+            failure_callback: options.failure_callback.as_ref().map(|c| c.url.clone()),
+            failure_callback_header: callback_header(&options.failure_callback),
+            caller_ip: schedule.caller_ip.clone(),
+            caller_ip_upper: schedule.caller_ip.clone(),
+            flow: options.flow_control.as_ref().map(FlowOut::of),
+            retry_delay_expression: options.retry_delay.as_ref().map(|d| d.source().to_owned()),
+            queue_name: options.queue_name.clone(),
+            label: options.labels.first().cloned(),
+            labels: (!options.labels.is_empty()).then(|| options.labels.clone()),
+            last_schedule_time: schedule.last_fired.map(quiver_core::Timestamp::as_millis),
+            next_schedule_time: schedule.next_fire.map(quiver_core::Timestamp::as_millis),
+            last_schedule_states: schedule.last_states.iter().cloned().collect(),
         }
     }
-    put(
-        &mut fields,
-        "callerIp",
-        schedule.caller_ip.clone().map(Value::String),
-    );
-    put(
-        &mut fields,
-        "callerIP",
-        schedule.caller_ip.clone().map(Value::String),
-    );
-    if let Some(flow) = &options.flow_control {
-        flow_fields(&mut fields, flow);
+}
+
+/// A FIFO queue (`/v2/queues`).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FifoQueueOut {
+    name: String,
+    created_at: i64,
+    updated_at: i64,
+    parallelism: u32,
+    lag: u64,
+    paused: bool,
+}
+
+impl FifoQueueOut {
+    /// The queue as the API shows it.
+    pub fn of(queue: &quiver_queue::store::FifoQueue) -> FifoQueueOut {
+        FifoQueueOut {
+            name: queue.name.clone(),
+            created_at: queue.created_at.as_millis(),
+            updated_at: queue.updated_at.as_millis(),
+            parallelism: queue.parallelism,
+            lag: queue.lag,
+            paused: queue.paused,
+        }
     }
-    put(
-        &mut fields,
-        "retryDelayExpression",
-        options.retry_delay.as_ref().map(|d| Value::from(d.source())),
-    );
-    put(
-        &mut fields,
-        "queueName",
-        options.queue_name.clone().map(Value::String),
-    );
-    if let Some(first) = options.labels.first() {
-        fields.insert("label".into(), Value::String(first.clone()));
-        fields.insert("labels".into(), json!(options.labels));
-    }
-    put(
-        &mut fields,
-        "lastScheduleTime",
-        schedule.last_fired.map(|t| json!(t.as_millis())),
-    );
-    put(
-        &mut fields,
-        "nextScheduleTime",
-        schedule.next_fire.map(|t| json!(t.as_millis())),
-    );
-    let states: Map<String, Value> = schedule
-        .last_states
-        .iter()
-        .map(|(message, state)| (message.clone(), Value::String(state.clone())))
-        .collect();
-    fields.insert("lastScheduleStates".into(), Value::Object(states));
-    Value::Object(fields)
+}
+
+/// How many messages or runs a cancel took.
+#[derive(Debug, Serialize)]
+pub struct CancelledOut {
+    /// The count.
+    pub cancelled: u64,
+}
+
+/// How many dead letters a delete removed, and where the next page of those the filters match starts
+/// (absent when the delete named its dead letters).
+#[derive(Debug, Serialize)]
+pub struct DeletedOut {
+    /// The count.
+    pub deleted: u64,
+    /// The next page; empty at the end.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+}
+
+/// A message published again.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageIdOut {
+    /// Its id.
+    pub message_id: String,
+}
+
+/// Dead letters published again: each new message, and where the next page starts (empty at the end,
+/// which the SDKs read as the end).
+#[derive(Debug, Serialize)]
+pub struct RetriedOut {
+    /// The next page.
+    pub cursor: String,
+    /// The new messages.
+    pub responses: Vec<MessageIdOut>,
+}
+
+/// A schedule created or replaced.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScheduleIdOut {
+    /// Its id.
+    pub schedule_id: String,
+}
+
+/// An account's signing keys (`/v2/keys`).
+#[derive(Debug, Serialize)]
+pub struct SigningKeysOut {
+    /// The key deliveries are signed with.
+    pub current: String,
+    /// The key that replaces it at the next rotation.
+    pub next: String,
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use quiver_core::{AccountId, Timestamp};
     use quiver_queue::message::MessageId;
 

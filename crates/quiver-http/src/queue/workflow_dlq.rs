@@ -5,13 +5,14 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, Uri};
 use quiver_queue::workflows::RunRecovery;
-use serde_json::{Value, json};
 
 use crate::auth::{QueueAccount, QueueWriter};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::queue::dead_letters::selected_dead_letters;
 use crate::queue::request::header_pairs;
+use crate::queue::run_wire::{RecoveredRunsOut, RunStartedOut};
+use crate::queue::wire::DeletedOut;
 use crate::state::AppState;
 
 /// `GET /v2/workflows/dlq`: the DLQ's listing, of workflow runs' dead letters only.
@@ -29,7 +30,7 @@ pub(crate) async fn delete_many(
     QueueWriter(caller): QueueWriter,
     uri: Uri,
     JsonBody(body): JsonBody,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<DeletedOut>> {
     crate::queue::dead_letters::delete_selected_dead_letters(&state, &caller, &uri, &body, true).await
 }
 
@@ -38,7 +39,7 @@ pub(crate) async fn delete_one(
     State(state): State<AppState>,
     QueueWriter(caller): QueueWriter,
     Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<DeletedOut>> {
     crate::queue::dead_letters::delete_one_dead_letter(&state, &caller, id).await
 }
 
@@ -61,23 +62,26 @@ pub(crate) async fn recover_many(
     uri: Uri,
     headers: HeaderMap,
     JsonBody(body): JsonBody,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<RecoveredRunsOut>> {
     let how = recovery(&action)?;
     let (ids, cursor) = selected_dead_letters(&state, &caller, &uri, &body, true).await?;
     let headers = header_pairs(&headers);
     let mut runs = Vec::with_capacity(ids.len());
     for id in ids {
-        let (run_id, created_at) = state
+        let (workflow_run_id, workflow_created_at) = state
             .queue
             .workflow_runs
             .recover(caller.account.id, &id, &headers, how)
             .await?;
-        runs.push(json!({"workflowRunId": run_id, "workflowCreatedAt": created_at}));
+        runs.push(RunStartedOut {
+            workflow_run_id,
+            workflow_created_at,
+        });
     }
-    // No next page is an empty cursor, which the SDKs read as the end.
-    Ok(Json(
-        json!({"workflowRuns": runs, "cursor": cursor.unwrap_or_default()}),
-    ))
+    Ok(Json(RecoveredRunsOut {
+        workflow_runs: runs,
+        cursor: cursor.unwrap_or_default(),
+    }))
 }
 
 /// `POST /v2/workflows/dlq/resume|restart|callback/{dlqId}`: answers `{workflowRunId, workflowCreatedAt}`.
@@ -87,8 +91,8 @@ pub(crate) async fn recover_one(
     QueueWriter(caller): QueueWriter,
     Path((action, id)): Path<(String, String)>,
     headers: HeaderMap,
-) -> ApiResult<Json<Value>> {
-    let (run_id, created_at) = if action == "callback" {
+) -> ApiResult<Json<RunStartedOut>> {
+    let (workflow_run_id, workflow_created_at) = if action == "callback" {
         state
             .queue
             .workflow_runs
@@ -102,7 +106,8 @@ pub(crate) async fn recover_one(
             .recover(caller.account.id, &id, &header_pairs(&headers), how)
             .await?
     };
-    Ok(Json(
-        json!({"workflowRunId": run_id, "workflowCreatedAt": created_at}),
-    ))
+    Ok(Json(RunStartedOut {
+        workflow_run_id,
+        workflow_created_at,
+    }))
 }

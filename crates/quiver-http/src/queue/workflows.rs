@@ -6,28 +6,30 @@ use axum::http::{StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use quiver_queue::workflow::RunState;
 use quiver_queue::workflows::RunSelection;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::auth::{QueueAccount, QueueWriter};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, RawBody};
 use crate::queue::params::Params;
 use crate::queue::request::{PublishForm, query_one, query_pairs};
+use crate::queue::run_wire::{CancelFailureOut, RunOut, RunStartedOut, RunsCancelledOut, RunsPageOut};
 use crate::state::AppState;
 
 pub(crate) async fn trigger(
     State(state): State<AppState>,
     QueueWriter(caller): QueueWriter,
     PublishForm(request): PublishForm,
-) -> ApiResult<Json<Value>> {
-    let (run_id, created_at) = state
+) -> ApiResult<Json<RunStartedOut>> {
+    let (workflow_run_id, workflow_created_at) = state
         .queue
         .workflow_runs
         .trigger(caller.account.id, request)
         .await?;
-    Ok(Json(
-        json!({"workflowRunId": run_id, "workflowCreatedAt": created_at}),
-    ))
+    Ok(Json(RunStartedOut {
+        workflow_run_id,
+        workflow_created_at,
+    }))
 }
 
 /// `DELETE /v2/workflows/runs/{id}`: `?cancel=true` (or no flag) cancels; `?cancel=false` ends the run
@@ -62,7 +64,7 @@ pub(crate) async fn cancel_runs(
     QueueWriter(caller): QueueWriter,
     uri: Uri,
     JsonBody(body): JsonBody,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<RunsCancelledOut>> {
     let mut params = Params::new(&uri, &body)?;
     let names_runs = params.has("workflowRunIds");
     let run_ids = params.list("workflowRunIds");
@@ -86,23 +88,20 @@ pub(crate) async fn cancel_runs(
     params.flag("all")?;
     params.finish()?;
     if names_runs && selection.run_ids.is_empty() {
-        return Ok(Json(json!({"cancelled": 0})));
+        return Ok(Json(RunsCancelledOut {
+            cancelled: 0,
+            errors: Vec::new(),
+        }));
     }
     let (cancelled, failures) = state
         .queue
         .workflow_runs
         .cancel_many(caller.account.id, &selection)
         .await?;
-    let mut answer = json!({"cancelled": cancelled});
-    if !failures.is_empty() {
-        answer["errors"] = Value::Array(
-            failures
-                .iter()
-                .map(|f| json!({"workflowRunId": f.run_id, "error": f.error}))
-                .collect(),
-        );
-    }
-    Ok(Json(answer))
+    Ok(Json(RunsCancelledOut {
+        cancelled,
+        errors: failures.into_iter().map(CancelFailureOut::of).collect(),
+    }))
 }
 
 /// `GET /v2/workflows/runs/{id}`: the steps of a running run (404 once it has ended).
@@ -122,72 +121,6 @@ pub(crate) async fn run_steps(
         .into_response())
 }
 
-/// One step of a run's log. The workflow SDK publishes each finished step as a JSON object (`stepId`,
-/// `stepName`, `stepType`, `out`, `concurrent`, and the fields of waits, sleeps and calls), which the
-/// log shows as it came; the first step is the run's initial payload.
-pub(crate) fn step_json(position: usize, step: &quiver_queue::workflow::RunStep) -> Value {
-    let mut fields = match serde_json::from_slice::<Value>(&step.body) {
-        Ok(Value::Object(fields)) if position > 0 && fields.contains_key("stepId") => fields,
-        // Anything else (any payload the user chose, JSON or not) is the run's initial payload.
-        Ok(_) | Err(_) => {
-            let mut fields = serde_json::Map::new();
-            fields.insert("stepId".into(), json!(0));
-            fields.insert("stepName".into(), json!("init"));
-            fields.insert("stepType".into(), json!("Initial"));
-            fields.insert("out".into(), json!(String::from_utf8_lossy(&step.body)));
-            fields
-        }
-    };
-    fields.entry("concurrent").or_insert(json!(1));
-    fields.insert("messageId".into(), json!(step.message_id));
-    fields.insert("callType".into(), json!(step.call_type));
-    fields.insert("state".into(), json!("STEP_SUCCESS"));
-    fields.insert("createdAt".into(), json!(step.created_at.as_millis()));
-    fields.insert("retries".into(), json!(step.retries));
-    fields.insert("headers".into(), crate::queue::wire::header_arrays(&step.headers));
-    Value::Object(fields)
-}
-
-pub(crate) fn run_json(run: &quiver_queue::workflow::WorkflowRun) -> Value {
-    let steps: Vec<Value> = run
-        .steps
-        .iter()
-        .enumerate()
-        .map(|(position, step)| json!({"type": "sequential", "steps": [step_json(position, step)]}))
-        .collect();
-    let mut fields = json!({
-        "workflowRunId": run.id,
-        "workflowUrl": run.url,
-        "workflowState": run.state.as_str(),
-        "workflowRunCreatedAt": run.created_at.as_millis(),
-        "steps": steps,
-    });
-    if let Some(at) = run.completed_at {
-        fields["workflowRunCompletedAt"] = json!(at.as_millis());
-    }
-    if let Some(ip) = &run.caller_ip {
-        fields["workflowRunCallerIp"] = json!(ip);
-    }
-    if let Some(response) = &run.response {
-        fields["workflowRunResponse"] = json!(response);
-    }
-    if !run.labels.is_empty() {
-        fields["label"] = json!(run.labels.join(","));
-        fields["labels"] = json!(run.labels);
-    }
-    if let Some(key) = &run.flow_control_key {
-        fields["flowControlKey"] = json!(key);
-    }
-    if let Some(invoker) = &run.invoker {
-        fields["invoker"] = json!({
-            "workflowRunId": invoker.workflow_run_id,
-            "workflowUrl": invoker.workflow_url,
-            "workflowRunCreatedAt": invoker.workflow_run_created_at,
-        });
-    }
-    fields
-}
-
 /// `GET /v2/workflows/events` and `/v2/workflows/logs`: runs, newest first, `count` (default 10) a page
 /// from `cursor`, filtered by `workflowRunId`, `workflowUrl` (whole), `workflowCreatedAt`, `state`,
 /// `messageId`, `label`, `flowControlKey`, `callerIp`, `host`, `path`, `fromDate` and `toDate`.
@@ -195,7 +128,7 @@ pub(crate) async fn list_runs(
     State(state): State<AppState>,
     caller: QueueAccount,
     uri: Uri,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<RunsPageOut>> {
     let mut params = Params::new(&uri, &Value::Null)?;
     let states = params
         .list("state")
@@ -235,10 +168,8 @@ pub(crate) async fn list_runs(
         .into_iter()
         .filter(|run| selection.matches(run))
         .collect();
-    let runs: Vec<Value> = matching.iter().skip(offset).take(count).map(run_json).collect();
-    let mut answer = json!({"runs": runs});
-    if offset + count < matching.len() {
-        answer["cursor"] = json!((offset + count).to_string());
-    }
-    Ok(Json(answer))
+    Ok(Json(RunsPageOut {
+        runs: matching.iter().skip(offset).take(count).map(RunOut::of).collect(),
+        cursor: (offset + count < matching.len()).then(|| (offset + count).to_string()),
+    }))
 }

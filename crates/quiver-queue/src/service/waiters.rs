@@ -67,23 +67,17 @@ impl Waiters {
         &self,
         account: AccountId,
         event_id: &str,
-        body: &[u8],
+        spec: WaitSpec,
+        timeout: Option<&str>,
     ) -> Result<(), QueueError> {
-        let request: Value = serde_json::from_slice(body)
-            .map_err(|e| QueueError::InvalidRequest(format!("the wait request is not JSON: {e}")))?;
-        let timeout = request
-            .get("timeout")
-            .and_then(Value::as_str)
-            .filter(|t| !t.trim().is_empty())
-            .unwrap_or(DEFAULT_TIMEOUT)
-            .to_owned();
-        let spec: WaitSpec = serde_json::from_value(request)
-            .map_err(|e| QueueError::InvalidRequest(format!("the wait request is malformed: {e}")))?;
         if spec.url.trim().is_empty() {
             return Err(QueueError::InvalidRequest("url: is required".into()));
         }
+        let timeout = timeout
+            .filter(|t| !t.trim().is_empty())
+            .unwrap_or(DEFAULT_TIMEOUT);
         let timeout =
-            parse_duration(&timeout).map_err(|e| QueueError::InvalidRequest(format!("timeout: {e}")))?;
+            parse_duration(timeout).map_err(|e| QueueError::InvalidRequest(format!("timeout: {e}")))?;
         let now = self.context.now();
         let run_id = header(&spec.timeout_headers, "Upstash-Workflow-RunId").map(str::to_owned);
         let waiter = StoredWaiter {
