@@ -172,6 +172,57 @@ pub struct MessageSpec {
     pub reports_dead_letter: Option<String>,
 }
 
+/// The version of [`MessageSpec`]'s stored form that this build writes. Version 1 is the form written
+/// before specs were tagged; each later version says, in [`MessageSpec::decode`], how it differs.
+pub const SPEC_VERSION: u32 = 2;
+
+/// A stored spec could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum SpecDecodeError {
+    /// Written by a newer build, in a form this build does not know.
+    #[error("the message spec is of version {0}, newer than this build reads ({SPEC_VERSION})")]
+    Newer(u32),
+    /// Not a spec of any version.
+    #[error("the message spec is malformed: {0}")]
+    Malformed(#[from] serde_json::Error),
+}
+
+impl MessageSpec {
+    /// The stored form: the spec's JSON, tagged with its version first (`{"v":2,"kind":...}`), so a
+    /// reader learns the version from the first bytes without parsing the rest twice.
+    ///
+    /// # Errors
+    /// The spec cannot be written as JSON (a header that is not text, say).
+    pub fn encode(&self) -> Result<String, serde_json::Error> {
+        let json = serde_json::to_string(self)?;
+        let fields = json.strip_prefix('{').unwrap_or(&json);
+        let separator = if fields.starts_with('}') { "" } else { "," };
+        Ok(format!("{{\"v\":{SPEC_VERSION}{separator}{fields}"))
+    }
+
+    /// Reads a stored spec of any version this build knows. Version 1 (no tag) and version 2 have the
+    /// same fields; version 2 only adds the tag.
+    ///
+    /// # Errors
+    /// A spec of a newer version, or malformed text.
+    pub fn decode(text: &str) -> Result<MessageSpec, SpecDecodeError> {
+        let version = match text.strip_prefix("{\"v\":") {
+            None => 1,
+            Some(rest) => {
+                let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+                rest[..digits].parse::<u32>().map_err(|_| {
+                    SpecDecodeError::Malformed(serde::de::Error::custom("a version that is not a number"))
+                })?
+            }
+        };
+        if version > SPEC_VERSION {
+            return Err(SpecDecodeError::Newer(version));
+        }
+        // Every version so far reads with today's fields; the tag is an unknown field, and ignored.
+        Ok(serde_json::from_str(text)?)
+    }
+}
+
 /// Fields shown as `REDACTED:<sha256 hex of the value>` when a message is read back through the API.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Redact {
@@ -445,6 +496,33 @@ pub struct NewEvent {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stored_specs_carry_their_version_and_older_untagged_ones_still_read() {
+        let spec: MessageSpec = serde_json::from_str(
+            r#"{"kind":"publish","url":"https://example.com","method":"PUT","headers":[["A","1"]],
+                "max_retries":2,"timeout_ms":1000}"#,
+        )
+        .unwrap();
+        let stored = spec.encode().unwrap();
+        assert!(stored.starts_with(r#"{"v":2,"kind":"publish""#), "{stored}");
+        assert_eq!(MessageSpec::decode(&stored).unwrap(), spec);
+        let untagged = serde_json::to_string(&spec).unwrap();
+        assert_eq!(
+            MessageSpec::decode(&untagged).unwrap(),
+            spec,
+            "version 1 rows read"
+        );
+        let newer = stored.replacen("\"v\":2", "\"v\":3", 1);
+        assert!(matches!(
+            MessageSpec::decode(&newer),
+            Err(SpecDecodeError::Newer(3))
+        ));
+        assert!(matches!(
+            MessageSpec::decode(r#"{"v":x}"#),
+            Err(SpecDecodeError::Malformed(_))
+        ));
+    }
 
     #[test]
     fn the_cancelled_state_is_spelled_as_the_sdks_expect_and_both_spellings_parse() {

@@ -4,7 +4,7 @@
 
 use quiver_core::Timestamp;
 use quiver_core::store::StoreResult;
-use quiver_queue::message::{Event, EventDetail, Message, MessageId, MessageState, NewEvent};
+use quiver_queue::message::{Event, EventDetail, Message, MessageId, MessageSpec, MessageState, NewEvent};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::database::backend_error;
@@ -147,7 +147,7 @@ pub(crate) fn event_from_row(row: &Row<'_>) -> rusqlite::Result<(i64, Event)> {
             time: Timestamp::from_millis(row.get(1)?),
             message_id: MessageId(row.get(2)?),
             state: MessageState::parse(&state).ok_or_else(|| corrupt(3, std::fmt::Error))?,
-            spec: serde_json::from_str(&spec).map_err(|e| corrupt(4, e))?,
+            spec: MessageSpec::decode(&spec).map_err(|e| corrupt(4, e))?,
             detail: serde_json::from_str(&detail).map_err(|e| corrupt(5, e))?,
         },
     ))

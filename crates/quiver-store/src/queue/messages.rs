@@ -19,7 +19,7 @@ use crate::queue::listing::{filter_sql, into_page, newest, page};
 use crate::queue::log::{
     EVENT_COLUMNS, append_event, event_from_row, insert_created, log_created, next_seq, unlogged_created,
 };
-use crate::queue::rows::{account_of, corrupt, read_error, to_json};
+use crate::queue::rows::{account_of, corrupt, read_error, spec_json, to_json};
 
 /// A message of a FIFO queue (alias `m`, its queue `q`) may start only while fewer than the queue's
 /// parallelism older messages of the queue remain, and never while the queue is paused.
@@ -54,7 +54,7 @@ fn message_from_row(row: &Row<'_>) -> rusqlite::Result<Message> {
         retried: row.get(2)?,
         not_before: Timestamp::from_millis(row.get(3)?),
         created_at: Timestamp::from_millis(row.get(4)?),
-        spec: serde_json::from_str(&spec).map_err(|e| corrupt(5, e))?,
+        spec: MessageSpec::decode(&spec).map_err(|e| corrupt(5, e))?,
         body: row.get(6)?,
     })
 }
@@ -153,7 +153,7 @@ fn insert_dead_letter(connection: &Connection, dead: &DeadLetter) -> StoreResult
     let failure_callback = dead.failure_callback.as_ref().map(to_json).transpose()?;
     let (labels, spec_text, response_headers) = (
         to_json(&spec.labels)?,
-        to_json(spec)?,
+        spec_json(spec)?,
         to_json(&dead.response_headers)?,
     );
     connection
@@ -220,7 +220,7 @@ fn dead_letter_from_row(row: &Row<'_>) -> rusqlite::Result<(i64, DeadLetter)> {
                 retried: row.get(4)?,
                 not_before: Timestamp::from_millis(row.get(5)?),
                 created_at: Timestamp::from_millis(row.get(6)?),
-                spec: serde_json::from_str::<MessageSpec>(&spec).map_err(|e| corrupt(7, e))?,
+                spec: MessageSpec::decode(&spec).map_err(|e| corrupt(7, e))?,
                 body: row.get(8)?,
             },
             response_status: row.get(9)?,
@@ -252,7 +252,7 @@ impl MessageStore for SqliteQueueStore {
     async fn enqueue(&self, messages: Vec<NewMessage>, now: Timestamp) -> StoreResult<Vec<Enqueued>> {
         let specs = messages
             .iter()
-            .map(|m| to_json(&m.message.spec))
+            .map(|m| spec_json(&m.message.spec))
             .collect::<StoreResult<Vec<_>>>()?;
         self.database
             .write_repeatable(move |c| {
@@ -451,7 +451,7 @@ impl DeliveryStore for SqliteQueueStore {
         let specs = record
             .follow_ups
             .iter()
-            .map(|m| to_json(&m.message.spec))
+            .map(|m| spec_json(&m.message.spec))
             .collect::<StoreResult<Vec<_>>>()?;
         self.database
             .write_repeatable(move |c| {
@@ -551,7 +551,7 @@ impl DeadLetterStore for SqliteQueueStore {
         now: Timestamp,
     ) -> StoreResult<bool> {
         let dlq_id = dlq_id.to_owned();
-        let spec = to_json(&callback.message.spec)?;
+        let spec = spec_json(&callback.message.spec)?;
         self.database
             .write(move |c| {
                 let in_progress = FailureCallbackInfo {
@@ -577,7 +577,7 @@ impl DeadLetterStore for SqliteQueueStore {
         now: Timestamp,
     ) -> StoreResult<Option<MessageId>> {
         let dlq_id = dlq_id.to_owned();
-        let spec = to_json(&replacement.message.spec)?;
+        let spec = spec_json(&replacement.message.spec)?;
         self.database
             .write(move |c| {
                 let removed = c

@@ -9,6 +9,11 @@ pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> StoreResult<String> {
     serde_json::to_string(value).map_err(|e| StoreError::Backend(e.to_string()))
 }
 
+/// A message spec's stored form (tagged with its version).
+pub(crate) fn spec_json(spec: &quiver_queue::message::MessageSpec) -> StoreResult<String> {
+    spec.encode().map_err(|e| StoreError::Backend(e.to_string()))
+}
+
 pub(crate) fn corrupt(
     column: usize,
     error: impl std::error::Error + Send + Sync + 'static,
