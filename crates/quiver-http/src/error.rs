@@ -185,6 +185,12 @@ impl From<AdminError> for ApiError {
     }
 }
 
+impl From<quiver_queue::names::InvalidName> for ApiError {
+    fn from(error: quiver_queue::names::InvalidName) -> ApiError {
+        ApiError::bad_request(error.to_string())
+    }
+}
+
 impl From<QueueError> for ApiError {
     fn from(error: QueueError) -> ApiError {
         match error {
@@ -192,6 +198,7 @@ impl From<QueueError> for ApiError {
             | QueueError::InvalidDestination(_)
             | QueueError::DestinationForbidden(_)
             | QueueError::InvalidRequest(_)
+            | QueueError::InvalidName(_)
             | QueueError::WorkflowRunNotRunning(_) => ApiError::bad_request(error.to_string()),
             QueueError::UrlGroupNotFound(_)
             | QueueError::MessageNotFound(_)

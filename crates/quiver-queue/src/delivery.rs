@@ -21,6 +21,7 @@ use crate::message::{
     DeadLetter, EventDetail, FailureCallbackInfo, FailureCallbackState, Message, MessageKind, MessageState,
     NewEvent, NewMessage,
 };
+use crate::names::RunId;
 use crate::retry::{AttemptReport, DeliveryOutcome, decide, parse_requested_delay};
 use crate::service::{Queue, WorkflowRuns};
 use crate::signing::sign;
@@ -247,7 +248,10 @@ impl DeliveryWorker {
         let run = match &spec.workflow_run_id {
             Some(run_id) => self
                 .runs
-                .find(message.account_id, run_id)
+                .find(
+                    message.account_id,
+                    &RunId::parse(run_id.as_str()).map_err(|e| e.to_string())?,
+                )
                 .await
                 .map_err(|error| format!("could not read workflow run `{run_id}`: {error}"))?,
             None => None,
@@ -529,7 +533,11 @@ impl DeliveryWorker {
         {
             // A step of the workflow itself that exhausted its retries ends the run as failed; its dead
             // letter is where the run can be resumed or restarted from.
-            if let Err(error) = self.runs.fail(message.account_id, run_id, now).await {
+            let failed = match RunId::parse(run_id.as_str()) {
+                Ok(run_id) => self.runs.fail(message.account_id, &run_id, now).await,
+                Err(invalid) => Err(invalid.into()),
+            };
+            if let Err(error) = failed {
                 warn!(workflow.run = %run_id, %error, "could not end a failed workflow run or tell its invoker");
             }
         }

@@ -22,6 +22,9 @@ pub enum QueueError {
     /// A request body is malformed.
     #[error("{0}")]
     InvalidRequest(String),
+    /// A name or id breaks its kind's rule.
+    #[error(transparent)]
+    InvalidName(#[from] crate::names::InvalidName),
     /// No URL group by that name.
     #[error("url group `{0}` was not found")]
     UrlGroupNotFound(String),

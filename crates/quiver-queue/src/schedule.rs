@@ -7,7 +7,6 @@ use std::str::FromStr;
 use chrono::{DateTime, TimeZone, Utc};
 use chrono_tz::Tz;
 use croner::Cron;
-use quiver_core::secret::random_token;
 use quiver_core::{AccountId, Timestamp};
 use serde::{Deserialize, Serialize};
 
@@ -65,7 +64,7 @@ impl CronSchedule {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Schedule {
     /// Identifier (`scd_…`, or the one the client chose).
-    pub id: String,
+    pub id: crate::names::ScheduleId,
     /// Owner.
     pub account_id: AccountId,
     /// The cron expression as given.
@@ -110,16 +109,6 @@ impl ScheduleState {
             ScheduleState::Fail => "FAIL",
         }
     }
-}
-
-/// A new schedule id.
-pub fn new_schedule_id() -> String {
-    format!("scd_{}", random_token(20))
-}
-
-/// Schedule ids the client may choose: `[A-Za-z0-9._-]`, 1 to 128 characters.
-pub fn is_valid_schedule_id(id: &str) -> bool {
-    crate::names::is_valid_name(id)
 }
 
 impl Schedule {

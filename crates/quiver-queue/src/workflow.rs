@@ -79,7 +79,7 @@ impl RunStep {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WorkflowRun {
     /// Identifier (`wfr_…`).
-    pub id: String,
+    pub id: crate::names::RunId,
     /// Owner.
     pub account_id: AccountId,
     /// The workflow's URL.
@@ -201,7 +201,7 @@ mod tests {
     #[test]
     fn the_history_lists_steps_in_order_with_base64_bodies() {
         let run = WorkflowRun {
-            id: "wfr_1".into(),
+            id: crate::names::RunId::parse("wfr_1").unwrap(),
             account_id: AccountId::random(),
             url: "http://x".into(),
             state: RunState::Started,

@@ -54,7 +54,7 @@ impl RunSelection {
                     run.url.starts_with(wanted.as_str())
                 }
             });
-        (self.run_ids.is_empty() || self.run_ids.contains(&run.id))
+        (self.run_ids.is_empty() || self.run_ids.iter().any(|id| run.id == *id.as_str()))
             && url_matches
             && one(&self.hosts, url.as_ref().and_then(url::Url::host_str))
             && one(&self.paths, url.as_ref().map(url::Url::path))

@@ -4,6 +4,7 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
+use quiver_queue::names::RunId;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -83,7 +84,12 @@ pub(crate) async fn dead_letters_out(
             Some(run_id) => match created.get(run_id) {
                 Some(at) => *at,
                 None => {
-                    let at = match state.queue.workflow_runs.get(caller.account.id, run_id).await {
+                    let at = match state
+                        .queue
+                        .workflow_runs
+                        .get(caller.account.id, &RunId::parse(run_id.as_str())?)
+                        .await
+                    {
                         Ok(run) => Some(run.created_at.as_millis()),
                         Err(quiver_queue::QueueError::WorkflowRunNotFound(_)) => None,
                         Err(error) => return Err(error.into()),

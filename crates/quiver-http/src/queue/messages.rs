@@ -6,6 +6,7 @@ use axum::Json;
 use axum::extract::{ConnectInfo, Path, State};
 use axum::http::{StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
+use quiver_queue::names::QueueName;
 use quiver_queue::{PublishOutcome, PublishRequest};
 use serde::Serialize;
 use serde_json::Value;
@@ -56,7 +57,7 @@ pub(crate) async fn enqueue(
     let outcome = state
         .queue
         .publisher
-        .enqueue(caller.account.id, &queue, request)
+        .enqueue(caller.account.id, &QueueName::parse(queue)?, request)
         .await?;
     Ok(publish_answer(&outcome))
 }

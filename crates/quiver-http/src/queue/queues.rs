@@ -3,6 +3,7 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use quiver_queue::names::QueueName;
 use serde::Deserialize;
 
 use crate::auth::{QueueAccount, QueueWriter};
@@ -32,14 +33,14 @@ pub(crate) async fn upsert_queue(
         return Err(ApiError::bad_request("queueName: is required"));
     }
     let (name, parallelism, paused) = (
-        body.queue_name.as_str(),
+        QueueName::parse(body.queue_name)?,
         body.parallelism.unwrap_or(1),
         body.paused.unwrap_or(false),
     );
     state
         .queue
         .fifo_queues
-        .upsert(caller.account.id, name, parallelism, paused)
+        .upsert(caller.account.id, &name, parallelism, paused)
         .await?;
     Ok(StatusCode::OK)
 }
@@ -66,7 +67,11 @@ pub(crate) async fn get_queue(
     Path(name): Path<String>,
 ) -> ApiResult<Json<FifoQueueOut>> {
     Ok(Json(FifoQueueOut::of(
-        &state.queue.fifo_queues.get(caller.account.id, &name).await?,
+        &state
+            .queue
+            .fifo_queues
+            .get(caller.account.id, &QueueName::parse(name)?)
+            .await?,
     )))
 }
 
@@ -75,7 +80,11 @@ pub(crate) async fn delete_fifo_queue(
     QueueWriter(caller): QueueWriter,
     Path(name): Path<String>,
 ) -> ApiResult<StatusCode> {
-    state.queue.fifo_queues.delete(caller.account.id, &name).await?;
+    state
+        .queue
+        .fifo_queues
+        .delete(caller.account.id, &QueueName::parse(name)?)
+        .await?;
     Ok(StatusCode::OK)
 }
 
@@ -87,7 +96,7 @@ pub(crate) async fn pause_queue(
     state
         .queue
         .fifo_queues
-        .set_paused(caller.account.id, &name, true)
+        .set_paused(caller.account.id, &QueueName::parse(name)?, true)
         .await?;
     Ok(StatusCode::OK)
 }
@@ -100,7 +109,7 @@ pub(crate) async fn resume_queue(
     state
         .queue
         .fifo_queues
-        .set_paused(caller.account.id, &name, false)
+        .set_paused(caller.account.id, &QueueName::parse(name)?, false)
         .await?;
     Ok(StatusCode::OK)
 }

@@ -167,7 +167,7 @@ impl RunOut {
     /// The run as the log shows it.
     pub fn of(run: &WorkflowRun) -> RunOut {
         RunOut {
-            workflow_run_id: run.id.clone(),
+            workflow_run_id: run.id.to_string(),
             workflow_url: run.url.clone(),
             workflow_state: run.state.as_str(),
             workflow_run_created_at: run.created_at.as_millis(),
@@ -217,7 +217,7 @@ mod tests {
     #[test]
     fn the_log_shows_the_initial_payload_then_each_sdk_step_as_it_came() {
         let run = WorkflowRun {
-            id: "wfr_1".into(),
+            id: quiver_queue::names::RunId::parse("wfr_1").unwrap(),
             account_id: AccountId::random(),
             url: "https://example.com/wf".into(),
             state: RunState::Success,

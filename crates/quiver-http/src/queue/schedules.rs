@@ -10,6 +10,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::queue::request::PublishForm;
 use crate::queue::wire::{ScheduleIdOut, ScheduleOut};
 use crate::state::AppState;
+use quiver_queue::names::ScheduleId;
 
 pub(crate) async fn list_schedules(
     State(state): State<AppState>,
@@ -46,23 +47,34 @@ pub(crate) async fn schedules(
             state
                 .queue
                 .schedules
-                .set_paused(caller.account.id, id, paused)
+                .set_paused(caller.account.id, &ScheduleId::parse(id)?, paused)
                 .await?;
             Ok(StatusCode::OK.into_response())
         }
         (Method::POST, None) => {
             caller.require_write()?;
             let schedule_id = state.queue.schedules.create(caller.account.id, request).await?;
-            Ok(Json(ScheduleIdOut { schedule_id }).into_response())
+            Ok(Json(ScheduleIdOut {
+                schedule_id: schedule_id.to_string(),
+            })
+            .into_response())
         }
         (Method::GET, None) if is_id(path) => Ok(Json(ScheduleOut::of(
-            &state.queue.schedules.get(caller.account.id, path).await?,
+            &state
+                .queue
+                .schedules
+                .get(caller.account.id, &ScheduleId::parse(path)?)
+                .await?,
             state.queue.config(),
         ))
         .into_response()),
         (Method::DELETE, None) if is_id(path) => {
             caller.require_write()?;
-            state.queue.schedules.delete(caller.account.id, path).await?;
+            state
+                .queue
+                .schedules
+                .delete(caller.account.id, &ScheduleId::parse(path)?)
+                .await?;
             Ok(StatusCode::OK.into_response())
         }
         (method, _) => Err(ApiError::new(

@@ -3,6 +3,7 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use quiver_queue::names::UrlGroupName;
 use quiver_queue::store::Endpoint;
 use serde::Deserialize;
 
@@ -27,7 +28,11 @@ pub(crate) async fn get_url_group(
     Path(name): Path<String>,
 ) -> ApiResult<Json<UrlGroupOut>> {
     Ok(Json(UrlGroupOut::of(
-        &state.queue.url_groups.get(caller.account.id, &name).await?,
+        &state
+            .queue
+            .url_groups
+            .get(caller.account.id, &UrlGroupName::parse(name)?)
+            .await?,
     )))
 }
 
@@ -36,7 +41,11 @@ pub(crate) async fn delete_url_group(
     QueueWriter(caller): QueueWriter,
     Path(name): Path<String>,
 ) -> ApiResult<StatusCode> {
-    state.queue.url_groups.delete(caller.account.id, &name).await?;
+    state
+        .queue
+        .url_groups
+        .delete(caller.account.id, &UrlGroupName::parse(name)?)
+        .await?;
     Ok(StatusCode::OK)
 }
 
@@ -83,7 +92,7 @@ pub(crate) async fn add_endpoints(
     state
         .queue
         .url_groups
-        .add_endpoints(caller.account.id, &name, endpoints)
+        .add_endpoints(caller.account.id, &UrlGroupName::parse(name)?, endpoints)
         .await?;
     Ok(StatusCode::OK)
 }
@@ -102,7 +111,7 @@ pub(crate) async fn remove_endpoints(
     state
         .queue
         .url_groups
-        .remove_endpoints(caller.account.id, &name, references)
+        .remove_endpoints(caller.account.id, &UrlGroupName::parse(name)?, references)
         .await?;
     Ok(StatusCode::OK)
 }
@@ -117,7 +126,7 @@ pub(crate) async fn set_default_headers(
     state
         .queue
         .url_groups
-        .set_default_headers(caller.account.id, &name, headers)
+        .set_default_headers(caller.account.id, &UrlGroupName::parse(name)?, headers)
         .await?;
     Ok(StatusCode::OK)
 }

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use quiver_queue::names::RunId;
 use quiver_queue::waiters::{Notified, StoredWaiter, WaitSpec};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -188,7 +189,7 @@ pub(crate) async fn call_webhook(
     let notified = state
         .queue
         .waiters
-        .call_webhook(account.id, &run_id, &event_id, &call)
+        .call_webhook(account.id, &RunId::parse(run_id)?, &event_id, &call)
         .await?;
     Ok(Json(notified.into_iter().map(NotifyOut::from).collect()))
 }

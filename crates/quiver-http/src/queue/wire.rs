@@ -333,7 +333,7 @@ impl UrlGroupOut {
     /// The group as the API shows it.
     pub fn of(group: &UrlGroup) -> UrlGroupOut {
         UrlGroupOut {
-            name: group.name.clone(),
+            name: group.name.to_string(),
             created_at: group.created_at.as_millis(),
             updated_at: group.updated_at.as_millis(),
             endpoints: group
@@ -452,7 +452,7 @@ impl ScheduleOut {
                 .map(|c| HeaderArrays::of(&c.headers))
         };
         ScheduleOut {
-            schedule_id: schedule.id.clone(),
+            schedule_id: schedule.id.to_string(),
             cron: schedule.cron.clone(),
             destination: schedule.destination.clone(),
             created_at: schedule.created_at.as_millis(),
@@ -500,7 +500,7 @@ impl FifoQueueOut {
     /// The queue as the API shows it.
     pub fn of(queue: &quiver_queue::store::FifoQueue) -> FifoQueueOut {
         FifoQueueOut {
-            name: queue.name.clone(),
+            name: queue.name.to_string(),
             created_at: queue.created_at.as_millis(),
             updated_at: queue.updated_at.as_millis(),
             parallelism: queue.parallelism,

@@ -74,7 +74,7 @@ pub(crate) async fn recover_many(
             .recover(caller.account.id, &id, &headers, how)
             .await?;
         runs.push(RunStartedOut {
-            workflow_run_id,
+            workflow_run_id: workflow_run_id.to_string(),
             workflow_created_at,
         });
     }
@@ -107,7 +107,7 @@ pub(crate) async fn recover_one(
             .await?
     };
     Ok(Json(RunStartedOut {
-        workflow_run_id,
+        workflow_run_id: workflow_run_id.to_string(),
         workflow_created_at,
     }))
 }

@@ -4,6 +4,7 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
+use quiver_queue::names::RunId;
 use quiver_queue::workflow::RunState;
 use quiver_queue::workflows::RunSelection;
 use serde_json::Value;
@@ -27,7 +28,7 @@ pub(crate) async fn trigger(
         .trigger(caller.account.id, request)
         .await?;
     Ok(Json(RunStartedOut {
-        workflow_run_id,
+        workflow_run_id: workflow_run_id.to_string(),
         workflow_created_at,
     }))
 }
@@ -47,10 +48,14 @@ pub(crate) async fn end_run(
         state
             .queue
             .workflow_runs
-            .finish(caller.account.id, &id, response)
+            .finish(caller.account.id, &RunId::parse(id)?, response)
             .await?;
     } else {
-        state.queue.workflow_runs.cancel(caller.account.id, &id).await?;
+        state
+            .queue
+            .workflow_runs
+            .cancel(caller.account.id, &RunId::parse(id)?)
+            .await?;
     }
     Ok(StatusCode::OK)
 }
@@ -110,7 +115,11 @@ pub(crate) async fn run_steps(
     caller: QueueAccount,
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
-    let run = state.queue.workflow_runs.get(caller.account.id, &id).await?;
+    let run = state
+        .queue
+        .workflow_runs
+        .get(caller.account.id, &RunId::parse(id.as_str())?)
+        .await?;
     if run.state != RunState::Started {
         return Err(quiver_queue::QueueError::WorkflowRunNotFound(id).into());
     }

@@ -7,7 +7,7 @@ use quiver_core::AccountId;
 
 use crate::context::{Context, opaque_debug};
 use crate::error::QueueError;
-use crate::names::check_queue_name;
+use crate::names::QueueName;
 use crate::store::{FifoQueue, FifoQueueStore};
 
 /// Most messages a queue may deliver at once.
@@ -30,15 +30,14 @@ impl FifoQueues {
     /// Creates a queue or changes it.
     ///
     /// # Errors
-    /// An invalid name or parallelism (400); store failures.
+    /// An invalid parallelism (400); store failures.
     pub async fn upsert(
         &self,
         account: AccountId,
-        name: &str,
+        name: &QueueName,
         parallelism: u32,
         paused: bool,
     ) -> Result<(), QueueError> {
-        check_queue_name(name)?;
         if !(1..=MAX_PARALLELISM).contains(&parallelism) {
             return Err(QueueError::InvalidRequest(format!(
                 "parallelism must be between 1 and {MAX_PARALLELISM}"
@@ -55,11 +54,11 @@ impl FifoQueues {
     ///
     /// # Errors
     /// [`QueueError::QueueNotFound`]; store failures.
-    pub async fn get(&self, account: AccountId, name: &str) -> Result<FifoQueue, QueueError> {
+    pub async fn get(&self, account: AccountId, name: &QueueName) -> Result<FifoQueue, QueueError> {
         self.store
             .fifo_queue(account, name)
             .await?
-            .ok_or_else(|| QueueError::QueueNotFound(name.to_owned()))
+            .ok_or_else(|| QueueError::QueueNotFound(name.to_string()))
     }
 
     /// Every queue.
@@ -74,9 +73,9 @@ impl FifoQueues {
     ///
     /// # Errors
     /// [`QueueError::QueueNotFound`]; store failures.
-    pub async fn delete(&self, account: AccountId, name: &str) -> Result<(), QueueError> {
+    pub async fn delete(&self, account: AccountId, name: &QueueName) -> Result<(), QueueError> {
         if !self.store.delete_fifo_queue(account, name).await? {
-            return Err(QueueError::QueueNotFound(name.to_owned()));
+            return Err(QueueError::QueueNotFound(name.to_string()));
         }
         self.context.signals.wake_worker();
         Ok(())
@@ -86,7 +85,12 @@ impl FifoQueues {
     ///
     /// # Errors
     /// [`QueueError::QueueNotFound`]; store failures.
-    pub async fn set_paused(&self, account: AccountId, name: &str, paused: bool) -> Result<(), QueueError> {
+    pub async fn set_paused(
+        &self,
+        account: AccountId,
+        name: &QueueName,
+        paused: bool,
+    ) -> Result<(), QueueError> {
         let record = self.get(account, name).await?;
         self.store
             .put_fifo_queue(account, name, record.parallelism, paused, self.context.now())

@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 use crate::context::{Context, opaque_debug};
 use crate::error::QueueError;
 use crate::message::{Message, MessageId, MessageKind, MessageSpec, NewMessage};
-use crate::names::{check_queue_name, is_valid_name};
+use crate::names::{QueueName, RunId, UrlGroupName};
 use crate::publish::{PublishOptions, parse_publish_options};
 use crate::store::{FifoQueueStore, MessageStore, UrlGroupStore, WorkflowRunStore};
 use crate::workflow::{RunState, RunStep, WorkflowRun};
@@ -305,14 +305,14 @@ impl Publisher {
             self.track_workflow(account, &options, &message, request).await?;
             return Ok((vec![message], false));
         }
-        if !is_valid_name(destination) {
+        let Ok(group_name) = UrlGroupName::parse(destination) else {
             return Err(QueueError::InvalidDestination(format!(
                 "`{destination}` is neither an http(s) URL nor a URL group name ([A-Za-z0-9._-])"
             )));
-        }
+        };
         let group = self
             .url_groups
-            .url_group(account, destination)
+            .url_group(account, &group_name)
             .await?
             .ok_or_else(|| QueueError::UrlGroupNotFound(destination.to_owned()))?;
         let headers = merge_headers(&group.default_headers, &request.headers);
@@ -324,7 +324,7 @@ impl Publisher {
             messages.push(self.build(
                 account,
                 endpoint.url.clone(),
-                Some(group.name.clone()),
+                Some(group.name.to_string()),
                 endpoint.name.clone(),
                 &options,
                 request,
@@ -337,9 +337,9 @@ impl Publisher {
     /// Creates the queue a publish names (parallelism 1) if it does not exist yet.
     async fn ensure_queue_of(&self, account: AccountId, options: &PublishOptions) -> Result<(), QueueError> {
         if let Some(name) = &options.queue_name {
-            check_queue_name(name)?;
+            let name = QueueName::parse(name.as_str())?;
             self.fifo_queues
-                .ensure_fifo_queue(account, name, 1, self.context.now())
+                .ensure_fifo_queue(account, &name, 1, self.context.now())
                 .await?;
         }
         Ok(())
@@ -451,18 +451,17 @@ impl Publisher {
     /// queue's parallelism at once, each waiting for the retries of those before it.
     ///
     /// # Errors
-    /// As [`Publisher::publish`], and an invalid queue name (400).
+    /// As [`Publisher::publish`].
     pub async fn enqueue(
         &self,
         account: AccountId,
-        queue: &str,
+        queue: &QueueName,
         mut request: PublishRequest,
     ) -> Result<PublishOutcome, QueueError> {
-        check_queue_name(queue)?;
         request
             .headers
             .retain(|(name, _)| !name.to_ascii_lowercase().ends_with("-queue-name"));
-        request.headers.push(("Svc-Queue-Name".into(), queue.to_owned()));
+        request.headers.push(("Svc-Queue-Name".into(), queue.to_string()));
         self.publish(account, request).await
     }
 
@@ -482,6 +481,7 @@ impl Publisher {
         let Some(run_id) = &options.workflow_run_id else {
             return Ok(());
         };
+        let run_id = &RunId::parse(run_id.as_str())?;
         // A run started by `context.invoke` gets the invoke's payload as its own, and keeps its invoker.
         let (payload, invoker) = if options.workflow_invoke && options.workflow_init != Some(false) {
             let invoke: crate::workflow::InvokeRequest =
@@ -501,7 +501,7 @@ impl Publisher {
                 return Ok(());
             }
             if !self.runs.append_step(account, run_id, &step).await? {
-                return Err(QueueError::WorkflowRunNotRunning(run_id.clone()));
+                return Err(QueueError::WorkflowRunNotRunning(run_id.to_string()));
             }
             return Ok(());
         }
@@ -530,7 +530,7 @@ impl Publisher {
                 .and_then(|r| r.steps.first().map(|s| s.message_id.clone()))
                 .unwrap_or_default();
             return Err(QueueError::WorkflowRunExists {
-                run_id: run_id.clone(),
+                run_id: run_id.to_string(),
                 message_id,
             });
         }
@@ -557,12 +557,5 @@ mod tests {
         let own = vec![("svc-retries".to_owned(), "1".to_owned())];
         let merged = merge_headers(&defaults, &own);
         assert_eq!(merged, vec![defaults[1].clone(), own[0].clone()]);
-    }
-
-    #[test]
-    fn names_allow_letters_digits_dots_dashes_and_underscores() {
-        assert!(is_valid_name("my-group_1.v2"));
-        assert!(!is_valid_name("has space"));
-        assert!(!is_valid_name(""));
     }
 }

@@ -11,9 +11,9 @@ use crate::context::{Context, opaque_debug};
 use crate::error::QueueError;
 use crate::headers::{config_key, is_private_header};
 use crate::message::MessageState;
-use crate::names::is_valid_name;
+use crate::names::{ScheduleId, UrlGroupName};
 use crate::publish::parse_publish_options;
-use crate::schedule::{CronSchedule, Schedule, ScheduleState, is_valid_schedule_id, new_schedule_id};
+use crate::schedule::{CronSchedule, Schedule, ScheduleState};
 use crate::store::{EventLogStore, MessageStore, ScheduleStore, UrlGroupStore};
 
 /// Schedules fired per store round trip.
@@ -69,7 +69,11 @@ impl Schedules {
     /// # Errors
     /// A missing or malformed cron or schedule id, malformed publish configuration, an invalid or
     /// internal destination (400); an unknown URL group (404); store failures.
-    pub async fn create(&self, account: AccountId, request: PublishRequest) -> Result<String, QueueError> {
+    pub async fn create(
+        &self,
+        account: AccountId,
+        request: PublishRequest,
+    ) -> Result<ScheduleId, QueueError> {
         let mut cron = None;
         let mut id = None;
         let mut headers = Vec::with_capacity(request.headers.len());
@@ -85,14 +89,8 @@ impl Schedules {
         let cron = cron.ok_or_else(|| invalid("Svc-Cron", "is required to create a schedule"))?;
         let parsed = CronSchedule::parse(&cron).map_err(|e| invalid("Svc-Cron", e))?;
         let id = match id {
-            Some(id) if !is_valid_schedule_id(&id) => {
-                return Err(invalid(
-                    "Svc-Schedule-Id",
-                    "may only use A-Z, a-z, 0-9, `.`, `_` and `-`",
-                ));
-            }
-            Some(id) => id,
-            None => new_schedule_id(),
+            Some(id) => ScheduleId::parse(id).map_err(|e| invalid("Svc-Schedule-Id", e.to_string()))?,
+            None => ScheduleId::generate(),
         };
         parse_publish_options(&headers, &[])?;
         let destination = request.destination.trim().to_owned();
@@ -104,12 +102,15 @@ impl Schedules {
                 .policy
                 .check_url(&destination)
                 .map_err(QueueError::DestinationForbidden)?;
-        } else if !is_valid_name(&destination) {
-            return Err(QueueError::InvalidDestination(format!(
-                "`{destination}` is neither an http(s) URL nor a URL group name"
-            )));
-        } else if self.url_groups.url_group(account, &destination).await?.is_none() {
-            return Err(QueueError::UrlGroupNotFound(destination));
+        } else {
+            let Ok(group) = UrlGroupName::parse(destination.as_str()) else {
+                return Err(QueueError::InvalidDestination(format!(
+                    "`{destination}` is neither an http(s) URL nor a URL group name"
+                )));
+            };
+            if self.url_groups.url_group(account, &group).await?.is_none() {
+                return Err(QueueError::UrlGroupNotFound(destination));
+            }
         }
         let now = self.context.now();
         let schedule = Schedule {
@@ -135,12 +136,12 @@ impl Schedules {
     ///
     /// # Errors
     /// [`QueueError::ScheduleNotFound`]; store failures.
-    pub async fn get(&self, account: AccountId, id: &str) -> Result<Schedule, QueueError> {
+    pub async fn get(&self, account: AccountId, id: &ScheduleId) -> Result<Schedule, QueueError> {
         let schedule = self
             .store
             .schedule(account, id)
             .await?
-            .ok_or_else(|| QueueError::ScheduleNotFound(id.to_owned()))?;
+            .ok_or_else(|| QueueError::ScheduleNotFound(id.to_string()))?;
         self.with_current_states(schedule).await
     }
 
@@ -199,9 +200,9 @@ impl Schedules {
     ///
     /// # Errors
     /// [`QueueError::ScheduleNotFound`]; store failures.
-    pub async fn delete(&self, account: AccountId, id: &str) -> Result<(), QueueError> {
+    pub async fn delete(&self, account: AccountId, id: &ScheduleId) -> Result<(), QueueError> {
         if !self.store.delete_schedule(account, id).await? {
-            return Err(QueueError::ScheduleNotFound(id.to_owned()));
+            return Err(QueueError::ScheduleNotFound(id.to_string()));
         }
         self.context.signals.wake_scheduler();
         Ok(())
@@ -211,7 +212,12 @@ impl Schedules {
     ///
     /// # Errors
     /// [`QueueError::ScheduleNotFound`]; store failures.
-    pub async fn set_paused(&self, account: AccountId, id: &str, paused: bool) -> Result<(), QueueError> {
+    pub async fn set_paused(
+        &self,
+        account: AccountId,
+        id: &ScheduleId,
+        paused: bool,
+    ) -> Result<(), QueueError> {
         let mut schedule = self.get(account, id).await?;
         schedule.paused = paused;
         schedule.next_fire = if paused {
@@ -264,7 +270,7 @@ impl Schedules {
             query: Vec::new(),
             body: schedule.body.clone(),
             caller_ip: schedule.caller_ip.clone(),
-            schedule_id: Some(schedule.id.clone()),
+            schedule_id: Some(schedule.id.to_string()),
         };
         let in_progress = ScheduleState::InProgress.as_str().to_owned();
         schedule.last_states = match self.publisher.publish(schedule.account_id, request).await {

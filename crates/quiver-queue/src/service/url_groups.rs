@@ -7,7 +7,7 @@ use tokio::sync::Mutex;
 
 use crate::context::{Context, opaque_debug};
 use crate::error::QueueError;
-use crate::names::is_valid_name;
+use crate::names::UrlGroupName;
 use crate::publish::parse_publish_options;
 use crate::store::{Endpoint, UrlGroup, UrlGroupStore};
 
@@ -34,11 +34,11 @@ impl UrlGroups {
     ///
     /// # Errors
     /// [`QueueError::UrlGroupNotFound`]; store failures.
-    pub async fn get(&self, account: AccountId, name: &str) -> Result<UrlGroup, QueueError> {
+    pub async fn get(&self, account: AccountId, name: &UrlGroupName) -> Result<UrlGroup, QueueError> {
         self.store
             .url_group(account, name)
             .await?
-            .ok_or_else(|| QueueError::UrlGroupNotFound(name.to_owned()))
+            .ok_or_else(|| QueueError::UrlGroupNotFound(name.to_string()))
     }
 
     /// Every URL group.
@@ -49,16 +49,6 @@ impl UrlGroups {
         Ok(self.store.url_groups(account).await?)
     }
 
-    fn check_group_name(name: &str) -> Result<(), QueueError> {
-        if is_valid_name(name) {
-            Ok(())
-        } else {
-            Err(QueueError::InvalidRequest(format!(
-                "url group name `{name}` may only use A-Z, a-z, 0-9, `.`, `_` and `-`"
-            )))
-        }
-    }
-
     /// Adds endpoints to a group (creating it), updating an endpoint with the same name or URL.
     ///
     /// # Errors
@@ -66,10 +56,9 @@ impl UrlGroups {
     pub async fn add_endpoints(
         &self,
         account: AccountId,
-        name: &str,
+        name: &UrlGroupName,
         endpoints: Vec<Endpoint>,
     ) -> Result<(), QueueError> {
-        Self::check_group_name(name)?;
         if endpoints.is_empty() {
             return Err(QueueError::InvalidRequest(
                 "endpoints: at least one endpoint is required".into(),
@@ -97,7 +86,7 @@ impl UrlGroups {
             .url_group(account, name)
             .await?
             .unwrap_or_else(|| UrlGroup {
-                name: name.to_owned(),
+                name: name.clone(),
                 created_at: now,
                 updated_at: now,
                 endpoints: Vec::new(),
@@ -127,7 +116,7 @@ impl UrlGroups {
     pub async fn remove_endpoints(
         &self,
         account: AccountId,
-        name: &str,
+        name: &UrlGroupName,
         references: Vec<(Option<String>, Option<String>)>,
     ) -> Result<(), QueueError> {
         if references.is_empty() {
@@ -164,7 +153,7 @@ impl UrlGroups {
     ///
     /// # Errors
     /// Store failures; a group that does not exist is not an error.
-    pub async fn delete(&self, account: AccountId, name: &str) -> Result<(), QueueError> {
+    pub async fn delete(&self, account: AccountId, name: &UrlGroupName) -> Result<(), QueueError> {
         let _guard = self.changes.lock().await;
         // Deleting a group that does not exist succeeds, as the API description says: the group is gone.
         self.store.delete_url_group(account, name).await?;
@@ -178,7 +167,7 @@ impl UrlGroups {
     pub async fn set_default_headers(
         &self,
         account: AccountId,
-        name: &str,
+        name: &UrlGroupName,
         headers: Vec<(String, String)>,
     ) -> Result<(), QueueError> {
         parse_publish_options(&headers, &[])?;

@@ -12,6 +12,7 @@ use super::publisher::{PublishOutcome, PublishRequest, Publisher};
 use crate::context::{Context, opaque_debug};
 use crate::duration::parse_duration;
 use crate::error::QueueError;
+use crate::names::RunId;
 use crate::store::WorkflowRunStore;
 use crate::waiters::{Notified, StoredWaiter, WaitSpec, WaiterStore, WebhookCall};
 
@@ -115,7 +116,7 @@ impl Waiters {
     pub async fn call_webhook(
         &self,
         account: AccountId,
-        run_id: &str,
+        run_id: &RunId,
         event_id: &str,
         call: &WebhookCall,
     ) -> Result<Vec<Notified>, QueueError> {
@@ -123,9 +124,9 @@ impl Waiters {
             .runs
             .run(account, run_id)
             .await?
-            .ok_or_else(|| QueueError::WorkflowRunNotFound(run_id.to_owned()))?;
+            .ok_or_else(|| QueueError::WorkflowRunNotFound(run_id.to_string()))?;
         if run.state != crate::workflow::RunState::Started {
-            return Err(QueueError::WorkflowRunNotRunning(run_id.to_owned()));
+            return Err(QueueError::WorkflowRunNotRunning(run_id.to_string()));
         }
         let mut header = serde_json::Map::new();
         for (name, value) in &call.headers {
@@ -144,8 +145,13 @@ impl Waiters {
             "header": header,
             "body": base64::engine::general_purpose::STANDARD.encode(&call.body),
         });
-        self.notify(account, event_id, data.to_string().as_bytes(), Some(run_id))
-            .await
+        self.notify(
+            account,
+            event_id,
+            data.to_string().as_bytes(),
+            Some(run_id.as_str()),
+        )
+        .await
     }
 
     /// Hands `data` to every waiter of `event_id` (of `run_id`'s run only, when given). With a run id and

@@ -9,6 +9,7 @@ use super::dead_letters::DeadLetters;
 use super::publisher::{PublishOutcome, PublishRequest, Publisher};
 use crate::context::{Context, opaque_debug};
 use crate::error::QueueError;
+use crate::names::RunId;
 use crate::store::{MessageStore, WorkflowRunStore};
 use crate::workflow::{CancelFailure, InvokeOutcome, RunState, RunStep, WorkflowRun};
 use crate::workflows::{RunRecovery, RunSelection};
@@ -56,20 +57,20 @@ impl WorkflowRuns {
         dlq_id: &str,
         headers: &[(String, String)],
         how: RunRecovery,
-    ) -> Result<(String, i64), QueueError> {
+    ) -> Result<(RunId, i64), QueueError> {
         let dead = self.dead_letters.get(account, dlq_id).await?;
         let spec = &dead.message.spec;
-        let Some(old_id) = spec.workflow_run_id.clone().filter(|_| spec.workflow_history) else {
+        let Some(old_id) = spec.workflow_run_id.as_deref().filter(|_| spec.workflow_history) else {
             return Err(QueueError::InvalidRequest(format!(
                 "dead letter `{dlq_id}` is not a step of a workflow run"
             )));
         };
-        let old = self.get(account, &old_id).await?;
+        let old = self.get(account, &RunId::parse(old_id)?).await?;
         let now = self.context.now();
         let mut replacement = self.dead_letters.replacement_for(&dead, headers, now)?;
-        let run_id = format!("wfr_{}", quiver_core::secret::random_token(16));
+        let run_id = RunId::generate();
         let message = &mut replacement.message;
-        message.spec.workflow_run_id = Some(run_id.clone());
+        message.spec.workflow_run_id = Some(run_id.to_string());
         let mut steps = match how {
             RunRecovery::Restart => {
                 message.body = old.steps.first().map(|s| s.body.clone()).unwrap_or_default();
@@ -99,7 +100,7 @@ impl WorkflowRuns {
         };
         if !self.store.start_run(&run).await? {
             return Err(QueueError::WorkflowRunExists {
-                run_id,
+                run_id: run_id.to_string(),
                 message_id: String::new(),
             });
         }
@@ -131,14 +132,15 @@ impl WorkflowRuns {
         &self,
         account: AccountId,
         dlq_id: &str,
-    ) -> Result<(String, i64), QueueError> {
+    ) -> Result<(RunId, i64), QueueError> {
         let dead = self.dead_letters.get(account, dlq_id).await?;
         let spec = &dead.message.spec;
-        let (Some(callback), Some(run_id)) = (&spec.failure_callback, &spec.workflow_run_id) else {
+        let (Some(callback), Some(run_id)) = (&spec.failure_callback, spec.workflow_run_id.as_deref()) else {
             return Err(QueueError::InvalidRequest(format!(
                 "dead letter `{dlq_id}` has no failure callback of a workflow run"
             )));
         };
+        let run_id = RunId::parse(run_id)?;
         if dead
             .failure_callback
             .as_ref()
@@ -176,10 +178,10 @@ impl WorkflowRuns {
         self.context.signals.wake_worker();
         let created_at = self
             .store
-            .run(account, run_id)
+            .run(account, &run_id)
             .await?
             .map_or(0, |run| run.created_at.as_millis());
-        Ok((run_id.clone(), created_at))
+        Ok((run_id, created_at))
     }
 
     /// Starts a run of the workflow at `request.destination` (`POST /v2/trigger/...`); returns the run
@@ -191,13 +193,15 @@ impl WorkflowRuns {
         &self,
         account: AccountId,
         mut request: PublishRequest,
-    ) -> Result<(String, i64), QueueError> {
-        let run_id = request
+    ) -> Result<(RunId, i64), QueueError> {
+        let run_id = match request
             .headers
             .iter()
             .find(|(name, _)| crate::headers::config_key(name).as_deref() == Some("workflow-runid"))
-            .map(|(_, value)| value.clone())
-            .unwrap_or_else(|| format!("wfr_{}", quiver_core::secret::random_token(16)));
+        {
+            Some((_, value)) => RunId::parse(value.as_str())?,
+            None => RunId::generate(),
+        };
         request.headers.retain(|(name, _)| {
             !matches!(
                 crate::headers::config_key(name).as_deref(),
@@ -206,7 +210,7 @@ impl WorkflowRuns {
         });
         request
             .headers
-            .push(("Svc-Workflow-RunId".into(), run_id.clone()));
+            .push(("Svc-Workflow-RunId".into(), run_id.to_string()));
         request.headers.push(("Svc-Workflow-Init".into(), "true".into()));
         request
             .headers
@@ -218,7 +222,7 @@ impl WorkflowRuns {
             .store
             .run(account, &run_id)
             .await?
-            .ok_or_else(|| QueueError::WorkflowRunNotFound(run_id.clone()))?;
+            .ok_or_else(|| QueueError::WorkflowRunNotFound(run_id.to_string()))?;
         Ok((run_id, run.created_at.as_millis()))
     }
 
@@ -229,7 +233,7 @@ impl WorkflowRuns {
     pub(crate) async fn find(
         &self,
         account: AccountId,
-        run_id: &str,
+        run_id: &RunId,
     ) -> Result<Option<WorkflowRun>, quiver_core::StoreError> {
         self.store.run(account, run_id).await
     }
@@ -242,7 +246,7 @@ impl WorkflowRuns {
     pub(crate) async fn fail(
         &self,
         account: AccountId,
-        run_id: &str,
+        run_id: &RunId,
         now: quiver_core::Timestamp,
     ) -> Result<(), QueueError> {
         if self
@@ -260,11 +264,11 @@ impl WorkflowRuns {
     ///
     /// # Errors
     /// [`QueueError::WorkflowRunNotFound`]; store failures.
-    pub async fn get(&self, account: AccountId, run_id: &str) -> Result<WorkflowRun, QueueError> {
+    pub async fn get(&self, account: AccountId, run_id: &RunId) -> Result<WorkflowRun, QueueError> {
         self.store
             .run(account, run_id)
             .await?
-            .ok_or_else(|| QueueError::WorkflowRunNotFound(run_id.to_owned()))
+            .ok_or_else(|| QueueError::WorkflowRunNotFound(run_id.to_string()))
     }
 
     /// Every run, newest first.
@@ -280,7 +284,7 @@ impl WorkflowRuns {
     /// # Errors
     /// An unknown run (404); a run that has ended or whose step is being delivered right now (400,
     /// and nothing changes); store failures.
-    pub async fn cancel(&self, account: AccountId, run_id: &str) -> Result<(), QueueError> {
+    pub async fn cancel(&self, account: AccountId, run_id: &RunId) -> Result<(), QueueError> {
         let run = self.get(account, run_id).await?;
         if run.state != RunState::Started {
             return Err(QueueError::InvalidRequest(format!(
@@ -345,7 +349,7 @@ impl WorkflowRuns {
     pub async fn finish(
         &self,
         account: AccountId,
-        run_id: &str,
+        run_id: &RunId,
         response: Option<String>,
     ) -> Result<(), QueueError> {
         let run = self.get(account, run_id).await?;
@@ -388,7 +392,7 @@ impl WorkflowRuns {
                 Ok(()) => cancelled += 1,
                 Err(QueueError::Store(error)) => return Err(QueueError::Store(error)),
                 Err(error) => failures.push(CancelFailure {
-                    run_id: run.id.clone(),
+                    run_id: run.id.to_string(),
                     error: error.to_string(),
                 }),
             }

@@ -4,11 +4,13 @@ use async_trait::async_trait;
 use quiver_core::store::StoreResult;
 use quiver_core::{AccountId, Timestamp};
 
+use crate::names::QueueName;
+
 /// A FIFO queue.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FifoQueue {
     /// Name.
-    pub name: String,
+    pub name: QueueName,
     /// Messages delivered at once (in order).
     pub parallelism: u32,
     /// Whether delivery is paused.
@@ -28,7 +30,7 @@ pub trait FifoQueueStore: Send + Sync + 'static {
     async fn put_fifo_queue(
         &self,
         account: AccountId,
-        name: &str,
+        name: &QueueName,
         parallelism: u32,
         paused: bool,
         now: Timestamp,
@@ -38,17 +40,17 @@ pub trait FifoQueueStore: Send + Sync + 'static {
     async fn ensure_fifo_queue(
         &self,
         account: AccountId,
-        name: &str,
+        name: &QueueName,
         parallelism: u32,
         now: Timestamp,
     ) -> StoreResult<()>;
 
     /// A queue with its lag.
-    async fn fifo_queue(&self, account: AccountId, name: &str) -> StoreResult<Option<FifoQueue>>;
+    async fn fifo_queue(&self, account: AccountId, name: &QueueName) -> StoreResult<Option<FifoQueue>>;
 
     /// Every queue of the account, by name.
     async fn fifo_queues(&self, account: AccountId) -> StoreResult<Vec<FifoQueue>>;
 
     /// Deletes a queue (its waiting messages are then delivered without order); `false` if missing.
-    async fn delete_fifo_queue(&self, account: AccountId, name: &str) -> StoreResult<bool>;
+    async fn delete_fifo_queue(&self, account: AccountId, name: &QueueName) -> StoreResult<bool>;
 }

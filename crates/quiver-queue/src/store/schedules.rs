@@ -4,6 +4,8 @@ use async_trait::async_trait;
 use quiver_core::store::StoreResult;
 use quiver_core::{AccountId, Timestamp};
 
+use crate::names::ScheduleId;
+
 /// Where schedules live (part of every queue backend).
 #[async_trait]
 pub trait ScheduleStore: Send + Sync + 'static {
@@ -11,13 +13,17 @@ pub trait ScheduleStore: Send + Sync + 'static {
     async fn put_schedule(&self, schedule: &crate::schedule::Schedule) -> StoreResult<()>;
 
     /// A schedule of the account.
-    async fn schedule(&self, account: AccountId, id: &str) -> StoreResult<Option<crate::schedule::Schedule>>;
+    async fn schedule(
+        &self,
+        account: AccountId,
+        id: &ScheduleId,
+    ) -> StoreResult<Option<crate::schedule::Schedule>>;
 
     /// Every schedule of the account, oldest first.
     async fn schedules(&self, account: AccountId) -> StoreResult<Vec<crate::schedule::Schedule>>;
 
     /// Deletes a schedule; `false` when it did not exist.
-    async fn delete_schedule(&self, account: AccountId, id: &str) -> StoreResult<bool>;
+    async fn delete_schedule(&self, account: AccountId, id: &ScheduleId) -> StoreResult<bool>;
 
     /// Up to `limit` unpaused schedules due at or before `now`, earliest first.
     async fn due_schedules(

@@ -5,6 +5,8 @@ use quiver_core::store::StoreResult;
 use quiver_core::{AccountId, Timestamp};
 use serde::{Deserialize, Serialize};
 
+use crate::names::UrlGroupName;
+
 /// An endpoint of a URL group.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Endpoint {
@@ -18,7 +20,7 @@ pub struct Endpoint {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UrlGroup {
     /// Name.
-    pub name: String,
+    pub name: UrlGroupName,
     /// When it was created.
     pub created_at: Timestamp,
     /// When it last changed.
@@ -33,7 +35,7 @@ pub struct UrlGroup {
 #[async_trait]
 pub trait UrlGroupStore: Send + Sync + 'static {
     /// A URL group.
-    async fn url_group(&self, account: AccountId, name: &str) -> StoreResult<Option<UrlGroup>>;
+    async fn url_group(&self, account: AccountId, name: &UrlGroupName) -> StoreResult<Option<UrlGroup>>;
 
     /// Every URL group, by name.
     async fn url_groups(&self, account: AccountId) -> StoreResult<Vec<UrlGroup>>;
@@ -42,5 +44,5 @@ pub trait UrlGroupStore: Send + Sync + 'static {
     async fn put_url_group(&self, account: AccountId, group: &UrlGroup) -> StoreResult<()>;
 
     /// Deletes a URL group; `false` when it did not exist.
-    async fn delete_url_group(&self, account: AccountId, name: &str) -> StoreResult<bool>;
+    async fn delete_url_group(&self, account: AccountId, name: &UrlGroupName) -> StoreResult<bool>;
 }

@@ -5,6 +5,7 @@ use quiver_core::store::StoreResult;
 use quiver_core::{AccountId, Timestamp};
 
 use crate::message::MessageId;
+use crate::names::RunId;
 
 /// Where workflow runs live (part of every queue backend).
 #[async_trait]
@@ -16,7 +17,7 @@ pub trait WorkflowRunStore: Send + Sync + 'static {
     async fn append_step(
         &self,
         account: AccountId,
-        run_id: &str,
+        run_id: &RunId,
         step: &crate::workflow::RunStep,
     ) -> StoreResult<bool>;
 
@@ -24,7 +25,7 @@ pub trait WorkflowRunStore: Send + Sync + 'static {
     async fn run(
         &self,
         account: AccountId,
-        run_id: &str,
+        run_id: &RunId,
     ) -> StoreResult<Option<crate::workflow::WorkflowRun>>;
 
     /// Every run of the account, newest first.
@@ -34,7 +35,7 @@ pub trait WorkflowRunStore: Send + Sync + 'static {
     async fn finish_run(
         &self,
         account: AccountId,
-        run_id: &str,
+        run_id: &RunId,
         state: crate::workflow::RunState,
         at: Timestamp,
         response: Option<String>,
@@ -44,7 +45,7 @@ pub trait WorkflowRunStore: Send + Sync + 'static {
     async fn run_messages(
         &self,
         account: AccountId,
-        run_id: &str,
+        run_id: &RunId,
         now: Timestamp,
     ) -> StoreResult<Vec<(MessageId, bool)>>;
 }

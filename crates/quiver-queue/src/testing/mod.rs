@@ -22,6 +22,7 @@ use quiver_core::{AccountId, Timestamp};
 use fixtures::{START, at, claim_one, enqueue, message, states};
 
 use crate::message::{DeadLetter, EventDetail, MessageId, MessageState, NewEvent, NewMessage};
+use crate::names::{QueueName, RunId, ScheduleId, UrlGroupName};
 use crate::schedule::Schedule;
 use crate::store::{AttemptRecord, AttemptResolution, CancelFilter, Endpoint, Filter, QueueStore, UrlGroup};
 use crate::workflow::{RunState, RunStep, WorkflowRun};
@@ -475,7 +476,7 @@ async fn the_events_log_pages_newest_first(store: &dyn QueueStore) {
 async fn url_groups_are_put_listed_by_name_and_deleted(store: &dyn QueueStore) {
     let account = AccountId::random();
     let group = |name: &str| UrlGroup {
-        name: name.to_owned(),
+        name: UrlGroupName::parse(name).expect("a valid name"),
         created_at: START,
         updated_at: START,
         endpoints: vec![Endpoint {
@@ -497,7 +498,7 @@ async fn url_groups_are_put_listed_by_name_and_deleted(store: &dyn QueueStore) {
         .await
         .expect("put succeeds");
     assert_eq!(
-        store.url_group(account, "a").await.expect("read"),
+        store.url_group(account, &group_name("a")).await.expect("read"),
         Some(changed),
         "a put replaces"
     );
@@ -506,12 +507,20 @@ async fn url_groups_are_put_listed_by_name_and_deleted(store: &dyn QueueStore) {
         .await
         .expect("list")
         .into_iter()
-        .map(|g| g.name)
+        .map(|g| g.name.to_string())
         .collect();
     assert_eq!(names, ["a", "b"], "listed by name");
-    assert!(store.delete_url_group(account, "b").await.expect("delete"));
     assert!(
-        !store.delete_url_group(account, "b").await.expect("delete"),
+        store
+            .delete_url_group(account, &group_name("b"))
+            .await
+            .expect("delete")
+    );
+    assert!(
+        !store
+            .delete_url_group(account, &group_name("b"))
+            .await
+            .expect("delete"),
         "deleted once"
     );
     assert!(
@@ -526,7 +535,7 @@ async fn url_groups_are_put_listed_by_name_and_deleted(store: &dyn QueueStore) {
 async fn schedules_fall_due_in_order_unless_paused(store: &dyn QueueStore) {
     let account = AccountId::random();
     let schedule = |id: &str, next: u64, paused: bool| Schedule {
-        id: id.to_owned(),
+        id: schedule_id(id),
         account_id: account,
         cron: "* * * * *".into(),
         destination: "https://example.com/cron".into(),
@@ -554,7 +563,10 @@ async fn schedules_fall_due_in_order_unless_paused(store: &dyn QueueStore) {
     let listed = store.schedules(account).await.expect("list");
     assert_eq!(listed.len(), 3);
     assert_eq!(
-        store.schedule(account, "early").await.expect("read"),
+        store
+            .schedule(account, &schedule_id("early"))
+            .await
+            .expect("read"),
         Some(schedule("early", base + 60, false))
     );
     let due = store.due_schedules(at(base + 120), 10).await.expect("due");
@@ -576,22 +588,32 @@ async fn schedules_fall_due_in_order_unless_paused(store: &dyn QueueStore) {
             .is_some_and(|next| next <= at(base + 60)),
         "the earliest unpaused schedule is the next due"
     );
-    assert!(store.delete_schedule(account, "late").await.expect("delete"));
-    assert!(!store.delete_schedule(account, "late").await.expect("delete"));
+    assert!(
+        store
+            .delete_schedule(account, &schedule_id("late"))
+            .await
+            .expect("delete")
+    );
+    assert!(
+        !store
+            .delete_schedule(account, &schedule_id("late"))
+            .await
+            .expect("delete")
+    );
 }
 
 async fn queues_are_created_once_changed_listed_and_deleted(store: &dyn QueueStore) {
     let account = AccountId::random();
     store
-        .ensure_fifo_queue(account, "b", 1, START)
+        .ensure_fifo_queue(account, &queue_name("b"), 1, START)
         .await
         .expect("ensure succeeds");
     store
-        .ensure_fifo_queue(account, "b", 9, at(1))
+        .ensure_fifo_queue(account, &queue_name("b"), 9, at(1))
         .await
         .expect("ensure succeeds");
     let b = store
-        .fifo_queue(account, "b")
+        .fifo_queue(account, &queue_name("b"))
         .await
         .expect("read")
         .expect("created");
@@ -601,15 +623,15 @@ async fn queues_are_created_once_changed_listed_and_deleted(store: &dyn QueueSto
         "ensure never changes an existing queue"
     );
     store
-        .put_fifo_queue(account, "b", 3, true, at(2))
+        .put_fifo_queue(account, &queue_name("b"), 3, true, at(2))
         .await
         .expect("put succeeds");
     store
-        .put_fifo_queue(account, "a", 1, false, at(2))
+        .put_fifo_queue(account, &queue_name("a"), 1, false, at(2))
         .await
         .expect("put succeeds");
     let b = store
-        .fifo_queue(account, "b")
+        .fifo_queue(account, &queue_name("b"))
         .await
         .expect("read")
         .expect("exists");
@@ -623,16 +645,27 @@ async fn queues_are_created_once_changed_listed_and_deleted(store: &dyn QueueSto
         .await
         .expect("list")
         .into_iter()
-        .map(|q| q.name)
+        .map(|q| q.name.to_string())
         .collect();
     assert_eq!(names, ["a", "b"], "listed by name");
-    assert!(store.delete_fifo_queue(account, "a").await.expect("delete"));
     assert!(
-        !store.delete_fifo_queue(account, "a").await.expect("delete"),
+        store
+            .delete_fifo_queue(account, &queue_name("a"))
+            .await
+            .expect("delete")
+    );
+    assert!(
+        !store
+            .delete_fifo_queue(account, &queue_name("a"))
+            .await
+            .expect("delete"),
         "deleted once"
     );
     assert_eq!(
-        store.fifo_queue(AccountId::random(), "b").await.expect("read"),
+        store
+            .fifo_queue(AccountId::random(), &queue_name("b"))
+            .await
+            .expect("read"),
         None,
         "per account"
     );
@@ -649,7 +682,7 @@ async fn workflow_runs_start_once_take_steps_while_running_and_end_once(store: &
         retries: 3,
     };
     let run = |id: &str, created: u64| WorkflowRun {
-        id: id.to_owned(),
+        id: run_id(id),
         account_id: account,
         url: "https://example.com/workflow".into(),
         state: RunState::Started,
@@ -670,12 +703,12 @@ async fn workflow_runs_start_once_take_steps_while_running_and_end_once(store: &
     );
     assert!(
         store
-            .append_step(account, "wfr_old", &step("second"))
+            .append_step(account, &run_id("wfr_old"), &step("second"))
             .await
             .expect("append")
     );
     let stored = store
-        .run(account, "wfr_old")
+        .run(account, &run_id("wfr_old"))
         .await
         .expect("read")
         .expect("exists");
@@ -687,7 +720,7 @@ async fn workflow_runs_start_once_take_steps_while_running_and_end_once(store: &
         .await
         .expect("list")
         .into_iter()
-        .map(|r| r.id)
+        .map(|r| r.id.to_string())
         .collect();
     assert_eq!(ids, ["wfr_new", "wfr_old"], "newest first");
 
@@ -695,7 +728,7 @@ async fn workflow_runs_start_once_take_steps_while_running_and_end_once(store: &
         store
             .finish_run(
                 account,
-                "wfr_old",
+                &run_id("wfr_old"),
                 RunState::Success,
                 at(10),
                 Some("\"done\"".into())
@@ -705,13 +738,13 @@ async fn workflow_runs_start_once_take_steps_while_running_and_end_once(store: &
     );
     assert!(
         !store
-            .finish_run(account, "wfr_old", RunState::Canceled, at(11), None)
+            .finish_run(account, &run_id("wfr_old"), RunState::Canceled, at(11), None)
             .await
             .expect("finish"),
         "a run ends once"
     );
     let ended = store
-        .run(account, "wfr_old")
+        .run(account, &run_id("wfr_old"))
         .await
         .expect("read")
         .expect("exists");
@@ -721,20 +754,39 @@ async fn workflow_runs_start_once_take_steps_while_running_and_end_once(store: &
     );
     assert!(
         !store
-            .append_step(account, "wfr_old", &step("late"))
+            .append_step(account, &run_id("wfr_old"), &step("late"))
             .await
             .expect("append"),
         "an ended run takes no steps"
     );
     assert!(
         !store
-            .append_step(account, "wfr_none", &step("x"))
+            .append_step(account, &run_id("wfr_none"), &step("x"))
             .await
             .expect("append")
     );
     assert_eq!(
-        store.run(AccountId::random(), "wfr_new").await.expect("read"),
+        store
+            .run(AccountId::random(), &run_id("wfr_new"))
+            .await
+            .expect("read"),
         None,
         "per account"
     );
+}
+
+fn group_name(name: &str) -> UrlGroupName {
+    UrlGroupName::parse(name).expect("a valid name")
+}
+
+fn schedule_id(id: &str) -> ScheduleId {
+    ScheduleId::parse(id).expect("a valid id")
+}
+
+fn queue_name(name: &str) -> QueueName {
+    QueueName::parse(name).expect("a valid name")
+}
+
+fn run_id(id: &str) -> RunId {
+    RunId::parse(id).expect("a valid id")
 }

@@ -4,6 +4,7 @@ use async_trait::async_trait;
 use quiver_core::store::StoreResult;
 use quiver_core::{AccountId, StoreError, Timestamp};
 use quiver_queue::message::MessageId;
+use quiver_queue::names::{QueueName, RunId, ScheduleId};
 use quiver_queue::schedule::Schedule;
 use quiver_queue::store::{FifoQueue, FifoQueueStore, ScheduleStore, WorkflowRunStore};
 use quiver_queue::workflow::{RunState, RunStep, WorkflowRun};
@@ -11,7 +12,7 @@ use rusqlite::{Connection, params};
 
 use crate::database::backend_error;
 use crate::queue::SqliteQueueStore;
-use crate::queue::rows::{read_error, to_json};
+use crate::queue::rows::{corrupt, read_error, to_json};
 
 fn schedules_where(
     connection: &Connection,
@@ -39,7 +40,7 @@ impl ScheduleStore for SqliteQueueStore {
         let spec = to_json(schedule)?;
         let (account, id, created, next) = (
             schedule.account_id.to_string(),
-            schedule.id.clone(),
+            schedule.id.to_string(),
             schedule.created_at.as_millis(),
             schedule
                 .next_fire
@@ -60,14 +61,14 @@ impl ScheduleStore for SqliteQueueStore {
             .await
     }
 
-    async fn schedule(&self, account: AccountId, id: &str) -> StoreResult<Option<Schedule>> {
+    async fn schedule(&self, account: AccountId, id: &ScheduleId) -> StoreResult<Option<Schedule>> {
         let id = id.to_owned();
         self.database
             .read(move |c| {
                 Ok(schedules_where(
                     c,
                     "WHERE account_id = ?1 AND id = ?2",
-                    &[&account.to_string(), &id],
+                    &[&account.to_string(), &id.as_str()],
                 )?
                 .pop())
             })
@@ -86,13 +87,13 @@ impl ScheduleStore for SqliteQueueStore {
             .await
     }
 
-    async fn delete_schedule(&self, account: AccountId, id: &str) -> StoreResult<bool> {
+    async fn delete_schedule(&self, account: AccountId, id: &ScheduleId) -> StoreResult<bool> {
         let id = id.to_owned();
         self.database
             .write(move |c| {
                 c.execute(
                     "DELETE FROM schedules WHERE account_id = ?1 AND id = ?2",
-                    [account.to_string(), id],
+                    [account.to_string(), id.to_string()],
                 )
                 .map(|n| n == 1)
                 .map_err(backend_error)
@@ -140,7 +141,7 @@ fn queue_records(
     let rows = statement
         .query_map(values, |r| {
             Ok(FifoQueue {
-                name: r.get(0)?,
+                name: QueueName::parse(r.get::<_, String>(0)?).map_err(|e| corrupt(0, e))?,
                 parallelism: r.get(1)?,
                 paused: r.get(2)?,
                 created_at: Timestamp::from_millis(r.get(3)?),
@@ -157,7 +158,7 @@ impl FifoQueueStore for SqliteQueueStore {
     async fn put_fifo_queue(
         &self,
         account: AccountId,
-        name: &str,
+        name: &QueueName,
         parallelism: u32,
         paused: bool,
         now: Timestamp,
@@ -170,7 +171,13 @@ impl FifoQueueStore for SqliteQueueStore {
                      VALUES (?1, ?2, ?3, ?4, ?5, ?5)
                      ON CONFLICT (account_id, name) DO UPDATE SET parallelism = excluded.parallelism,
                          paused = excluded.paused, updated_at = excluded.updated_at",
-                    params![account.to_string(), name, parallelism, paused, now.as_millis()],
+                    params![
+                        account.to_string(),
+                        name.as_str(),
+                        parallelism,
+                        paused,
+                        now.as_millis()
+                    ],
                 )
                 .map(drop)
                 .map_err(backend_error)
@@ -181,7 +188,7 @@ impl FifoQueueStore for SqliteQueueStore {
     async fn ensure_fifo_queue(
         &self,
         account: AccountId,
-        name: &str,
+        name: &QueueName,
         parallelism: u32,
         now: Timestamp,
     ) -> StoreResult<()> {
@@ -191,7 +198,7 @@ impl FifoQueueStore for SqliteQueueStore {
                 c.execute(
                     "INSERT INTO queues (account_id, name, parallelism, paused, created_at, updated_at)
                      VALUES (?1, ?2, ?3, 0, ?4, ?4) ON CONFLICT (account_id, name) DO NOTHING",
-                    params![account.to_string(), name, parallelism, now.as_millis()],
+                    params![account.to_string(), name.as_str(), parallelism, now.as_millis()],
                 )
                 .map(drop)
                 .map_err(backend_error)
@@ -199,14 +206,14 @@ impl FifoQueueStore for SqliteQueueStore {
             .await
     }
 
-    async fn fifo_queue(&self, account: AccountId, name: &str) -> StoreResult<Option<FifoQueue>> {
+    async fn fifo_queue(&self, account: AccountId, name: &QueueName) -> StoreResult<Option<FifoQueue>> {
         let name = name.to_owned();
         self.database
             .read(move |c| {
                 Ok(queue_records(
                     c,
                     "WHERE q.account_id = ?1 AND q.name = ?2",
-                    &[&account.to_string(), &name],
+                    &[&account.to_string(), &name.as_str()],
                 )?
                 .pop())
             })
@@ -219,13 +226,13 @@ impl FifoQueueStore for SqliteQueueStore {
             .await
     }
 
-    async fn delete_fifo_queue(&self, account: AccountId, name: &str) -> StoreResult<bool> {
+    async fn delete_fifo_queue(&self, account: AccountId, name: &QueueName) -> StoreResult<bool> {
         let name = name.to_owned();
         self.database
             .write(move |c| {
                 c.execute(
                     "DELETE FROM queues WHERE account_id = ?1 AND name = ?2",
-                    [account.to_string(), name],
+                    [account.to_string(), name.to_string()],
                 )
                 .map(|n| n == 1)
                 .map_err(backend_error)
@@ -261,7 +268,7 @@ fn save_run(connection: &Connection, run: &WorkflowRun) -> StoreResult<()> {
         .execute(
             "INSERT INTO workflow_runs (account_id, id, url, state, created_at, spec) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
              ON CONFLICT (account_id, id) DO UPDATE SET state = excluded.state, spec = excluded.spec",
-            params![run.account_id.to_string(), run.id, run.url, run.state.as_str(), run.created_at.as_millis(), spec],
+            params![run.account_id.to_string(), run.id.as_str(), run.url, run.state.as_str(), run.created_at.as_millis(), spec],
         )
         .map(drop)
         .map_err(backend_error)
@@ -276,7 +283,7 @@ impl WorkflowRunStore for SqliteQueueStore {
                 if runs_where(
                     c,
                     "WHERE account_id = ?1 AND id = ?2",
-                    &[&run.account_id.to_string(), &run.id],
+                    &[&run.account_id.to_string(), &run.id.as_str()],
                 )?
                 .pop()
                 .is_some()
@@ -289,14 +296,14 @@ impl WorkflowRunStore for SqliteQueueStore {
             .await
     }
 
-    async fn append_step(&self, account: AccountId, run_id: &str, step: &RunStep) -> StoreResult<bool> {
+    async fn append_step(&self, account: AccountId, run_id: &RunId, step: &RunStep) -> StoreResult<bool> {
         let (run_id, step) = (run_id.to_owned(), step.clone());
         self.database
             .write(move |c| {
                 let Some(mut run) = runs_where(
                     c,
                     "WHERE account_id = ?1 AND id = ?2",
-                    &[&account.to_string(), &run_id],
+                    &[&account.to_string(), &run_id.as_str()],
                 )?
                 .pop() else {
                     return Ok(false);
@@ -311,14 +318,14 @@ impl WorkflowRunStore for SqliteQueueStore {
             .await
     }
 
-    async fn run(&self, account: AccountId, run_id: &str) -> StoreResult<Option<WorkflowRun>> {
+    async fn run(&self, account: AccountId, run_id: &RunId) -> StoreResult<Option<WorkflowRun>> {
         let run_id = run_id.to_owned();
         self.database
             .read(move |c| {
                 Ok(runs_where(
                     c,
                     "WHERE account_id = ?1 AND id = ?2",
-                    &[&account.to_string(), &run_id],
+                    &[&account.to_string(), &run_id.as_str()],
                 )?
                 .pop())
             })
@@ -340,7 +347,7 @@ impl WorkflowRunStore for SqliteQueueStore {
     async fn finish_run(
         &self,
         account: AccountId,
-        run_id: &str,
+        run_id: &RunId,
         state: RunState,
         at: Timestamp,
         response: Option<String>,
@@ -351,7 +358,7 @@ impl WorkflowRunStore for SqliteQueueStore {
                 let Some(mut run) = runs_where(
                     c,
                     "WHERE account_id = ?1 AND id = ?2",
-                    &[&account.to_string(), &run_id],
+                    &[&account.to_string(), &run_id.as_str()],
                 )?
                 .pop() else {
                     return Ok(false);
@@ -371,7 +378,7 @@ impl WorkflowRunStore for SqliteQueueStore {
     async fn run_messages(
         &self,
         account: AccountId,
-        run_id: &str,
+        run_id: &RunId,
         now: Timestamp,
     ) -> StoreResult<Vec<(MessageId, bool)>> {
         let run_id = run_id.to_owned();
@@ -384,7 +391,7 @@ impl WorkflowRunStore for SqliteQueueStore {
                     )
                     .map_err(read_error)?;
                 let rows = statement
-                    .query_map(params![account.to_string(), run_id], |r| {
+                    .query_map(params![account.to_string(), run_id.as_str()], |r| {
                         Ok((
                             MessageId(r.get(0)?),
                             r.get::<_, bool>(1)? && r.get::<_, i64>(2)? > now.as_millis(),

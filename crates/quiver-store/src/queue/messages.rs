@@ -7,6 +7,7 @@ use quiver_queue::message::{
     DeadLetter, Enqueued, Event, EventDetail, FailureCallbackInfo, FailureCallbackState, Message, MessageId,
     MessageSpec, MessageState, NewEvent, NewMessage,
 };
+use quiver_queue::names::UrlGroupName;
 use quiver_queue::store::{
     AttemptRecord, AttemptResolution, CancelFilter, DeadLetterStore, DeliveryStore, Endpoint, EventLogStore,
     Filter, LogPosition, MessageStore, Page, UrlGroup, UrlGroupStore,
@@ -239,7 +240,7 @@ fn group_from_row(row: &Row<'_>) -> rusqlite::Result<UrlGroup> {
     let endpoints: String = row.get(3)?;
     let headers: String = row.get(4)?;
     Ok(UrlGroup {
-        name: row.get(0)?,
+        name: UrlGroupName::parse(row.get::<_, String>(0)?).map_err(|e| corrupt(0, e))?,
         created_at: Timestamp::from_millis(row.get(1)?),
         updated_at: Timestamp::from_millis(row.get(2)?),
         endpoints: serde_json::from_str::<Vec<Endpoint>>(&endpoints).map_err(|e| corrupt(3, e))?,
@@ -665,7 +666,7 @@ impl EventLogStore for SqliteQueueStore {
 
 #[async_trait]
 impl UrlGroupStore for SqliteQueueStore {
-    async fn url_group(&self, account: AccountId, name: &str) -> StoreResult<Option<UrlGroup>> {
+    async fn url_group(&self, account: AccountId, name: &UrlGroupName) -> StoreResult<Option<UrlGroup>> {
         let name = name.to_owned();
         self.database
             .read(move |c| {
@@ -674,7 +675,7 @@ impl UrlGroupStore for SqliteQueueStore {
                      WHERE account_id = ?1 AND name = ?2",
                 )
                 .and_then(|mut s| {
-                    s.query_row([account.to_string(), name], group_from_row)
+                    s.query_row([account.to_string(), name.to_string()], group_from_row)
                         .optional()
                 })
                 .map_err(read_error)
@@ -710,7 +711,7 @@ impl UrlGroupStore for SqliteQueueStore {
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6)
                      ON CONFLICT (account_id, name) DO UPDATE SET updated_at = excluded.updated_at,
                          endpoints = excluded.endpoints, default_headers = excluded.default_headers",
-                    params![account.to_string(), group.name, group.created_at.as_millis(), group.updated_at.as_millis(), endpoints, headers],
+                    params![account.to_string(), group.name.as_str(), group.created_at.as_millis(), group.updated_at.as_millis(), endpoints, headers],
                 )
                 .map(drop)
                 .map_err(backend_error)
@@ -718,13 +719,13 @@ impl UrlGroupStore for SqliteQueueStore {
             .await
     }
 
-    async fn delete_url_group(&self, account: AccountId, name: &str) -> StoreResult<bool> {
+    async fn delete_url_group(&self, account: AccountId, name: &UrlGroupName) -> StoreResult<bool> {
         let name = name.to_owned();
         self.database
             .write(move |c| {
                 c.execute(
                     "DELETE FROM url_groups WHERE account_id = ?1 AND name = ?2",
-                    [account.to_string(), name],
+                    [account.to_string(), name.to_string()],
                 )
                 .map(|n| n == 1)
                 .map_err(backend_error)
