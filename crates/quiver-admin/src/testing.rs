@@ -11,6 +11,68 @@ use crate::account::{Account, Email};
 use crate::catalog::{IndexKind, IndexName, IndexRecord, IndexSettings, SearchSettings, VectorSettings};
 use crate::store::AdminStore;
 
+/// Opens a store with `open`, writes an account, an index and usage, drops it, opens the same storage
+/// again with `open` and checks that everything acknowledged is there, found the same ways. `open` must
+/// reach the same storage each time, which starts empty.
+///
+/// # Panics
+/// When the second store misses something the first acknowledged.
+pub async fn restart_keeps_every_acknowledged_write<F, Fut>(open: F)
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Arc<dyn AdminStore>>,
+{
+    let owner = account("restart@conformance.test", true);
+    let index = vector_index(&owner, "restart-endpoint", 1_700_000_000_000);
+    let usage = crate::usage::MinuteUsage {
+        queries: 3,
+        vector_count: Some(9),
+        ..crate::usage::MinuteUsage::default()
+    };
+    let first = open().await;
+    first.insert_account(&owner).await.unwrap();
+    first.insert_index(&index).await.unwrap();
+    first
+        .add_usage(vec![(index.id, 42, usage.clone())])
+        .await
+        .unwrap();
+    drop(first);
+
+    let second = open().await;
+    assert_eq!(
+        second.bootstrap_account().await.unwrap().as_ref(),
+        Some(&owner),
+        "the bootstrap account survives a restart"
+    );
+    assert_eq!(
+        second
+            .account_by_queue_token(&owner.queue_token)
+            .await
+            .unwrap()
+            .as_ref(),
+        Some(&owner),
+        "an account survives a restart, found by its queue token"
+    );
+    assert_eq!(
+        second.index(owner.id, index.id).await.unwrap().as_ref(),
+        Some(&index)
+    );
+    assert_eq!(
+        second.index_by_token(&index.token).await.unwrap().as_ref(),
+        Some(&index),
+        "an index survives a restart, found by its token"
+    );
+    let stored = second.usage(index.id, 42, 42).await.unwrap();
+    assert_eq!(
+        stored
+            .iter()
+            .map(|(minute, usage)| (*minute, usage.queries, usage.vector_count))
+            .collect::<Vec<_>>(),
+        [(42, 3, Some(9))],
+        "usage survives a restart"
+    );
+}
+
 /// Runs every check against `store`, which must start empty.
 pub async fn conformance(store: Arc<dyn AdminStore>) {
     accounts_round_trip_and_are_found_by_email_and_id(&*store).await;

@@ -457,4 +457,14 @@ mod tests {
         let store = SqliteAdminStore::open(dir.path(), &StorageConfig::default()).unwrap();
         quiver_admin::testing::conformance(Arc::new(store)).await;
     }
+
+    #[tokio::test]
+    async fn the_sqlite_admin_store_keeps_acknowledged_writes_across_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let open = || async {
+            let store = SqliteAdminStore::open(dir.path(), &StorageConfig::default()).unwrap();
+            Arc::new(store) as Arc<dyn quiver_admin::AdminStore>
+        };
+        quiver_admin::testing::restart_keeps_every_acknowledged_write(open).await;
+    }
 }

@@ -318,6 +318,16 @@ mod loading_tests {
         quiver_vector::testing::conformance(Arc::new(store)).await;
     }
 
+    #[tokio::test]
+    async fn the_sqlite_vector_store_keeps_acknowledged_writes_across_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let open = || async {
+            let store = SqliteVectorStore::open(dir.path(), &StorageConfig::default()).unwrap();
+            Arc::new(store) as Arc<dyn quiver_vector::VectorStore>
+        };
+        quiver_vector::testing::restart_keeps_every_acknowledged_write(open).await;
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_cold_load_of_one_index_does_not_hold_up_another() {
         let dir = tempfile::tempdir().unwrap();

@@ -18,6 +18,57 @@ use serde_json::json;
 use crate::record::{Record, SparseVector, StoredRecord};
 use crate::store::{Change, VectorStore};
 
+/// Opens a store with `open`, writes records (and deletes one, and empties a namespace), drops it,
+/// opens the same storage again with `open` and checks that the index loads as it was left. `open` must
+/// reach the same storage each time, which starts empty.
+///
+/// # Panics
+/// When the second store misses something the first acknowledged.
+pub async fn restart_keeps_every_acknowledged_write<F, Fut>(open: F)
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Arc<dyn VectorStore>>,
+{
+    let index = IndexId::random();
+    let first = open().await;
+    first
+        .apply(
+            index,
+            vec![
+                put("", vec![record("kept", 1), record("gone", 2)]),
+                put("emptied", vec![record("x", 3)]),
+            ],
+        )
+        .await
+        .expect("apply succeeds");
+    first
+        .apply(
+            index,
+            vec![
+                Change::Delete {
+                    namespace: String::new(),
+                    ids: vec!["gone".into()],
+                },
+                Change::Reset {
+                    namespace: "emptied".into(),
+                },
+            ],
+        )
+        .await
+        .expect("apply succeeds");
+    drop(first);
+
+    let second = open().await;
+    assert_eq!(
+        load(&*second, index).await,
+        vec![
+            (String::new(), vec![record("kept", 1)]),
+            ("emptied".to_owned(), Vec::new()),
+        ],
+        "an index loads after a restart as its acknowledged changes left it"
+    );
+}
+
 /// Runs every check against `store`, which must start empty.
 ///
 /// # Panics

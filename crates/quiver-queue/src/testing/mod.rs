@@ -1,5 +1,6 @@
 //! The conformance suite of [`QueueStore`]: what every backend must do for messages, leases, attempt
-//! records, dead letters, the events log, URL groups and schedules, written against the traits alone.
+//! records, dead letters, the events log, URL groups, schedules, FIFO queues, workflow runs, flow-control
+//! keys and waiters, written against the traits alone.
 //! A backend runs it with a store over empty storage:
 //!
 //! ```ignore
@@ -11,9 +12,15 @@
 //!
 //! Each check uses accounts of its own, so checks never see each other's data, and panics with what the
 //! contract says when the store breaks it.
+//!
+//! [`restart_keeps_every_acknowledged_write`] checks what a restart keeps: it takes a function that opens
+//! a store over the same storage each time it is called.
 
 mod fixtures;
 mod keys_and_waiters;
+mod restart;
+
+pub use restart::restart_keeps_every_acknowledged_write;
 
 use std::sync::Arc;
 

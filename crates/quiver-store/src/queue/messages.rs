@@ -746,4 +746,14 @@ mod tests {
         let store = SqliteQueueStore::open(dir.path(), &crate::config::StorageConfig::default()).unwrap();
         quiver_queue::testing::conformance(Arc::new(store)).await;
     }
+
+    #[tokio::test]
+    async fn the_sqlite_queue_store_keeps_acknowledged_writes_across_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let open = || async {
+            let store = SqliteQueueStore::open(dir.path(), &crate::config::StorageConfig::default()).unwrap();
+            Arc::new(store) as Arc<dyn quiver_queue::QueueStore>
+        };
+        quiver_queue::testing::restart_keeps_every_acknowledged_write(open).await;
+    }
 }
