@@ -12,11 +12,35 @@ use serde::{Deserialize, Serialize};
 
 use crate::publish::parse_publish_options;
 
-/// A parsed cron expression with its time zone.
-#[derive(Debug, Clone)]
+/// A parsed cron expression with its time zone, and the text it was parsed from (what it is stored and
+/// shown as; two schedules are equal when their texts are).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
 pub struct CronSchedule {
+    source: String,
     cron: Cron,
     zone: Tz,
+}
+
+impl PartialEq for CronSchedule {
+    fn eq(&self, other: &CronSchedule) -> bool {
+        self.source == other.source
+    }
+}
+
+impl Eq for CronSchedule {}
+
+impl TryFrom<String> for CronSchedule {
+    type Error = String;
+    fn try_from(text: String) -> Result<CronSchedule, String> {
+        CronSchedule::parse(&text)
+    }
+}
+
+impl From<CronSchedule> for String {
+    fn from(cron: CronSchedule) -> String {
+        cron.source
+    }
 }
 
 impl CronSchedule {
@@ -46,7 +70,16 @@ impl CronSchedule {
         }
         let cron = Cron::from_str(expression)
             .map_err(|e| format!("`{expression}` is not a valid cron expression: {e}"))?;
-        Ok(CronSchedule { cron, zone })
+        Ok(CronSchedule {
+            source: text.to_owned(),
+            cron,
+            zone,
+        })
+    }
+
+    /// The expression as given (trimmed).
+    pub fn source(&self) -> &str {
+        &self.source
     }
 
     /// The first firing strictly after `after`.
@@ -67,8 +100,8 @@ pub struct Schedule {
     pub id: crate::names::ScheduleId,
     /// Owner.
     pub account_id: AccountId,
-    /// The cron expression as given.
-    pub cron: String,
+    /// The cron expression, parsed when it is read.
+    pub cron: CronSchedule,
     /// URL or URL group name.
     pub destination: String,
     /// The publish request's headers (configuration and forwarded headers), replayed at each firing.

@@ -453,7 +453,7 @@ impl ScheduleOut {
         };
         ScheduleOut {
             schedule_id: schedule.id.to_string(),
-            cron: schedule.cron.clone(),
+            cron: schedule.cron.source().to_owned(),
             destination: schedule.destination.clone(),
             created_at: schedule.created_at.as_millis(),
             method: options.method.unwrap_or_default().as_str(),

@@ -87,7 +87,7 @@ impl Schedules {
             }
         }
         let cron = cron.ok_or_else(|| invalid("Svc-Cron", "is required to create a schedule"))?;
-        let parsed = CronSchedule::parse(&cron).map_err(|e| invalid("Svc-Cron", e))?;
+        let cron = CronSchedule::parse(&cron).map_err(|e| invalid("Svc-Cron", e))?;
         let id = match id {
             Some(id) => ScheduleId::parse(id).map_err(|e| invalid("Svc-Schedule-Id", e.to_string()))?,
             None => ScheduleId::generate(),
@@ -113,6 +113,7 @@ impl Schedules {
             }
         }
         let now = self.context.now();
+        let next_fire = cron.next_after(now);
         let schedule = Schedule {
             id: id.clone(),
             account_id: account,
@@ -123,7 +124,7 @@ impl Schedules {
             paused: false,
             created_at: now,
             last_fired: None,
-            next_fire: parsed.next_after(now),
+            next_fire,
             last_states: Vec::new(),
             caller_ip: request.caller_ip,
         };
@@ -223,9 +224,7 @@ impl Schedules {
         schedule.next_fire = if paused {
             None
         } else {
-            CronSchedule::parse(&schedule.cron)
-                .ok()
-                .and_then(|c| c.next_after(self.context.now()))
+            schedule.cron.next_after(self.context.now())
         };
         self.store.put_schedule(&schedule).await?;
         self.context.signals.wake_scheduler();
@@ -285,9 +284,7 @@ impl Schedules {
             }
         };
         schedule.last_fired = schedule.next_fire.or(Some(now));
-        schedule.next_fire = CronSchedule::parse(&schedule.cron)
-            .ok()
-            .and_then(|c| c.next_after(now));
+        schedule.next_fire = schedule.cron.next_after(now);
         self.store.put_schedule(&schedule).await?;
         debug!(schedule.id = %schedule.id, "schedule fired");
         Ok(())

@@ -30,7 +30,7 @@ use fixtures::{START, at, claim_one, enqueue, message, states};
 
 use crate::message::{DeadLetter, EventDetail, MessageId, MessageState, NewEvent, NewMessage};
 use crate::names::{QueueName, RunId, ScheduleId, UrlGroupName};
-use crate::schedule::Schedule;
+use crate::schedule::{CronSchedule, Schedule};
 use crate::store::{AttemptRecord, AttemptResolution, CancelFilter, Endpoint, Filter, QueueStore, UrlGroup};
 use crate::workflow::{RunState, RunStep, WorkflowRun};
 
@@ -544,7 +544,7 @@ async fn schedules_fall_due_in_order_unless_paused(store: &dyn QueueStore) {
     let schedule = |id: &str, next: u64, paused: bool| Schedule {
         id: schedule_id(id),
         account_id: account,
-        cron: "* * * * *".into(),
+        cron: CronSchedule::parse("* * * * *").expect("a valid cron"),
         destination: "https://example.com/cron".into(),
         headers: vec![("Upstash-Retries".into(), "1".into())],
         body: b"tick".to_vec(),

@@ -9,7 +9,7 @@ use quiver_core::AccountId;
 use super::fixtures::{START, at, enqueue, message};
 use super::{queue_name, run_id, schedule_id};
 use crate::names::UrlGroupName;
-use crate::schedule::Schedule;
+use crate::schedule::{CronSchedule, Schedule};
 use crate::store::{Endpoint, QueueStore, UrlGroup};
 use crate::workflow::{RunState, RunStep, WorkflowRun};
 
@@ -40,7 +40,7 @@ where
     let schedule = Schedule {
         id: schedule_id("kept"),
         account_id: account,
-        cron: "*/5 * * * *".into(),
+        cron: CronSchedule::parse("*/5 * * * *").expect("a valid cron"),
         destination: "https://example.com/cron".into(),
         headers: Vec::new(),
         body: b"tick".to_vec(),
