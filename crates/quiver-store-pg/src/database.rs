@@ -16,11 +16,18 @@ struct Migration {
 }
 
 /// The schema, oldest step first. Never change a step that has shipped; add one.
-const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "accounts, indexes and usage",
-    sql: include_str!("../migrations/0001_catalog.sql"),
-}];
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "accounts, indexes and usage",
+        sql: include_str!("../migrations/0001_catalog.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "vector namespaces and vectors",
+        sql: include_str!("../migrations/0002_vectors.sql"),
+    },
+];
 
 /// The advisory lock that migrations hold, so that nodes starting together migrate once.
 const MIGRATION_LOCK: i64 = 0x5155_4956_4552; // "QUIVER"

@@ -4,12 +4,15 @@
 //!   it), with the embedded migrations applied at start under an advisory lock, so that nodes starting
 //!   together migrate once.
 //! - [`admin`]: [`PgAdminStore`], accounts, the index catalogue and usage.
+//! - [`vectors`]: [`PgVectorStore`], the vectors every node loads its in-memory indexes from.
 //!
-//! This is the first slice of the backend: the queue and vector stores come next, each proven by its
-//! domain's conformance suite as the admin store is here.
+//! The backend grows a store at a time, each proven by its domain's conformance suite: the queue store,
+//! and the change feed that keeps other nodes' indexes current, come next.
 
 pub mod admin;
 pub mod database;
+pub mod vectors;
 
 pub use admin::PgAdminStore;
 pub use database::{PgDatabase, PgOptions};
+pub use vectors::PgVectorStore;

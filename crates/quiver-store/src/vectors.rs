@@ -5,7 +5,7 @@ use std::path::Path;
 use async_trait::async_trait;
 use quiver_core::store::StoreResult;
 use quiver_core::{IndexId, StoreError};
-use quiver_vector::record::{Record, SparseVector, StoredRecord};
+use quiver_vector::record::{Record, StoredRecord, bytes};
 use quiver_vector::store::{Change, VectorStore};
 use rusqlite::params;
 
@@ -33,35 +33,6 @@ impl SqliteVectorStore {
     /// The underlying database (for shutdown).
     pub fn database(&self) -> &Database {
         &self.database
-    }
-}
-
-fn encode_dense(vector: &[f32]) -> Vec<u8> {
-    vector.iter().flat_map(|x| x.to_le_bytes()).collect()
-}
-
-fn decode_dense(bytes: &[u8]) -> Vec<f32> {
-    bytes
-        .chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
-}
-
-fn encode_sparse(sparse: &SparseVector) -> Vec<u8> {
-    let mut bytes = Vec::with_capacity(sparse.indices.len() * 8);
-    bytes.extend(sparse.indices.iter().flat_map(|i| i.to_le_bytes()));
-    bytes.extend(sparse.values.iter().flat_map(|v| v.to_le_bytes()));
-    bytes
-}
-
-fn decode_sparse(bytes: &[u8]) -> SparseVector {
-    let (indices, values) = bytes.split_at(bytes.len() / 2);
-    SparseVector {
-        indices: indices
-            .chunks_exact(4)
-            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect(),
-        values: decode_dense(values),
     }
 }
 
@@ -95,8 +66,8 @@ fn encode(change: Change) -> StoreResult<EncodedChange> {
                         id: record.id,
                         sequence: i64::try_from(stored.sequence)
                             .map_err(|e| StoreError::Backend(e.to_string()))?,
-                        dense: record.vector.as_deref().map(encode_dense),
-                        sparse: record.sparse.as_ref().map(encode_sparse),
+                        dense: record.vector.as_deref().map(bytes::of_dense),
+                        sparse: record.sparse.as_ref().map(bytes::of_sparse),
                         metadata: record.metadata.as_ref().map(|m| m.to_string()),
                         data: record.data,
                     })
@@ -141,11 +112,11 @@ impl VectorStore for SqliteVectorStore {
                         vector: row
                             .get::<_, Option<Vec<u8>>>(3)
                             .map_err(backend_error)?
-                            .map(|b| decode_dense(&b)),
+                            .map(|b| bytes::to_dense(&b)),
                         sparse: row
                             .get::<_, Option<Vec<u8>>>(4)
                             .map_err(backend_error)?
-                            .map(|b| decode_sparse(&b)),
+                            .map(|b| bytes::to_sparse(&b)),
                         metadata: metadata
                             .map(|m| serde_json::from_str(&m))
                             .transpose()
@@ -236,24 +207,6 @@ impl VectorStore for SqliteVectorStore {
                 Ok(())
             })
             .await
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use quiver_vector::record::SparseVector;
-
-    use super::*;
-
-    #[test]
-    fn vectors_round_trip_through_their_encodings() {
-        let dense = vec![0.1_f32, -2.5, 3.0e-7];
-        assert_eq!(decode_dense(&encode_dense(&dense)), dense);
-        let sparse = SparseVector {
-            indices: vec![1, 70_000],
-            values: vec![0.5, -0.25],
-        };
-        assert_eq!(decode_sparse(&encode_sparse(&sparse)), sparse);
     }
 }
 

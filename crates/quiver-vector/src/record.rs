@@ -68,3 +68,58 @@ pub struct StoredRecord {
     /// The record.
     pub record: Record,
 }
+
+/// The stored form of vectors, the same in every backend: a dense vector is its `f32`s little-endian;
+/// a sparse vector is its `u32` indices little-endian, then as many `f32` values.
+pub mod bytes {
+    use super::SparseVector;
+
+    /// A dense vector's stored bytes.
+    pub fn of_dense(vector: &[f32]) -> Vec<u8> {
+        vector.iter().flat_map(|x| x.to_le_bytes()).collect()
+    }
+
+    /// A dense vector from its stored bytes.
+    pub fn to_dense(bytes: &[u8]) -> Vec<f32> {
+        bytes
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect()
+    }
+
+    /// A sparse vector's stored bytes.
+    pub fn of_sparse(sparse: &SparseVector) -> Vec<u8> {
+        let mut bytes = Vec::with_capacity(sparse.indices.len() * 8);
+        bytes.extend(sparse.indices.iter().flat_map(|i| i.to_le_bytes()));
+        bytes.extend(sparse.values.iter().flat_map(|v| v.to_le_bytes()));
+        bytes
+    }
+
+    /// A sparse vector from its stored bytes.
+    pub fn to_sparse(bytes: &[u8]) -> SparseVector {
+        let (indices, values) = bytes.split_at(bytes.len() / 2);
+        SparseVector {
+            indices: indices
+                .chunks_exact(4)
+                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect(),
+            values: to_dense(values),
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn vectors_round_trip_through_their_stored_bytes() {
+            let dense = vec![0.1_f32, -2.5, 3.0e-7];
+            assert_eq!(to_dense(&of_dense(&dense)), dense);
+            let sparse = SparseVector {
+                indices: vec![1, 70_000],
+                values: vec![0.5, -0.25],
+            };
+            assert_eq!(to_sparse(&of_sparse(&sparse)), sparse);
+        }
+    }
+}

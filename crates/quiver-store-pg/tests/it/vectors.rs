@@ -1,0 +1,27 @@
+use std::sync::Arc;
+
+use quiver_store_pg::PgVectorStore;
+use quiver_vector::VectorStore;
+
+use crate::TestSchema;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_postgres_vector_store_passes_the_conformance_suite() {
+    let schema = TestSchema::new();
+    let store = PgVectorStore::open(&schema.options)
+        .await
+        .expect("the store opens");
+    quiver_vector::testing::conformance(Arc::new(store)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_postgres_vector_store_keeps_acknowledged_writes_across_a_restart() {
+    let schema = TestSchema::new();
+    let open = || async {
+        let store = PgVectorStore::open(&schema.options)
+            .await
+            .expect("the store opens");
+        Arc::new(store) as Arc<dyn VectorStore>
+    };
+    quiver_vector::testing::restart_keeps_every_acknowledged_write(open).await;
+}
