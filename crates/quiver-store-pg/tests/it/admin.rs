@@ -25,3 +25,45 @@ async fn the_postgres_admin_store_keeps_acknowledged_writes_across_a_restart() {
     };
     quiver_admin::testing::restart_keeps_every_acknowledged_write(open).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn usage_that_nodes_add_to_one_minute_at_once_is_all_counted() {
+    let schema = TestSchema::new();
+    let nodes = [
+        PgAdminStore::open(&schema.options)
+            .await
+            .expect("the store opens"),
+        PgAdminStore::open(&schema.options)
+            .await
+            .expect("the store opens"),
+    ];
+    let index = quiver_core::IndexId::random();
+    let one_query = quiver_admin::usage::MinuteUsage {
+        queries: 1,
+        ..quiver_admin::usage::MinuteUsage::default()
+    };
+    let mut adding = tokio::task::JoinSet::new();
+    for round in 0..40 {
+        let node = nodes[round % 2].clone();
+        let usage = one_query.clone();
+        adding.spawn(async move {
+            node.add_usage(vec![(index, 100, usage.clone()), (index, 101, usage)])
+                .await
+        });
+    }
+    while let Some(added) = adding.join_next().await {
+        added.expect("the task ends").expect("usage is added");
+    }
+    let minutes = nodes[0].usage(index, 100, 101).await.unwrap();
+    let queries: Vec<(i64, u64)> = minutes
+        .iter()
+        .map(|(minute, usage)| (*minute, usage.queries))
+        .collect();
+    assert_eq!(queries, [(100, 40), (101, 40)], "no addition is lost to another");
+    let slots = nodes[1].usage_slots(index, 96, 96).await.unwrap();
+    assert_eq!(slots.len(), 1);
+    assert_eq!(
+        slots[0].1.queries, 80,
+        "nor to the slot both minutes roll up into"
+    );
+}
