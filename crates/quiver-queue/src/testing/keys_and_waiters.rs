@@ -8,7 +8,7 @@ use serde_json::json;
 use super::fixtures::{at, claim_one, enqueue, message, states};
 use crate::flow::FlowControlChange;
 use crate::message::{DeadLetter, EventDetail, FlowControl, MessageState, NewEvent};
-use crate::store::{AttemptRecord, AttemptResolution, Filter, QueueStore};
+use crate::store::{AttemptRecord, AttemptResolution, Filter, QueueStore, WaiterStore};
 use crate::waiters::WaitSpec;
 
 /// How many of `account`'s messages a claim at `now` leases (for a short lease).
@@ -132,7 +132,7 @@ fn wait_spec(url: &str) -> WaitSpec {
 }
 
 /// Waiters are found by event (and run), fall due by deadline earliest first, and are removed once.
-pub(super) async fn waiters_are_found_fall_due_and_are_removed_once(store: &dyn QueueStore) {
+pub(super) async fn waiters_are_found_fall_due_and_are_removed_once(store: &dyn WaiterStore) {
     let (account, other) = (AccountId::random(), AccountId::random());
     store
         .add_waiter(
@@ -199,7 +199,7 @@ pub(super) async fn waiters_are_found_fall_due_and_are_removed_once(store: &dyn 
 
 /// An event notified before its run waits is kept (the latest replacing an earlier one) and taken once,
 /// by its own account.
-pub(super) async fn early_events_are_kept_until_taken_once(store: &dyn QueueStore) {
+pub(super) async fn early_events_are_kept_until_taken_once(store: &dyn WaiterStore) {
     let (account, other) = (AccountId::random(), AccountId::random());
     store
         .keep_early_event(account, "run", "paid", b"one", at(0))

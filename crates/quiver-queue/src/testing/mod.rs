@@ -13,6 +13,9 @@
 //! Each check uses accounts of its own, so checks never see each other's data, and panics with what the
 //! contract says when the store breaks it.
 //!
+//! [`conformance`] runs every check. A backend built a trait at a time runs the suite of each trait it
+//! has so far ([`url_group_store`], [`schedule_store`], [`fifo_queue_store`], [`workflow_run_store`],
+//! [`waiter_store`]); the traits that share the messages are checked together ([`message_stores`]).
 //! [`restart_keeps_every_acknowledged_write`] checks what a restart keeps: it takes a function that opens
 //! a store over the same storage each time it is called.
 
@@ -31,15 +34,34 @@ use fixtures::{START, at, claim_one, enqueue, message, states};
 use crate::message::{DeadLetter, EventDetail, MessageId, MessageState, NewEvent, NewMessage};
 use crate::names::{QueueName, RunId, ScheduleId, UrlGroupName};
 use crate::schedule::{CronSchedule, Schedule};
-use crate::store::{AttemptRecord, AttemptResolution, CancelFilter, Endpoint, Filter, QueueStore, UrlGroup};
+use crate::store::{
+    AttemptRecord, AttemptResolution, CancelFilter, Endpoint, FifoQueueStore, Filter, QueueStore,
+    ScheduleStore, UrlGroup, UrlGroupStore, WaiterStore, WorkflowRunStore,
+};
 use crate::workflow::{RunState, RunStep, WorkflowRun};
 
-/// Runs every check against `store`, which must start empty.
+/// Runs every check against `store`, which must start empty: [`message_stores`], then each noun's
+/// own suite.
 ///
 /// # Panics
 /// When the store breaks its contract.
 pub async fn conformance(store: Arc<dyn QueueStore>) {
     let store = &*store;
+    message_stores(store).await;
+    url_group_store(store).await;
+    schedule_store(store).await;
+    fifo_queue_store(store).await;
+    workflow_run_store(store).await;
+    waiter_store(store).await;
+}
+
+/// The checks of messages, their delivery, dead letters, the events log, flow control and retention:
+/// the traits that share the messages (a claim changes the log; an attempt, the dead letters), so they
+/// are checked together.
+///
+/// # Panics
+/// When the store breaks its contract.
+pub async fn message_stores(store: &dyn QueueStore) {
     enqueued_messages_read_back_exactly_and_only_for_their_account(store).await;
     a_live_deduplication_key_returns_the_first_message(store).await;
     only_due_messages_are_claimed_and_a_lease_holds_until_it_expires(store).await;
@@ -49,14 +71,49 @@ pub async fn conformance(store: Arc<dyn QueueStore>) {
     cancelling_takes_the_named_or_matching_messages_of_one_account(store).await;
     dead_letters_page_newest_first_and_are_retried_or_deleted_once(store).await;
     the_events_log_pages_newest_first(store).await;
-    url_groups_are_put_listed_by_name_and_deleted(store).await;
-    schedules_fall_due_in_order_unless_paused(store).await;
-    queues_are_created_once_changed_listed_and_deleted(store).await;
-    workflow_runs_start_once_take_steps_while_running_and_end_once(store).await;
     keys_and_waiters::flow_control_keys_hold_their_limits_across_claims(store).await;
+    keys_and_waiters::pruning_takes_old_finished_history_and_keeps_the_rest(store).await;
+}
+
+/// The suite of [`UrlGroupStore`] alone, for a backend built a trait at a time.
+///
+/// # Panics
+/// When the store breaks its contract.
+pub async fn url_group_store(store: &dyn UrlGroupStore) {
+    url_groups_are_put_listed_by_name_and_deleted(store).await;
+}
+
+/// The suite of [`ScheduleStore`] alone.
+///
+/// # Panics
+/// When the store breaks its contract.
+pub async fn schedule_store(store: &dyn ScheduleStore) {
+    schedules_fall_due_in_order_unless_paused(store).await;
+}
+
+/// The suite of [`FifoQueueStore`] alone.
+///
+/// # Panics
+/// When the store breaks its contract.
+pub async fn fifo_queue_store(store: &dyn FifoQueueStore) {
+    fifo_queues_are_created_once_changed_listed_and_deleted(store).await;
+}
+
+/// The suite of [`WorkflowRunStore`] alone.
+///
+/// # Panics
+/// When the store breaks its contract.
+pub async fn workflow_run_store(store: &dyn WorkflowRunStore) {
+    workflow_runs_start_once_take_steps_while_running_and_end_once(store).await;
+}
+
+/// The suite of [`WaiterStore`] alone.
+///
+/// # Panics
+/// When the store breaks its contract.
+pub async fn waiter_store(store: &dyn WaiterStore) {
     keys_and_waiters::waiters_are_found_fall_due_and_are_removed_once(store).await;
     keys_and_waiters::early_events_are_kept_until_taken_once(store).await;
-    keys_and_waiters::pruning_takes_old_finished_history_and_keeps_the_rest(store).await;
 }
 
 async fn enqueued_messages_read_back_exactly_and_only_for_their_account(store: &dyn QueueStore) {
@@ -480,7 +537,7 @@ async fn the_events_log_pages_newest_first(store: &dyn QueueStore) {
     assert_eq!(seen, newest_first, "every event once, newest first");
 }
 
-async fn url_groups_are_put_listed_by_name_and_deleted(store: &dyn QueueStore) {
+async fn url_groups_are_put_listed_by_name_and_deleted(store: &dyn UrlGroupStore) {
     let account = AccountId::random();
     let group = |name: &str| UrlGroup {
         name: UrlGroupName::parse(name).expect("a valid name"),
@@ -539,7 +596,7 @@ async fn url_groups_are_put_listed_by_name_and_deleted(store: &dyn QueueStore) {
     );
 }
 
-async fn schedules_fall_due_in_order_unless_paused(store: &dyn QueueStore) {
+async fn schedules_fall_due_in_order_unless_paused(store: &dyn ScheduleStore) {
     let account = AccountId::random();
     let schedule = |id: &str, next: u64, paused: bool| Schedule {
         id: schedule_id(id),
@@ -609,7 +666,7 @@ async fn schedules_fall_due_in_order_unless_paused(store: &dyn QueueStore) {
     );
 }
 
-async fn queues_are_created_once_changed_listed_and_deleted(store: &dyn QueueStore) {
+async fn fifo_queues_are_created_once_changed_listed_and_deleted(store: &dyn FifoQueueStore) {
     let account = AccountId::random();
     store
         .ensure_fifo_queue(account, &queue_name("b"), 1, START)
@@ -678,7 +735,7 @@ async fn queues_are_created_once_changed_listed_and_deleted(store: &dyn QueueSto
     );
 }
 
-async fn workflow_runs_start_once_take_steps_while_running_and_end_once(store: &dyn QueueStore) {
+async fn workflow_runs_start_once_take_steps_while_running_and_end_once(store: &dyn WorkflowRunStore) {
     let account = AccountId::random();
     let step = |id: &str| RunStep {
         message_id: id.to_owned(),
