@@ -27,6 +27,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "vector namespaces and vectors",
         sql: include_str!("../migrations/0002_vectors.sql"),
     },
+    Migration {
+        version: 3,
+        name: "url groups and waiters",
+        sql: include_str!("../migrations/0003_url_groups_and_waiters.sql"),
+    },
 ];
 
 /// The advisory lock that migrations hold, so that nodes starting together migrate once.

@@ -5,14 +5,17 @@
 //!   together migrate once.
 //! - [`admin`]: [`PgAdminStore`], accounts, the index catalogue and usage.
 //! - [`vectors`]: [`PgVectorStore`], the vectors every node loads its in-memory indexes from.
+//! - [`queue`]: [`PgQueueStore`], the queue's nouns a trait at a time (URL groups and waiters so far).
 //!
-//! The backend grows a store at a time, each proven by its domain's conformance suite: the queue store,
-//! and the change feed that keeps other nodes' indexes current, come next.
+//! The backend grows a store at a time, each proven by its domain's conformance suite: the rest of the
+//! queue, and the change feed that keeps other nodes' indexes current, come next.
 
 pub mod admin;
 pub mod database;
+pub mod queue;
 pub mod vectors;
 
 pub use admin::PgAdminStore;
 pub use database::{PgDatabase, PgOptions};
+pub use queue::PgQueueStore;
 pub use vectors::PgVectorStore;

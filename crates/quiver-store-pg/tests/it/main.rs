@@ -4,6 +4,7 @@
 
 mod admin;
 mod database;
+mod queue;
 mod vectors;
 
 use quiver_store_pg::PgOptions;
