@@ -21,6 +21,7 @@
 
 mod fixtures;
 mod keys_and_waiters;
+mod nouns;
 mod restart;
 
 pub use restart::restart_keeps_every_acknowledged_write;
@@ -32,13 +33,10 @@ use quiver_core::{AccountId, Timestamp};
 use fixtures::{START, at, claim_one, enqueue, message, states};
 
 use crate::message::{DeadLetter, EventDetail, MessageId, MessageState, NewEvent, NewMessage};
-use crate::names::{QueueName, RunId, ScheduleId, UrlGroupName};
-use crate::schedule::{CronSchedule, Schedule};
 use crate::store::{
-    AttemptRecord, AttemptResolution, CancelFilter, Endpoint, FifoQueueStore, Filter, QueueStore,
-    ScheduleStore, UrlGroup, UrlGroupStore, WaiterStore, WorkflowRunStore,
+    AttemptRecord, AttemptResolution, CancelFilter, FifoQueueStore, Filter, QueueStore, ScheduleStore,
+    UrlGroupStore, WaiterStore, WorkflowRunStore,
 };
-use crate::workflow::{RunState, RunStep, WorkflowRun};
 
 /// Runs every check against `store`, which must start empty: [`message_stores`], then each noun's
 /// own suite.
@@ -80,7 +78,7 @@ pub async fn message_stores(store: &dyn QueueStore) {
 /// # Panics
 /// When the store breaks its contract.
 pub async fn url_group_store(store: &dyn UrlGroupStore) {
-    url_groups_are_put_listed_by_name_and_deleted(store).await;
+    nouns::url_groups_are_put_listed_by_name_and_deleted(store).await;
 }
 
 /// The suite of [`ScheduleStore`] alone.
@@ -88,7 +86,7 @@ pub async fn url_group_store(store: &dyn UrlGroupStore) {
 /// # Panics
 /// When the store breaks its contract.
 pub async fn schedule_store(store: &dyn ScheduleStore) {
-    schedules_fall_due_in_order_unless_paused(store).await;
+    nouns::schedules_fall_due_in_order_unless_paused(store).await;
 }
 
 /// The suite of [`FifoQueueStore`] alone.
@@ -96,7 +94,7 @@ pub async fn schedule_store(store: &dyn ScheduleStore) {
 /// # Panics
 /// When the store breaks its contract.
 pub async fn fifo_queue_store(store: &dyn FifoQueueStore) {
-    fifo_queues_are_created_once_changed_listed_and_deleted(store).await;
+    nouns::fifo_queues_are_created_once_changed_listed_and_deleted(store).await;
 }
 
 /// The suite of [`WorkflowRunStore`] alone.
@@ -104,7 +102,7 @@ pub async fn fifo_queue_store(store: &dyn FifoQueueStore) {
 /// # Panics
 /// When the store breaks its contract.
 pub async fn workflow_run_store(store: &dyn WorkflowRunStore) {
-    workflow_runs_start_once_take_steps_while_running_and_end_once(store).await;
+    nouns::workflow_runs_start_once_take_steps_while_running_and_end_once(store).await;
 }
 
 /// The suite of [`WaiterStore`] alone.
@@ -535,322 +533,4 @@ async fn the_events_log_pages_newest_first(store: &dyn QueueStore) {
     let mut newest_first = ids.clone();
     newest_first.reverse();
     assert_eq!(seen, newest_first, "every event once, newest first");
-}
-
-async fn url_groups_are_put_listed_by_name_and_deleted(store: &dyn UrlGroupStore) {
-    let account = AccountId::random();
-    let group = |name: &str| UrlGroup {
-        name: UrlGroupName::parse(name).expect("a valid name"),
-        created_at: START,
-        updated_at: START,
-        endpoints: vec![Endpoint {
-            name: Some("e".into()),
-            url: "https://example.com/e".into(),
-        }],
-        default_headers: vec![("X-Default".into(), "1".into())],
-    };
-    for name in ["b", "a"] {
-        store
-            .put_url_group(account, &group(name))
-            .await
-            .expect("put succeeds");
-    }
-    let mut changed = group("a");
-    changed.endpoints.clear();
-    store
-        .put_url_group(account, &changed)
-        .await
-        .expect("put succeeds");
-    assert_eq!(
-        store.url_group(account, &group_name("a")).await.expect("read"),
-        Some(changed),
-        "a put replaces"
-    );
-    let names: Vec<String> = store
-        .url_groups(account)
-        .await
-        .expect("list")
-        .into_iter()
-        .map(|g| g.name.to_string())
-        .collect();
-    assert_eq!(names, ["a", "b"], "listed by name");
-    assert!(
-        store
-            .delete_url_group(account, &group_name("b"))
-            .await
-            .expect("delete")
-    );
-    assert!(
-        !store
-            .delete_url_group(account, &group_name("b"))
-            .await
-            .expect("delete"),
-        "deleted once"
-    );
-    assert!(
-        store
-            .url_groups(AccountId::random())
-            .await
-            .expect("list")
-            .is_empty()
-    );
-}
-
-async fn schedules_fall_due_in_order_unless_paused(store: &dyn ScheduleStore) {
-    let account = AccountId::random();
-    let schedule = |id: &str, next: u64, paused: bool| Schedule {
-        id: schedule_id(id),
-        account_id: account,
-        cron: CronSchedule::parse("* * * * *").expect("a valid cron"),
-        destination: "https://example.com/cron".into(),
-        headers: vec![("Upstash-Retries".into(), "1".into())],
-        body: b"tick".to_vec(),
-        paused,
-        created_at: START,
-        last_fired: None,
-        next_fire: (!paused).then(|| at(next)),
-        last_states: Vec::new(),
-        caller_ip: None,
-    };
-    // Far in the future, so other checks' schedules (none) and this one's never mix.
-    let base = 10_000_000;
-    for (id, next, paused) in [
-        ("late", base + 120, false),
-        ("early", base + 60, false),
-        ("off", base, true),
-    ] {
-        store
-            .put_schedule(&schedule(id, next, paused))
-            .await
-            .expect("put succeeds");
-    }
-    let listed = store.schedules(account).await.expect("list");
-    assert_eq!(listed.len(), 3);
-    assert_eq!(
-        store
-            .schedule(account, &schedule_id("early"))
-            .await
-            .expect("read"),
-        Some(schedule("early", base + 60, false))
-    );
-    let due = store.due_schedules(at(base + 120), 10).await.expect("due");
-    let ids: Vec<&str> = due
-        .iter()
-        .filter(|s| s.account_id == account)
-        .map(|s| s.id.as_str())
-        .collect();
-    assert_eq!(
-        ids,
-        ["early", "late"],
-        "due schedules come earliest first, paused ones never"
-    );
-    assert!(
-        store
-            .next_schedule_due()
-            .await
-            .expect("next")
-            .is_some_and(|next| next <= at(base + 60)),
-        "the earliest unpaused schedule is the next due"
-    );
-    assert!(
-        store
-            .delete_schedule(account, &schedule_id("late"))
-            .await
-            .expect("delete")
-    );
-    assert!(
-        !store
-            .delete_schedule(account, &schedule_id("late"))
-            .await
-            .expect("delete")
-    );
-}
-
-async fn fifo_queues_are_created_once_changed_listed_and_deleted(store: &dyn FifoQueueStore) {
-    let account = AccountId::random();
-    store
-        .ensure_fifo_queue(account, &queue_name("b"), 1, START)
-        .await
-        .expect("ensure succeeds");
-    store
-        .ensure_fifo_queue(account, &queue_name("b"), 9, at(1))
-        .await
-        .expect("ensure succeeds");
-    let b = store
-        .fifo_queue(account, &queue_name("b"))
-        .await
-        .expect("read")
-        .expect("created");
-    assert_eq!(
-        (b.parallelism, b.paused),
-        (1, false),
-        "ensure never changes an existing queue"
-    );
-    store
-        .put_fifo_queue(account, &queue_name("b"), 3, true, at(2))
-        .await
-        .expect("put succeeds");
-    store
-        .put_fifo_queue(account, &queue_name("a"), 1, false, at(2))
-        .await
-        .expect("put succeeds");
-    let b = store
-        .fifo_queue(account, &queue_name("b"))
-        .await
-        .expect("read")
-        .expect("exists");
-    assert_eq!(
-        (b.parallelism, b.paused),
-        (3, true),
-        "put changes parallelism and pause"
-    );
-    let names: Vec<String> = store
-        .fifo_queues(account)
-        .await
-        .expect("list")
-        .into_iter()
-        .map(|q| q.name.to_string())
-        .collect();
-    assert_eq!(names, ["a", "b"], "listed by name");
-    assert!(
-        store
-            .delete_fifo_queue(account, &queue_name("a"))
-            .await
-            .expect("delete")
-    );
-    assert!(
-        !store
-            .delete_fifo_queue(account, &queue_name("a"))
-            .await
-            .expect("delete"),
-        "deleted once"
-    );
-    assert_eq!(
-        store
-            .fifo_queue(AccountId::random(), &queue_name("b"))
-            .await
-            .expect("read"),
-        None,
-        "per account"
-    );
-}
-
-async fn workflow_runs_start_once_take_steps_while_running_and_end_once(store: &dyn WorkflowRunStore) {
-    let account = AccountId::random();
-    let step = |id: &str| RunStep {
-        message_id: id.to_owned(),
-        body: id.as_bytes().to_vec(),
-        call_type: "step".into(),
-        created_at: START,
-        headers: vec![("X-Step".into(), id.to_owned())],
-        retries: 3,
-    };
-    let run = |id: &str, created: u64| WorkflowRun {
-        id: run_id(id),
-        account_id: account,
-        url: "https://example.com/workflow".into(),
-        state: RunState::Started,
-        created_at: at(created),
-        completed_at: None,
-        caller_ip: Some("127.0.0.1".into()),
-        steps: vec![step("init")],
-        response: None,
-        labels: vec!["l".into()],
-        flow_control_key: Some("k".into()),
-        invoker: None,
-    };
-    assert!(store.start_run(&run("wfr_old", 1)).await.expect("start"));
-    assert!(store.start_run(&run("wfr_new", 2)).await.expect("start"));
-    assert!(
-        !store.start_run(&run("wfr_old", 3)).await.expect("start"),
-        "a run starts once"
-    );
-    assert!(
-        store
-            .append_step(account, &run_id("wfr_old"), &step("second"))
-            .await
-            .expect("append")
-    );
-    let stored = store
-        .run(account, &run_id("wfr_old"))
-        .await
-        .expect("read")
-        .expect("exists");
-    let mut expected = run("wfr_old", 1);
-    expected.steps.push(step("second"));
-    assert_eq!(stored, expected, "a run reads back with its steps in order");
-    let ids: Vec<String> = store
-        .runs(account)
-        .await
-        .expect("list")
-        .into_iter()
-        .map(|r| r.id.to_string())
-        .collect();
-    assert_eq!(ids, ["wfr_new", "wfr_old"], "newest first");
-
-    assert!(
-        store
-            .finish_run(
-                account,
-                &run_id("wfr_old"),
-                RunState::Success,
-                at(10),
-                Some("\"done\"".into())
-            )
-            .await
-            .expect("finish")
-    );
-    assert!(
-        !store
-            .finish_run(account, &run_id("wfr_old"), RunState::Canceled, at(11), None)
-            .await
-            .expect("finish"),
-        "a run ends once"
-    );
-    let ended = store
-        .run(account, &run_id("wfr_old"))
-        .await
-        .expect("read")
-        .expect("exists");
-    assert_eq!(
-        (ended.state, ended.completed_at, ended.response.as_deref()),
-        (RunState::Success, Some(at(10)), Some("\"done\""))
-    );
-    assert!(
-        !store
-            .append_step(account, &run_id("wfr_old"), &step("late"))
-            .await
-            .expect("append"),
-        "an ended run takes no steps"
-    );
-    assert!(
-        !store
-            .append_step(account, &run_id("wfr_none"), &step("x"))
-            .await
-            .expect("append")
-    );
-    assert_eq!(
-        store
-            .run(AccountId::random(), &run_id("wfr_new"))
-            .await
-            .expect("read"),
-        None,
-        "per account"
-    );
-}
-
-fn group_name(name: &str) -> UrlGroupName {
-    UrlGroupName::parse(name).expect("a valid name")
-}
-
-fn schedule_id(id: &str) -> ScheduleId {
-    ScheduleId::parse(id).expect("a valid id")
-}
-
-fn queue_name(name: &str) -> QueueName {
-    QueueName::parse(name).expect("a valid name")
-}
-
-fn run_id(id: &str) -> RunId {
-    RunId::parse(id).expect("a valid id")
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use quiver_core::AccountId;
 
 use super::fixtures::{START, at, enqueue, message};
-use super::{queue_name, run_id, schedule_id};
+use super::nouns::{queue_name, run_id, schedule_id};
 use crate::names::UrlGroupName;
 use crate::schedule::{CronSchedule, Schedule};
 use crate::store::{Endpoint, QueueStore, UrlGroup};
