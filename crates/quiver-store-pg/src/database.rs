@@ -32,6 +32,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "url groups and waiters",
         sql: include_str!("../migrations/0003_url_groups_and_waiters.sql"),
     },
+    Migration {
+        version: 4,
+        name: "schedules",
+        sql: include_str!("../migrations/0004_schedules.sql"),
+    },
 ];
 
 /// The advisory lock that migrations hold, so that nodes starting together migrate once.

@@ -5,7 +5,8 @@
 //!   together migrate once.
 //! - [`admin`]: [`PgAdminStore`], accounts, the index catalogue and usage.
 //! - [`vectors`]: [`PgVectorStore`], the vectors every node loads its in-memory indexes from.
-//! - [`queue`]: [`PgQueueStore`], the queue's nouns a trait at a time (URL groups and waiters so far).
+//! - [`queue`]: [`PgQueueStore`], the queue's nouns a trait at a time (URL groups, waiters and
+//!   schedules so far).
 //!
 //! The backend grows a store at a time, each proven by its domain's conformance suite: the rest of the
 //! queue, and the change feed that keeps other nodes' indexes current, come next.

@@ -1,13 +1,15 @@
 //! The queue's nouns in PostgreSQL, a trait at a time, each proven by its suite in
-//! `quiver_queue::testing`: URL groups and waiters so far. The messages, their delivery across nodes,
-//! dead letters, the events log, schedules, FIFO queues, workflow runs and flow control come next, and
-//! only then does this become a whole `QueueStore`.
+//! `quiver_queue::testing`: URL groups, waiters and schedules so far. The messages, their delivery
+//! across nodes, dead letters, the events log, FIFO queues, workflow runs and flow control come next, and
+//! only then does this become a whole `QueueStore`. Schedules are stored here with the single-node
+//! contract of [`ScheduleStore`]; firing each schedule once across nodes needs a claiming method there.
 
 use async_trait::async_trait;
 use quiver_core::store::StoreResult;
 use quiver_core::{AccountId, StoreError, Timestamp};
-use quiver_queue::names::UrlGroupName;
-use quiver_queue::store::{UrlGroup, UrlGroupStore};
+use quiver_queue::names::{ScheduleId, UrlGroupName};
+use quiver_queue::schedule::Schedule;
+use quiver_queue::store::{ScheduleStore, UrlGroup, UrlGroupStore};
 use quiver_queue::waiters::{StoredWaiter, WaitSpec, WaiterStore};
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
@@ -15,7 +17,7 @@ use tokio_postgres::types::ToSql;
 use crate::database::{PgDatabase, PgOptions, backend_error};
 
 /// The queue's store over a [`PgDatabase`] (the traits it implements so far: [`UrlGroupStore`],
-/// [`WaiterStore`]).
+/// [`WaiterStore`], [`ScheduleStore`]).
 #[derive(Debug, Clone)]
 pub struct PgQueueStore {
     database: PgDatabase,
@@ -51,6 +53,25 @@ impl PgQueueStore {
             .await
             .map_err(backend_error)?;
         rows.iter().map(waiter_from_row).collect()
+    }
+}
+
+impl PgQueueStore {
+    async fn schedules_where(
+        &self,
+        filter: &str,
+        values: &[&(dyn ToSql + Sync)],
+    ) -> StoreResult<Vec<Schedule>> {
+        let client = self.database.client().await?;
+        let rows = client
+            .query(&format!("SELECT spec FROM schedules {filter}"), values)
+            .await
+            .map_err(backend_error)?;
+        rows.iter()
+            .map(|row| {
+                serde_json::from_str(row.get(0)).map_err(|e| StoreError::Corrupt(format!("schedule: {e}")))
+            })
+            .collect()
     }
 }
 
@@ -254,5 +275,82 @@ impl WaiterStore for PgQueueStore {
             .await
             .map_err(backend_error)?
             .map(|row| row.get::<_, Vec<u8>>(0)))
+    }
+}
+
+#[async_trait]
+impl ScheduleStore for PgQueueStore {
+    async fn put_schedule(&self, schedule: &Schedule) -> StoreResult<()> {
+        let spec = json(schedule)?;
+        let next = schedule
+            .next_fire
+            .filter(|_| !schedule.paused)
+            .map(Timestamp::as_millis);
+        let client = self.database.client().await?;
+        client
+            .execute(
+                "INSERT INTO schedules (account_id, id, created_at, next_fire, spec) VALUES ($1, $2, $3, $4, $5)
+                 ON CONFLICT (account_id, id) DO UPDATE SET created_at = excluded.created_at,
+                     next_fire = excluded.next_fire, spec = excluded.spec",
+                &[
+                    &schedule.account_id.to_string(),
+                    &schedule.id.as_str(),
+                    &schedule.created_at.as_millis(),
+                    &next,
+                    &spec,
+                ],
+            )
+            .await
+            .map(drop)
+            .map_err(backend_error)
+    }
+
+    async fn schedule(&self, account: AccountId, id: &ScheduleId) -> StoreResult<Option<Schedule>> {
+        Ok(self
+            .schedules_where(
+                "WHERE account_id = $1 AND id = $2",
+                &[&account.to_string(), &id.as_str()],
+            )
+            .await?
+            .pop())
+    }
+
+    async fn schedules(&self, account: AccountId) -> StoreResult<Vec<Schedule>> {
+        self.schedules_where(
+            "WHERE account_id = $1 ORDER BY created_at, id",
+            &[&account.to_string()],
+        )
+        .await
+    }
+
+    async fn delete_schedule(&self, account: AccountId, id: &ScheduleId) -> StoreResult<bool> {
+        let client = self.database.client().await?;
+        client
+            .execute(
+                "DELETE FROM schedules WHERE account_id = $1 AND id = $2",
+                &[&account.to_string(), &id.as_str()],
+            )
+            .await
+            .map(|deleted| deleted == 1)
+            .map_err(backend_error)
+    }
+
+    async fn due_schedules(&self, now: Timestamp, limit: usize) -> StoreResult<Vec<Schedule>> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.schedules_where(
+            "WHERE next_fire <= $1 ORDER BY next_fire LIMIT $2",
+            &[&now.as_millis(), &limit],
+        )
+        .await
+    }
+
+    async fn next_schedule_due(&self) -> StoreResult<Option<Timestamp>> {
+        let client = self.database.client().await?;
+        let due: Option<i64> = client
+            .query_one("SELECT MIN(next_fire) FROM schedules", &[])
+            .await
+            .map_err(backend_error)?
+            .get(0);
+        Ok(due.map(Timestamp::from_millis))
     }
 }
