@@ -1,16 +1,15 @@
 //! The flow-control API (wire-format §3.12): read keys, pause, resume, pin, unpin, reset the rate.
 
-use std::collections::HashMap;
-
 use axum::Json;
-use axum::extract::{Path, Query, State};
-use axum::http::StatusCode;
+use axum::extract::{Path, State};
+use axum::http::{StatusCode, Uri};
 use quiver_queue::flow::{FlowControlChange, FlowControlState};
 use serde::Serialize;
+use serde_json::Value;
 
 use crate::auth::{QueueAccount, QueueWriter};
 use crate::error::{ApiError, ApiResult};
-use crate::queue::params::AUTHENTICATION_KEYS;
+use crate::queue::params::Params;
 use crate::state::AppState;
 
 /// `FlowControlInfo`; limits that are not set read 0.
@@ -93,63 +92,63 @@ pub(crate) async fn global_parallelism(
     }))
 }
 
-/// `pause`, `resume`, `pin`, `unpin` or `resetRate` on a key.
+/// A whole number of a pin (`period` may end in `s`); absent or empty reads as `None`.
+fn number(params: &mut Params, name: &str) -> ApiResult<Option<u64>> {
+    match params
+        .one(name)?
+        .as_deref()
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+    {
+        None => Ok(None),
+        Some(text) => text
+            .trim_end_matches('s')
+            .parse::<u64>()
+            .map(Some)
+            .map_err(|_| ApiError::bad_request(format!("{name}: `{text}` is not a whole number"))),
+    }
+}
+
+/// A limit of a pin, which fits in `u32`.
+fn limit(params: &mut Params, name: &str) -> ApiResult<Option<u32>> {
+    number(params, name)?
+        .map(|n| u32::try_from(n).map_err(|_| ApiError::bad_request(format!("{name}: {n} is too large"))))
+        .transpose()
+}
+
+/// A flag of an unpin: `true`/`1` or `false`/`0` (any case); absent or empty reads as `false`.
+fn unpin_flag(params: &mut Params, name: &str) -> ApiResult<bool> {
+    match params.one(name)?.as_deref().map(str::trim) {
+        None | Some("") => Ok(false),
+        Some(v) if v.eq_ignore_ascii_case("true") || v == "1" => Ok(true),
+        Some(v) if v.eq_ignore_ascii_case("false") || v == "0" => Ok(false),
+        Some(v) => Err(ApiError::bad_request(format!(
+            "{name}: `{v}` is not true or false"
+        ))),
+    }
+}
+
+/// `pause`, `resume`, `pin`, `unpin` or `resetRate` on a key. A query parameter the action does not
+/// take is refused by name.
 pub(crate) async fn change_flow_control(
     State(state): State<AppState>,
     QueueWriter(caller): QueueWriter,
     Path((key, action)): Path<(String, String)>,
-    Query(query): Query<HashMap<String, String>>,
+    uri: Uri,
 ) -> ApiResult<StatusCode> {
-    let known: &[&str] = match action.as_str() {
-        "pin" => &["parallelism", "rate", "period"],
-        "unpin" => &["parallelism", "rate"],
-        _ => &[],
-    };
-    if let Some(unknown) = query
-        .keys()
-        .find(|key| !known.contains(&key.as_str()) && !AUTHENTICATION_KEYS.contains(&key.as_str()))
-    {
-        return Err(ApiError::bad_request(format!(
-            "`{unknown}` is not a parameter of {action}"
-        )));
-    }
-    let number = |name: &str| -> ApiResult<Option<u64>> {
-        match query.get(name).map(|v| v.trim()).filter(|v| !v.is_empty()) {
-            None => Ok(None),
-            Some(text) => text
-                .trim_end_matches('s')
-                .parse::<u64>()
-                .map(Some)
-                .map_err(|_| ApiError::bad_request(format!("{name}: `{text}` is not a whole number"))),
-        }
-    };
-    let flag = |name: &str| -> ApiResult<bool> {
-        match query.get(name).map(|v| v.trim()) {
-            None | Some("") => Ok(false),
-            Some(v) if v.eq_ignore_ascii_case("true") || v == "1" => Ok(true),
-            Some(v) if v.eq_ignore_ascii_case("false") || v == "0" => Ok(false),
-            Some(v) => Err(ApiError::bad_request(format!(
-                "{name}: `{v}` is not true or false"
-            ))),
-        }
-    };
-    let small = |name: &str| -> ApiResult<Option<u32>> {
-        number(name)?
-            .map(|n| u32::try_from(n).map_err(|_| ApiError::bad_request(format!("{name}: {n} is too large"))))
-            .transpose()
-    };
+    let mut params = Params::new(&uri, &Value::Null)?;
     let change = match action.as_str() {
         "pause" => FlowControlChange::Pause,
         "resume" => FlowControlChange::Resume,
         "resetRate" => FlowControlChange::ResetRate,
         "pin" => FlowControlChange::Pin {
-            parallelism: small("parallelism")?,
-            rate: small("rate")?,
-            period_secs: number("period")?,
+            parallelism: limit(&mut params, "parallelism")?,
+            rate: limit(&mut params, "rate")?,
+            period_secs: number(&mut params, "period")?,
         },
         "unpin" => FlowControlChange::Unpin {
-            parallelism: flag("parallelism")?,
-            rate: flag("rate")?,
+            parallelism: unpin_flag(&mut params, "parallelism")?,
+            rate: unpin_flag(&mut params, "rate")?,
         },
         other => {
             return Err(ApiError::not_found(format!(
@@ -157,6 +156,7 @@ pub(crate) async fn change_flow_control(
             )));
         }
     };
+    params.finish()?;
     state
         .queue
         .flow_control

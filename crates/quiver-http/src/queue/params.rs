@@ -14,7 +14,7 @@ use serde_json::Value;
 use crate::error::ApiError;
 
 /// Query keys every queue route accepts: the token (`?svc_token=`) is authentication, not a filter.
-pub(crate) const AUTHENTICATION_KEYS: [&str; 2] = ["svc_token", "qstash_token"];
+const AUTHENTICATION_KEYS: [&str; 2] = ["svc_token", "qstash_token"];
 
 /// The keys and values of one request, taken one key at a time.
 #[derive(Debug, Default)]

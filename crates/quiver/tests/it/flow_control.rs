@@ -151,6 +151,15 @@ async fn a_paused_key_starts_nothing_and_a_pin_outlasts_later_publishes() {
     assert_eq!(status, StatusCode::NOT_FOUND);
     let (status, _) = send(server.queue(Method::POST, "/v2/flowControl/k/pin")).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "a pin needs a limit");
+    let (status, refused) =
+        send(server.queue(Method::POST, "/v2/flowControl/k/pin?parallelism=1&speed=3")).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{refused}");
+    assert!(
+        refused["error"].as_str().unwrap().contains("`speed`"),
+        "{refused}"
+    );
+    let (status, _) = send(server.queue(Method::POST, "/v2/flowControl/k/unpin?rate=maybe")).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "an unpin flag is true or false");
     let (status, _) = send(
         server
             .queue(Method::POST, &format!("/v2/publish/{}", receiver.url("/flow")))
