@@ -237,6 +237,7 @@ pub(crate) async fn retry_dead_letters(
         });
     }
     Ok(Json(RetriedOut {
+        // No next page is an empty cursor, which the SDKs read as the end.
         cursor: cursor.unwrap_or_default(),
         responses,
     }))

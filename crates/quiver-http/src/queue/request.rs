@@ -120,6 +120,44 @@ pub(crate) fn query_one<'a>(pairs: &'a [(String, String)], key: &str) -> Option<
 mod tests {
     use super::*;
 
+    fn item(json: &str) -> Result<PublishRequest, ApiError> {
+        let value: Value = serde_json::from_str(json).unwrap();
+        crate::extract::typed_value::<BatchItem>(value)?.into_request("127.0.0.1")
+    }
+
+    #[test]
+    fn a_batch_item_reads_what_the_sdks_send_and_refuses_the_rest_by_name() {
+        let read = item(
+            r#"{"destination": "https://example.com", "headers": {"A": "1", "B": ["x", "y"]},
+                "body": {"k": 1}, "queue": "orders"}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            read.headers,
+            [
+                ("A".to_owned(), "1".to_owned()),
+                ("B".to_owned(), "x, y".to_owned()),
+                ("Svc-Queue-Name".to_owned(), "orders".to_owned())
+            ]
+        );
+        assert_eq!(
+            read.body, br#"{"k":1}"#,
+            "a JSON body that is not a string is its JSON text"
+        );
+        let python = item(r#"{"destination": "q", "headers": null, "body": "text", "queue": null}"#).unwrap();
+        assert_eq!((python.headers.len(), python.body.as_slice()), (0, &b"text"[..]));
+        let unknown = item(r#"{"destination": "q", "method": "PUT"}"#).unwrap_err();
+        assert!(
+            unknown.message().contains("unknown field `method`"),
+            "{}",
+            unknown.message()
+        );
+        let missing = item(r#"{"destination": ""}"#).unwrap_err();
+        assert_eq!(missing.message(), "destination: is required");
+        let number = item(r#"{"destination": "q", "headers": {"A": 1}}"#).unwrap_err();
+        assert!(number.message().starts_with("headers.A:"), "{}", number.message());
+    }
+
     #[test]
     fn the_destination_keeps_its_own_query_and_loses_the_configuration() {
         let uri: Uri =
@@ -208,6 +246,7 @@ impl BatchItem {
         if self.destination.is_empty() {
             return Err(ApiError::bad_request("destination: is required"));
         }
+        // `headers` absent or `null`: the item has none of its own.
         let mut headers = self.headers.map(HeadersIn::into_pairs).unwrap_or_default();
         if let Some(queue) = self.queue.filter(|queue| !queue.is_empty()) {
             headers.push(("Svc-Queue-Name".into(), queue));

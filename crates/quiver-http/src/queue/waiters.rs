@@ -193,3 +193,26 @@ pub(crate) async fn call_webhook(
         .await?;
     Ok(Json(notified.into_iter().map(NotifyOut::from).collect()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wait(json: &str) -> WaitRequest {
+        crate::extract::typed_value(serde_json::from_str(json).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn a_wait_timeout_is_a_duration_text_or_a_number_of_seconds() {
+        let text = wait(r#"{"url": "https://example.com/wf", "timeout": "7d", "step": {}}"#);
+        assert_eq!(text.timeout.map(WaitTimeout::into_text).as_deref(), Some("7d"));
+        let seconds = wait(r#"{"url": "https://example.com/wf", "timeout": 30}"#);
+        assert_eq!(
+            seconds.timeout.map(WaitTimeout::into_text).as_deref(),
+            Some("30s")
+        );
+        let none = wait(r#"{"url": "https://example.com/wf", "timeoutUrl": "https://example.com/t"}"#);
+        assert!(none.timeout.is_none());
+        assert_eq!(none.spec.timeout_url.as_deref(), Some("https://example.com/t"));
+    }
+}

@@ -80,6 +80,7 @@ pub(crate) async fn recover_many(
     }
     Ok(Json(RecoveredRunsOut {
         workflow_runs: runs,
+        // No next page is an empty cursor, which the SDKs read as the end.
         cursor: cursor.unwrap_or_default(),
     }))
 }
