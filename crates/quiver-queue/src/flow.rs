@@ -61,6 +61,69 @@ pub enum FlowControlChange {
     ResetRate,
 }
 
+/// A key's limits and counters while a claim decides which of its due messages start: the rule every
+/// backend's `claim_due` applies, one message at a time, oldest first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyBudget {
+    /// Most leases at once (`None`: unlimited).
+    pub parallelism: Option<i64>,
+    /// Most leases started per period (`None`: unlimited).
+    pub rate: Option<i64>,
+    /// The rate's period, in milliseconds.
+    pub period_ms: i64,
+    /// Whether the key starts nothing.
+    pub paused: bool,
+    /// Leases held now.
+    pub in_flight: i64,
+    /// When the current rate period began (ms).
+    pub rate_period_start: i64,
+    /// Leases started in the current period.
+    pub rate_count: i64,
+    /// Messages this claim admitted.
+    pub admitted: i64,
+}
+
+impl KeyBudget {
+    /// A key without limits (one whose row is missing), with `in_flight` leases held.
+    pub fn unlimited(in_flight: i64) -> KeyBudget {
+        KeyBudget {
+            parallelism: None,
+            rate: None,
+            period_ms: 1000,
+            paused: false,
+            in_flight,
+            rate_period_start: 0,
+            rate_count: 0,
+            admitted: 0,
+        }
+    }
+
+    /// Takes a place for one delivery starting at `now` (ms), if the limits allow it.
+    pub fn admit(&mut self, now: i64) -> bool {
+        if self.paused || self.parallelism.is_some_and(|p| self.in_flight >= p) {
+            return false;
+        }
+        if let Some(rate) = self.rate {
+            if now >= self.rate_period_start + self.period_ms {
+                self.rate_period_start = now;
+                self.rate_count = 0;
+            }
+            if self.rate_count >= rate {
+                return false;
+            }
+            self.rate_count += 1;
+        }
+        self.in_flight += 1;
+        self.admitted += 1;
+        true
+    }
+
+    /// Whether the rate counters changed and must be written back.
+    pub fn counted(&self) -> bool {
+        self.rate.is_some() && self.admitted > 0
+    }
+}
+
 /// Where flow-control keys live (part of every queue backend). Enforcement is the backend's
 /// `claim_due`, which must never lease a keyed message past its key's limits.
 #[async_trait]

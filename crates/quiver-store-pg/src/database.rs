@@ -1,8 +1,11 @@
 //! A pool of connections to one PostgreSQL database, migrated when it opens.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::str::FromStr;
+use std::sync::Arc;
 
-use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod};
+use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Transaction};
 use quiver_core::StoreError;
 use quiver_core::store::StoreResult;
 use tokio_postgres::NoTls;
@@ -37,6 +40,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "schedules",
         sql: include_str!("../migrations/0004_schedules.sql"),
     },
+    Migration {
+        version: 5,
+        name: "messages, dead letters, events, fifo queues, workflow runs, flow control",
+        sql: include_str!("../migrations/0005_messages.sql"),
+    },
 ];
 
 /// The advisory lock that migrations hold, so that nodes starting together migrate once.
@@ -54,11 +62,49 @@ pub struct PgOptions {
     pub pool_size: usize,
 }
 
-/// Connections to one database, whose schema is current.
+/// Connections to one database, whose schema is current, and this node's presence in it.
 #[derive(Clone)]
 pub struct PgDatabase {
     pool: Pool,
+    presence: Arc<Presence>,
 }
+
+/// A node's presence: a session advisory lock on `(PRESENCE_CLASS, node)` held by a connection of its
+/// own for as long as the node lives. Leases carry the node; another node tells a dead node's leases by
+/// its lock being free (the server frees it when the connection ends, however the process ended).
+struct Presence {
+    node: i32,
+    _holder: tokio_postgres::Client,
+}
+
+/// The first key of every presence lock (the second is the node).
+pub(crate) const PRESENCE_CLASS: i32 = 0x5155_4956; // "QUIV"
+
+/// An error inside a transaction body: the driver's (whose code tells whether to run the body again)
+/// or the store's.
+#[derive(Debug)]
+pub(crate) enum TxError {
+    Driver(tokio_postgres::Error),
+    Store(StoreError),
+}
+
+impl From<tokio_postgres::Error> for TxError {
+    fn from(error: tokio_postgres::Error) -> TxError {
+        TxError::Driver(error)
+    }
+}
+
+impl From<StoreError> for TxError {
+    fn from(error: StoreError) -> TxError {
+        TxError::Store(error)
+    }
+}
+
+/// A transaction body's future.
+pub(crate) type TxFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, TxError>> + Send + 'a>>;
+
+/// How often a transaction that lost a deadlock or a serialization race runs again.
+const TX_ATTEMPTS: usize = 5;
 
 impl std::fmt::Debug for PgDatabase {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -93,6 +139,7 @@ impl PgDatabase {
             }
             config.options(format!("-c search_path={schema}"));
         }
+        let presence = Arc::new(Presence::take(&config).await?);
         let manager = Manager::from_config(
             config,
             NoTls,
@@ -104,7 +151,7 @@ impl PgDatabase {
             .max_size(options.pool_size.max(1))
             .build()
             .map_err(|e| StoreError::Backend(format!("cannot build the PostgreSQL pool: {e}")))?;
-        let database = PgDatabase { pool };
+        let database = PgDatabase { pool, presence };
         database.migrate(options.schema.as_deref()).await?;
         Ok(database)
     }
@@ -118,6 +165,41 @@ impl PgDatabase {
             .get()
             .await
             .map_err(|e| StoreError::Backend(format!("no PostgreSQL connection: {e}")))
+    }
+
+    /// This node's number in leases (see [`Presence`]).
+    pub(crate) fn node(&self) -> i32 {
+        self.presence.node
+    }
+
+    /// Runs `body` in a transaction and commits it, running it again (up to a few times) when it lost a
+    /// deadlock or a serialization race to another node; nothing of a failed attempt stays.
+    ///
+    /// # Errors
+    /// The body's error, or the server's.
+    pub(crate) async fn write<T, F>(&self, mut body: F) -> StoreResult<T>
+    where
+        F: for<'a> FnMut(&'a Transaction<'a>) -> TxFuture<'a, T> + Send,
+        T: Send,
+    {
+        let mut client = self.client().await?;
+        let mut attempt = 1;
+        loop {
+            let transaction = client.transaction().await.map_err(backend_error)?;
+            let outcome = match body(&transaction).await {
+                Ok(value) => transaction.commit().await.map(|()| value).map_err(TxError::Driver),
+                Err(error) => Err(error),
+            };
+            match outcome {
+                Ok(value) => return Ok(value),
+                Err(TxError::Driver(error)) if attempt < TX_ATTEMPTS && is_retryable(&error) => {
+                    attempt += 1;
+                    tracing::debug!(%error, attempt, "a PostgreSQL transaction runs again");
+                }
+                Err(TxError::Driver(error)) => return Err(backend_error(error)),
+                Err(TxError::Store(error)) => return Err(error),
+            }
+        }
     }
 
     async fn migrate(&self, schema: Option<&str>) -> StoreResult<()> {
@@ -177,6 +259,38 @@ impl PgDatabase {
     }
 }
 
+impl Presence {
+    /// Opens the holding connection and takes a presence lock under a random node number.
+    async fn take(config: &tokio_postgres::Config) -> StoreResult<Presence> {
+        let (client, connection) = config.connect(NoTls).await.map_err(backend_error)?;
+        tokio::spawn(async move {
+            if let Err(error) = connection.await {
+                tracing::warn!(%error, "the connection that holds this node's presence ended");
+            }
+        });
+        loop {
+            let mut bytes = [0u8; 4];
+            getrandom::fill(&mut bytes).map_err(|e| StoreError::Backend(format!("no randomness: {e}")))?;
+            let node = i32::from_le_bytes(bytes);
+            let taken: bool = client
+                .query_one("SELECT pg_try_advisory_lock($1, $2)", &[&PRESENCE_CLASS, &node])
+                .await
+                .map_err(backend_error)?
+                .get(0);
+            if taken {
+                return Ok(Presence { node, _holder: client });
+            }
+        }
+    }
+}
+
+/// Whether a transaction that failed with `error` may simply run again.
+fn is_retryable(error: &tokio_postgres::Error) -> bool {
+    error
+        .code()
+        .is_some_and(|code| code == &SqlState::T_R_DEADLOCK_DETECTED || code == &SqlState::T_R_SERIALIZATION_FAILURE)
+}
+
 /// A driver error as a store error: a broken uniqueness rule is a conflict naming its constraint.
 pub(crate) fn backend_error(error: tokio_postgres::Error) -> StoreError {
     match error.as_db_error() {
@@ -184,7 +298,10 @@ pub(crate) fn backend_error(error: tokio_postgres::Error) -> StoreError {
             StoreError::Conflict(db.constraint().unwrap_or("a unique value").to_owned())
         }
         Some(db) => StoreError::Backend(format!("PostgreSQL: {}", db.message())),
-        None => StoreError::Backend(format!("PostgreSQL: {error}")),
+        None => match std::error::Error::source(&error) {
+            Some(cause) => StoreError::Backend(format!("PostgreSQL: {error}: {cause}")),
+            None => StoreError::Backend(format!("PostgreSQL: {error}")),
+        },
     }
 }
 

@@ -5,11 +5,9 @@
 //!   together migrate once.
 //! - [`admin`]: [`PgAdminStore`], accounts, the index catalogue and usage.
 //! - [`vectors`]: [`PgVectorStore`], the vectors every node loads its in-memory indexes from.
-//! - [`queue`]: [`PgQueueStore`], the queue's nouns a trait at a time (URL groups, waiters and
-//!   schedules so far).
+//! - [`queue`]: [`PgQueueStore`], every trait of the queue, with claims that hold across nodes.
 //!
-//! The backend grows a store at a time, each proven by its domain's conformance suite: the rest of the
-//! queue, and the change feed that keeps other nodes' indexes current, come next.
+//! Each store is proven by its domain's conformance suite (`tests/it`).
 
 pub mod admin;
 pub mod database;

@@ -58,3 +58,20 @@ pub struct Page<T> {
     /// Where the next page starts.
     pub cursor: Option<String>,
 }
+
+impl<T> Page<T> {
+    /// The first `count` of `items` (newest first, with their sequence numbers), read as `count + 1` to
+    /// tell whether another page follows: then the cursor is the last kept item's number.
+    pub fn from_newest(mut items: Vec<(i64, T)>, count: usize) -> Page<T> {
+        let cursor = if items.len() > count {
+            items.truncate(count);
+            items.last().map(|(seq, _)| seq.to_string())
+        } else {
+            None
+        };
+        Page {
+            items: items.into_iter().map(|(_, item)| item).collect(),
+            cursor,
+        }
+    }
+}

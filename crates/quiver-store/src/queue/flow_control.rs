@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use async_trait::async_trait;
 use quiver_core::store::StoreResult;
 use quiver_core::{AccountId, Timestamp};
-use quiver_queue::flow::{FlowControlChange, FlowControlState, FlowControlStore};
+use quiver_queue::flow::{FlowControlChange, FlowControlState, FlowControlStore, KeyBudget};
 use quiver_queue::message::FlowControl;
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -31,19 +31,7 @@ pub(crate) fn upsert_key(connection: &Connection, account: &str, flow: &FlowCont
         .map_err(backend_error)
 }
 
-/// A key's limits and counters while a claim decides.
-struct KeyState {
-    parallelism: Option<i64>,
-    rate: Option<i64>,
-    period_ms: i64,
-    paused: bool,
-    in_flight: i64,
-    rate_period_start: i64,
-    rate_count: i64,
-    changed: bool,
-}
-
-fn key_state(connection: &Connection, account: &str, key: &str, now: Timestamp) -> StoreResult<KeyState> {
+fn key_state(connection: &Connection, account: &str, key: &str, now: Timestamp) -> StoreResult<KeyBudget> {
     let in_flight: i64 = connection
         .prepare_cached(
             "SELECT COUNT(*) FROM messages WHERE account_id = ?1 AND flow_key = ?2 AND leased = 1 AND due_at > ?3",
@@ -57,7 +45,7 @@ fn key_state(connection: &Connection, account: &str, key: &str, now: Timestamp) 
         )
         .and_then(|mut s| {
             s.query_row(params![account, key], |r| {
-                Ok(KeyState {
+                Ok(KeyBudget {
                     parallelism: r.get(0)?,
                     rate: r.get(1)?,
                     period_ms: r.get::<_, i64>(2)?.max(1) * 1000,
@@ -65,46 +53,14 @@ fn key_state(connection: &Connection, account: &str, key: &str, now: Timestamp) 
                     in_flight,
                     rate_period_start: r.get(4)?,
                     rate_count: r.get(5)?,
-                    changed: false,
+                    admitted: 0,
                 })
             })
             .optional()
         })
         .map_err(read_error)?;
     // A message whose key row is gone (it cannot be, short of manual edits) runs unlimited.
-    Ok(row.unwrap_or(KeyState {
-        parallelism: None,
-        rate: None,
-        period_ms: 1000,
-        paused: false,
-        in_flight,
-        rate_period_start: 0,
-        rate_count: 0,
-        changed: false,
-    }))
-}
-
-impl KeyState {
-    /// Takes a place for one delivery starting at `now`, if the limits allow it.
-    fn admit(&mut self, now: i64) -> bool {
-        if self.paused || self.parallelism.is_some_and(|p| self.in_flight >= p) {
-            return false;
-        }
-        // Without a rate there is nothing to count, and nothing to write back.
-        if let Some(rate) = self.rate {
-            if now >= self.rate_period_start + self.period_ms {
-                self.rate_period_start = now;
-                self.rate_count = 0;
-            }
-            if self.rate_count >= rate {
-                return false;
-            }
-            self.rate_count += 1;
-            self.changed = true;
-        }
-        self.in_flight += 1;
-        true
-    }
+    Ok(row.unwrap_or_else(|| KeyBudget::unlimited(in_flight)))
 }
 
 /// Chooses up to `limit` due keyed messages (account and id, oldest due first) that their keys' limits let
@@ -133,7 +89,7 @@ pub(crate) fn claim_keyed(
         .map_err(read_error)?
         .collect::<Result<_, _>>()
         .map_err(read_error)?;
-    let mut keys: HashMap<(String, String), KeyState> = HashMap::new();
+    let mut keys: HashMap<(String, String), KeyBudget> = HashMap::new();
     let mut chosen = Vec::new();
     for (id, account, key) in candidates {
         if chosen.len() >= limit {
@@ -149,7 +105,7 @@ pub(crate) fn claim_keyed(
             chosen.push((account, id));
         }
     }
-    for ((account, key), state) in keys.into_iter().filter(|(_, s)| s.changed) {
+    for ((account, key), state) in keys.into_iter().filter(|(_, s)| s.counted()) {
         connection
             .prepare_cached(
                 "UPDATE flow_controls SET rate_period_start = ?3, rate_count = ?4 WHERE account_id = ?1 AND key = ?2",

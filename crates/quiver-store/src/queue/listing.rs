@@ -139,7 +139,7 @@ pub(crate) fn page<T>(
     from_row: impl Fn(&Row<'_>) -> rusqlite::Result<(i64, T)>,
 ) -> StoreResult<Page<T>> {
     let items = newest(connection, table, columns, conditions, cursor, count, from_row)?;
-    Ok(into_page(items, count))
+    Ok(Page::from_newest(items, count))
 }
 
 /// Reads up to `count + 1` rows, newest first, below the sequence number in `cursor`: one more than a page,
@@ -165,20 +165,6 @@ pub(crate) fn newest<T>(
         .query_map(params_from_iter(values), from_row)
         .map_err(read_error)?;
     rows.collect::<Result<_, _>>().map_err(read_error)
-}
-
-/// The first `count` of `items` (newest first), with a cursor when more follow.
-pub(crate) fn into_page<T>(mut items: Vec<(i64, T)>, count: usize) -> Page<T> {
-    let cursor = if items.len() > count {
-        items.truncate(count);
-        items.last().map(|(seq, _)| seq.to_string())
-    } else {
-        None
-    };
-    Page {
-        items: items.into_iter().map(|(_, item)| item).collect(),
-        cursor,
-    }
 }
 
 /// Deletes the events of finished messages whose newest event is older than `older_than`, among the

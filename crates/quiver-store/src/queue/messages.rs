@@ -16,7 +16,7 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::database::backend_error;
 use crate::queue::SqliteQueueStore;
-use crate::queue::listing::{filter_sql, into_page, newest, page};
+use crate::queue::listing::{filter_sql, newest, page};
 use crate::queue::log::{
     EVENT_COLUMNS, append_event, event_from_row, insert_created, log_created, next_seq, unlogged_created,
 };
@@ -658,7 +658,7 @@ impl EventLogStore for SqliteQueueStore {
                     items.extend(pending);
                     items.sort_unstable_by_key(|(seq, _)| std::cmp::Reverse(*seq));
                 }
-                Ok(into_page(items, count))
+                Ok(Page::from_newest(items, count))
             })
             .await
     }

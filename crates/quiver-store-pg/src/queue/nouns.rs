@@ -1,8 +1,4 @@
-//! The queue's nouns in PostgreSQL, a trait at a time, each proven by its suite in
-//! `quiver_queue::testing`: URL groups, waiters and schedules so far. The messages, their delivery
-//! across nodes, dead letters, the events log, FIFO queues, workflow runs and flow control come next, and
-//! only then does this become a whole `QueueStore`. Schedules are stored here with the single-node
-//! contract of [`ScheduleStore`]; firing each schedule once across nodes needs a claiming method there.
+//! The queue's nouns that stand alone: URL groups, waiters and schedules.
 
 use async_trait::async_trait;
 use quiver_core::store::StoreResult;
@@ -14,31 +10,10 @@ use quiver_queue::waiters::{StoredWaiter, WaitSpec, WaiterStore};
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
-use crate::database::{PgDatabase, PgOptions, backend_error};
-
-/// The queue's store over a [`PgDatabase`] (the traits it implements so far: [`UrlGroupStore`],
-/// [`WaiterStore`], [`ScheduleStore`]).
-#[derive(Debug, Clone)]
-pub struct PgQueueStore {
-    database: PgDatabase,
-}
+use crate::database::backend_error;
+use crate::queue::{PgQueueStore, json};
 
 impl PgQueueStore {
-    /// Connects and migrates.
-    ///
-    /// # Errors
-    /// As [`PgDatabase::open`].
-    pub async fn open(options: &PgOptions) -> StoreResult<PgQueueStore> {
-        Ok(PgQueueStore {
-            database: PgDatabase::open(options).await?,
-        })
-    }
-
-    /// The store over an open database.
-    pub fn new(database: PgDatabase) -> PgQueueStore {
-        PgQueueStore { database }
-    }
-
     async fn waiters_where(
         &self,
         filter: &str,
@@ -73,10 +48,6 @@ impl PgQueueStore {
             })
             .collect()
     }
-}
-
-fn json<T: serde::Serialize>(value: &T) -> StoreResult<String> {
-    serde_json::to_string(value).map_err(|e| StoreError::Backend(e.to_string()))
 }
 
 fn group_from_row(row: &Row) -> StoreResult<UrlGroup> {

@@ -1,0 +1,395 @@
+//! Dead letters and the events log: their filters and cursor pages, retrying and deleting dead letters,
+//! and pruning both by age in small steps (short transactions, so that vacuum is never held back long).
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use quiver_core::store::StoreResult;
+use quiver_core::{AccountId, Timestamp};
+use quiver_queue::message::{
+    DeadLetter, Event, FailureCallbackInfo, FailureCallbackState, Message, MessageId, MessageSpec,
+    MessageState, NewMessage,
+};
+use quiver_queue::store::{DeadLetterStore, EventLogStore, Filter, LogPosition, Page};
+use tokio_postgres::Row;
+use tokio_postgres::types::ToSql;
+
+use crate::database::backend_error;
+use crate::queue::messages::{insert_messages, set_failure_callback};
+use crate::queue::{PgQueueStore, account_of, corrupt, count};
+
+/// An event's spec: CREATED events carry it, later events borrow their message's.
+const EVENT_SPEC: &str = "COALESCE(e.spec, (SELECT c.spec FROM events c WHERE c.account_id = e.account_id \
+     AND c.message_id = e.message_id AND c.state = 'CREATED' LIMIT 1))";
+
+type Value = Box<dyn ToSql + Sync + Send>;
+
+/// `WHERE` conditions and their values, numbered as they are added.
+struct Conditions {
+    sql: Vec<String>,
+    values: Vec<Value>,
+}
+
+impl Conditions {
+    fn new() -> Conditions {
+        Conditions {
+            sql: Vec::new(),
+            values: Vec::new(),
+        }
+    }
+
+    /// Adds `template` with `$` standing for the value's placeholder.
+    fn add(&mut self, template: &str, value: Value) {
+        self.values.push(value);
+        self.sql
+            .push(template.replace('$', &format!("${}", self.values.len())));
+    }
+
+    /// `expression` is one of `items` (no items: no condition).
+    fn any_of<T: ToSql + Sync + Send + Clone + 'static>(&mut self, expression: &str, items: &[T]) {
+        if !items.is_empty() {
+            self.add(&format!("{expression} = ANY($)"), Box::new(items.to_vec()));
+        }
+    }
+
+    fn params(&self) -> Vec<&(dyn ToSql + Sync)> {
+        self.values
+            .iter()
+            .map(|v| v.as_ref() as &(dyn ToSql + Sync))
+            .collect()
+    }
+}
+
+/// Conditions for a filter over the DLQ (`d`, its time `failed_at`) or events (`e`, its time `time`).
+fn filter_conditions(account: AccountId, filter: &Filter, is_dead_letters: bool) -> Conditions {
+    let mut c = Conditions::new();
+    let (alias, spec, time) = if is_dead_letters {
+        ("d", "d.spec".to_owned(), "d.failed_at")
+    } else {
+        ("e", EVENT_SPEC.to_owned(), "e.time")
+    };
+    c.add(&format!("{alias}.account_id = $"), Box::new(account.to_string()));
+    c.any_of(&format!("{alias}.message_id"), &filter.message_ids);
+    if is_dead_letters {
+        c.any_of("d.dlq_id", &filter.dlq_ids);
+        let statuses: Vec<i32> = filter.response_statuses.iter().map(|s| i32::from(*s)).collect();
+        c.any_of("d.response_status", &statuses);
+        c.any_of(&format!("(({spec})::JSONB ->> 'workflow_run_id')"), &filter.workflow_run_ids);
+        c.any_of(&format!("(({spec})::JSONB ->> 'workflow_url')"), &filter.workflow_urls);
+        if filter.workflow_only {
+            c.sql.push(format!("(({spec})::JSONB ->> 'workflow_run_id') IS NOT NULL"));
+        }
+        let states: Vec<String> = filter
+            .failure_callback_states
+            .iter()
+            .map(|s| s.as_str().to_owned())
+            .collect();
+        c.any_of("(d.failure_callback::JSONB ->> 'state')", &states);
+        if let Some(created_at) = filter.workflow_created_at {
+            c.add(
+                &format!(
+                    "(({spec})::JSONB ->> 'workflow_run_id') IN
+                         (SELECT r.id FROM workflow_runs r WHERE r.account_id = d.account_id AND r.created_at = $)"
+                ),
+                Box::new(created_at.as_millis()),
+            );
+        }
+    } else {
+        let states: Vec<String> = filter.states.iter().map(|s| s.as_str().to_owned()).collect();
+        c.any_of("e.state", &states);
+        c.any_of("e.host", &filter.hosts);
+        c.any_of("e.path", &filter.paths);
+    }
+    c.any_of(&format!("{alias}.url"), &filter.urls);
+    c.any_of(&format!("{alias}.topic_name"), &filter.topic_names);
+    c.any_of(&format!("{alias}.queue_name"), &filter.queue_names);
+    c.any_of(&format!("{alias}.schedule_id"), &filter.schedule_ids);
+    c.any_of(&format!("(({spec})::JSONB -> 'flow_control' ->> 'key')"), &filter.flow_control_keys);
+    c.any_of(&format!("(({spec})::JSONB ->> 'caller_ip')"), &filter.caller_ips);
+    if !filter.labels.is_empty() {
+        c.add(
+            &format!("EXISTS (SELECT 1 FROM JSONB_ARRAY_ELEMENTS_TEXT({alias}.labels::JSONB) l WHERE l = ANY($))"),
+            Box::new(filter.labels.clone()),
+        );
+    }
+    if let Some(from) = filter.from {
+        c.add(&format!("{time} >= $"), Box::new(from.as_millis()));
+    }
+    if let Some(to) = filter.to {
+        c.add(&format!("{time} <= $"), Box::new(to.as_millis()));
+    }
+    c
+}
+
+impl PgQueueStore {
+    /// One page, newest first, below the sequence number in `cursor`.
+    async fn newest<T>(
+        &self,
+        (table, alias, columns): (&str, &str, &str),
+        mut conditions: Conditions,
+        cursor: Option<&str>,
+        page_size: usize,
+        from_row: impl Fn(&Row) -> StoreResult<(i64, T)>,
+    ) -> StoreResult<Page<T>> {
+        if let Some(cursor) = cursor.and_then(|c| c.parse::<i64>().ok()) {
+            conditions.add(&format!("{alias}.seq < $"), Box::new(cursor));
+        }
+        conditions.values.push(Box::new(count(page_size + 1)));
+        let sql = format!(
+            "SELECT {columns} FROM {table} {alias} WHERE {} ORDER BY {alias}.seq DESC LIMIT ${}",
+            conditions.sql.join(" AND "),
+            conditions.values.len()
+        );
+        let client = self.database.client().await?;
+        let rows = client
+            .query(&sql, &conditions.params())
+            .await
+            .map_err(backend_error)?;
+        let items = rows.iter().map(from_row).collect::<StoreResult<Vec<_>>>()?;
+        Ok(Page::from_newest(items, page_size))
+    }
+}
+
+const DEAD_LETTER_COLUMNS: &str = "d.seq, d.dlq_id, d.account_id, d.message_id, d.retried, d.not_before, \
+     d.created_at, d.spec, d.body, d.response_status, d.response_headers, d.response_body, d.failed_at, \
+     d.failure_callback";
+
+fn dead_letter_from_row(row: &Row) -> StoreResult<(i64, DeadLetter)> {
+    let dlq_id: String = row.get(1);
+    let what = format!("dead letter {dlq_id}");
+    let failure_callback: Option<&str> = row.get(13);
+    Ok((
+        row.get(0),
+        DeadLetter {
+            message: Message {
+                id: MessageId(row.get(3)),
+                account_id: account_of(row.get(2))?,
+                retried: u32::try_from(row.get::<_, i64>(4)).unwrap_or(u32::MAX),
+                not_before: Timestamp::from_millis(row.get(5)),
+                created_at: Timestamp::from_millis(row.get(6)),
+                spec: MessageSpec::decode(row.get(7)).map_err(|e| corrupt(&what, e))?,
+                body: row.get(8),
+            },
+            response_status: row.get::<_, Option<i32>>(9).and_then(|s| u16::try_from(s).ok()),
+            response_headers: serde_json::from_str(row.get(10)).map_err(|e| corrupt(&what, e))?,
+            response_body: row.get(11),
+            failed_at: Timestamp::from_millis(row.get(12)),
+            failure_callback: failure_callback
+                .map(serde_json::from_str)
+                .transpose()
+                .map_err(|e| corrupt(&what, e))?,
+            dlq_id,
+        },
+    ))
+}
+
+fn event_from_row(row: &Row) -> StoreResult<(i64, Event)> {
+    let sequence: i64 = row.get(0);
+    let what = format!("event {sequence}");
+    let state: &str = row.get(3);
+    let spec: Option<&str> = row.get(4);
+    Ok((
+        sequence,
+        Event {
+            sequence,
+            time: Timestamp::from_millis(row.get(1)),
+            message_id: MessageId(row.get(2)),
+            state: MessageState::parse(state).ok_or_else(|| corrupt(&what, format!("state `{state}`")))?,
+            spec: MessageSpec::decode(spec.ok_or_else(|| corrupt(&what, "its message has no CREATED event"))?)
+                .map_err(|e| corrupt(&what, e))?,
+            detail: serde_json::from_str(row.get(5)).map_err(|e| corrupt(&what, e))?,
+        },
+    ))
+}
+
+#[async_trait]
+impl DeadLetterStore for PgQueueStore {
+    async fn dead_letters(
+        &self,
+        account: AccountId,
+        filter: &Filter,
+        cursor: Option<&str>,
+        count: usize,
+    ) -> StoreResult<Page<DeadLetter>> {
+        self.newest(
+            ("dead_letters", "d", DEAD_LETTER_COLUMNS),
+            filter_conditions(account, filter, true),
+            cursor,
+            count,
+            dead_letter_from_row,
+        )
+        .await
+    }
+
+    async fn delete_dead_letters(&self, account: AccountId, dlq_ids: &[String]) -> StoreResult<u64> {
+        let client = self.database.client().await?;
+        client
+            .execute(
+                "DELETE FROM dead_letters WHERE account_id = $1 AND dlq_id = ANY($2)",
+                &[&account.to_string(), &dlq_ids],
+            )
+            .await
+            .map_err(backend_error)
+    }
+
+    async fn retry_failure_callback(
+        &self,
+        account: AccountId,
+        dlq_id: &str,
+        callback: NewMessage,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        let work = Arc::new((dlq_id.to_owned(), callback));
+        self.database
+            .write(move |t| {
+                let work = Arc::clone(&work);
+                Box::pin(async move {
+                    let (dlq_id, callback) = &*work;
+                    let in_progress = FailureCallbackInfo {
+                        state: FailureCallbackState::InProgress,
+                        response_status: None,
+                        response_body: None,
+                        response_headers: Vec::new(),
+                    };
+                    if !set_failure_callback(t, account, dlq_id, &in_progress).await? {
+                        return Ok(false);
+                    }
+                    insert_messages(t, std::slice::from_ref(callback), now).await?;
+                    Ok(true)
+                })
+            })
+            .await
+    }
+
+    async fn retry_dead_letter(
+        &self,
+        account: AccountId,
+        dlq_id: &str,
+        replacement: NewMessage,
+        now: Timestamp,
+    ) -> StoreResult<Option<MessageId>> {
+        let work = Arc::new((dlq_id.to_owned(), replacement));
+        self.database
+            .write(move |t| {
+                let work = Arc::clone(&work);
+                Box::pin(async move {
+                    let (dlq_id, replacement) = &*work;
+                    let removed = t
+                        .execute(
+                            "DELETE FROM dead_letters WHERE account_id = $1 AND dlq_id = $2",
+                            &[&account.to_string(), dlq_id],
+                        )
+                        .await?;
+                    if removed == 0 {
+                        return Ok(None);
+                    }
+                    let stored = insert_messages(t, std::slice::from_ref(replacement), now).await?;
+                    Ok(stored.into_iter().next().map(|e| e.message_id))
+                })
+            })
+            .await
+    }
+
+    async fn prune_dead_letters(&self, older_than: Timestamp, window: usize) -> StoreResult<u64> {
+        let client = self.database.client().await?;
+        client
+            .execute(
+                "DELETE FROM dead_letters WHERE failed_at < $1
+                     AND seq IN (SELECT seq FROM dead_letters ORDER BY seq LIMIT $2)",
+                &[&older_than.as_millis(), &count(window)],
+            )
+            .await
+            .map_err(backend_error)
+    }
+}
+
+#[async_trait]
+impl EventLogStore for PgQueueStore {
+    async fn events(
+        &self,
+        account: AccountId,
+        filter: &Filter,
+        cursor: Option<&str>,
+        count: usize,
+    ) -> StoreResult<Page<Event>> {
+        let columns = format!("e.seq, e.time, e.message_id, e.state, {EVENT_SPEC}, e.detail");
+        self.newest(
+            ("events", "e", &columns),
+            filter_conditions(account, filter, false),
+            cursor,
+            count,
+            event_from_row,
+        )
+        .await
+    }
+
+    async fn prune_log(
+        &self,
+        older_than: Timestamp,
+        window: usize,
+        from: Option<LogPosition>,
+    ) -> StoreResult<(u64, Option<LogPosition>)> {
+        let client = self.database.client().await?;
+        let next_account = |after: String| {
+            let client = &client;
+            async move {
+                client
+                    .query_opt(
+                        "SELECT account_id FROM events WHERE account_id > $1 ORDER BY account_id LIMIT 1",
+                        &[&after],
+                    )
+                    .await
+                    .map_err(backend_error)
+                    .map(|row| {
+                        row.map(|r| LogPosition {
+                            account: r.get(0),
+                            seq: i64::MIN,
+                        })
+                    })
+            }
+        };
+        let position = match from {
+            Some(position) => position,
+            None => match next_account(String::new()).await? {
+                Some(position) => position,
+                None => return Ok((0, None)),
+            },
+        };
+        let (window, older_than) = (count(window), older_than.as_millis());
+        let row = client
+            .query_one(
+                "SELECT MAX(seq), MIN(time) FROM (
+                     SELECT seq, time FROM events WHERE account_id = $1 AND seq > $2 ORDER BY seq LIMIT $3) w",
+                &[&position.account, &position.seq, &window],
+            )
+            .await
+            .map_err(backend_error)?;
+        let (last_seq, oldest): (Option<i64>, Option<i64>) = (row.get(0), row.get(1));
+        // Events follow each other in time, so a window that starts after the cutoff ends this account.
+        let Some(last_seq) = last_seq.filter(|_| oldest.is_some_and(|time| time < older_than)) else {
+            return Ok((0, next_account(position.account).await?));
+        };
+        let deleted = client
+            .execute(
+                "DELETE FROM events WHERE account_id = $1 AND message_id IN (
+                     SELECT old.message_id FROM (
+                         SELECT DISTINCT message_id FROM (
+                             SELECT message_id, time FROM events WHERE account_id = $1 AND seq > $4
+                             ORDER BY seq LIMIT $3) w
+                         WHERE time < $2) old
+                     WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.account_id = $1 AND m.id = old.message_id)
+                       AND NOT EXISTS (SELECT 1 FROM events newer
+                           WHERE newer.account_id = $1 AND newer.message_id = old.message_id AND newer.time >= $2))",
+                &[&position.account, &older_than, &window, &position.seq],
+            )
+            .await
+            .map_err(backend_error)?;
+        Ok((
+            deleted,
+            Some(LogPosition {
+                account: position.account,
+                seq: last_seq,
+            }),
+        ))
+    }
+}

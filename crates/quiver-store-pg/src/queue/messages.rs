@@ -1,0 +1,613 @@
+//! Messages: publishing (in one statement per batch), reading, cancelling, claiming across nodes and
+//! applying each attempt's outcome.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use deadpool_postgres::Transaction;
+use quiver_core::store::StoreResult;
+use quiver_core::{AccountId, Timestamp};
+use quiver_queue::message::{
+    DeadLetter, Enqueued, EventDetail, FailureCallbackInfo, FlowControl, Message, MessageId, MessageState,
+    NewEvent, NewMessage,
+};
+use quiver_queue::store::{AttemptRecord, AttemptResolution, CancelFilter, DeliveryStore, MessageStore};
+
+use crate::database::{PRESENCE_CLASS, TxError, backend_error};
+use crate::queue::{MESSAGE_COLUMNS, PgQueueStore, count, json, message_from_row, spec_json};
+
+/// A message of a FIFO queue (alias `m`, its queue `q`) may start only while fewer than the queue's
+/// parallelism older messages of the queue remain, and never while the queue is paused. Every node reads
+/// the same rows, and a message's row stays until its delivery ends, so no two nodes start more.
+pub(crate) const QUEUE_CONDITION: &str = "(m.queue_name IS NULL OR q.name IS NULL OR (
+    NOT q.paused AND (
+        SELECT COUNT(*) FROM messages older
+        WHERE older.account_id = m.account_id AND older.queue_name = m.queue_name AND older.seq < m.seq
+    ) < q.parallelism))";
+
+/// A node's presence lock is free: the node is gone (see `PgDatabase`'s presence).
+const NODE_GONE: &str = "NOT EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted
+    AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+    AND l.classid::BIGINT = $2 AND l.objid::BIGINT = (m.lease_node::BIGINT & 4294967295) AND l.objsubid = 2)";
+
+/// Appends events of messages to their accounts' logs in one statement; the spec goes with CREATED
+/// events only (later events borrow it).
+pub(crate) async fn append_events(
+    transaction: &Transaction<'_>,
+    events: &[(&Message, &NewEvent)],
+) -> Result<(), TxError> {
+    if events.is_empty() {
+        return Ok(());
+    }
+    let mut columns = EventColumns::default();
+    for (message, event) in events {
+        columns.push(message, event)?;
+    }
+    let statement = transaction
+        .prepare_cached(
+            "INSERT INTO events (account_id, message_id, time, state, url, host, path, topic_name, queue_name,
+                 schedule_id, labels, spec, detail)
+             SELECT * FROM UNNEST($1::TEXT[], $2::TEXT[], $3::BIGINT[], $4::TEXT[], $5::TEXT[], $6::TEXT[],
+                 $7::TEXT[], $8::TEXT[], $9::TEXT[], $10::TEXT[], $11::TEXT[], $12::TEXT[], $13::TEXT[])",
+        )
+        .await?;
+    let c = &columns;
+    transaction
+        .execute(
+            &statement,
+            &[
+                &c.account, &c.message, &c.time, &c.state, &c.url, &c.host, &c.path, &c.topic, &c.queue,
+                &c.schedule, &c.labels, &c.spec, &c.detail,
+            ],
+        )
+        .await?;
+    Ok(())
+}
+
+/// The columns of events written together.
+#[derive(Default)]
+struct EventColumns {
+    account: Vec<String>,
+    message: Vec<String>,
+    time: Vec<i64>,
+    state: Vec<&'static str>,
+    url: Vec<String>,
+    host: Vec<Option<String>>,
+    path: Vec<Option<String>>,
+    topic: Vec<Option<String>>,
+    queue: Vec<Option<String>>,
+    schedule: Vec<Option<String>>,
+    labels: Vec<String>,
+    spec: Vec<Option<String>>,
+    detail: Vec<String>,
+}
+
+impl EventColumns {
+    fn push(&mut self, message: &Message, event: &NewEvent) -> StoreResult<()> {
+        let spec = &message.spec;
+        let url = url::Url::parse(&spec.url).ok();
+        self.account.push(message.account_id.to_string());
+        self.message.push(message.id.0.clone());
+        self.time.push(event.time.as_millis());
+        self.state.push(event.state.as_str());
+        self.url.push(spec.url.clone());
+        self.host.push(url.as_ref().and_then(|u| u.host_str().map(str::to_owned)));
+        self.path.push(url.as_ref().map(|u| u.path().to_owned()));
+        self.topic.push(spec.topic_name.clone());
+        self.queue.push(spec.queue_name.clone());
+        self.schedule.push(spec.schedule_id.clone());
+        self.labels.push(json(&spec.labels)?);
+        self.spec.push(if event.state == MessageState::Created {
+            Some(spec_json(spec)?)
+        } else {
+            None
+        });
+        self.detail.push(json(&event.detail)?);
+        Ok(())
+    }
+}
+
+/// Stores messages with a CREATED event each, honouring their deduplication keys: a message whose key
+/// is live is not stored, and the earlier message's id stands for it. Rows and events are written one
+/// statement each for the whole batch.
+pub(crate) async fn insert_messages(
+    transaction: &Transaction<'_>,
+    news: &[NewMessage],
+    now: Timestamp,
+) -> Result<Vec<Enqueued>, TxError> {
+    let mut outcomes = Vec::with_capacity(news.len());
+    let mut stored: Vec<&Message> = Vec::with_capacity(news.len());
+    if news.iter().any(|m| m.dedup.is_some()) {
+        transaction
+            .execute(
+                "DELETE FROM deduplication WHERE ctid IN
+                     (SELECT ctid FROM deduplication WHERE expires_at <= $1 LIMIT 256)",
+                &[&now.as_millis()],
+            )
+            .await?;
+    }
+    for new in news {
+        let message = &new.message;
+        if let Some((key, expires_at)) = &new.dedup
+            && let Some(earlier) = deduplicate(transaction, message, key, *expires_at, now).await?
+        {
+            outcomes.push(Enqueued {
+                message_id: earlier,
+                deduplicated: true,
+            });
+            continue;
+        }
+        outcomes.push(Enqueued {
+            message_id: message.id.clone(),
+            deduplicated: false,
+        });
+        stored.push(message);
+    }
+    if stored.is_empty() {
+        return Ok(outcomes);
+    }
+    let mut rows = MessageColumns::default();
+    for message in &stored {
+        rows.push(message)?;
+    }
+    let statement = transaction
+        .prepare_cached(
+            "INSERT INTO messages (account_id, id, due_at, retried, not_before, created_at, queue_name, flow_key,
+                 workflow_run_id, spec, body)
+             SELECT a, i, n, r, n, c, q, f, w, s, b FROM UNNEST($1::TEXT[], $2::TEXT[], $3::BIGINT[],
+                 $4::BIGINT[], $5::BIGINT[], $6::TEXT[], $7::TEXT[], $8::TEXT[], $9::TEXT[], $10::BYTEA[])
+                 AS t(a, i, n, r, c, q, f, w, s, b)",
+        )
+        .await?;
+    let r = &rows;
+    transaction
+        .execute(
+            &statement,
+            &[
+                &r.account, &r.id, &r.not_before, &r.retried, &r.created_at, &r.queue, &r.flow_key, &r.run,
+                &r.spec, &r.body,
+            ],
+        )
+        .await?;
+    let created: Vec<NewEvent> = stored
+        .iter()
+        .map(|m| NewEvent {
+            time: m.created_at,
+            state: MessageState::Created,
+            detail: EventDetail::default(),
+        })
+        .collect();
+    let events: Vec<(&Message, &NewEvent)> = stored.iter().copied().zip(&created).collect();
+    append_events(transaction, &events).await?;
+    // The latest publish of a key sets its limits; keys are written in order, so that two batches
+    // sharing keys never wait for each other in a circle.
+    let mut keys: BTreeMap<(String, &str), &FlowControl> = BTreeMap::new();
+    for message in &stored {
+        if let Some(flow) = &message.spec.flow_control {
+            keys.insert((message.account_id.to_string(), flow.key.as_str()), flow);
+        }
+    }
+    for ((account, _), flow) in keys {
+        upsert_key(transaction, &account, flow).await?;
+    }
+    Ok(outcomes)
+}
+
+/// The columns of messages written together.
+#[derive(Default)]
+struct MessageColumns {
+    account: Vec<String>,
+    id: Vec<String>,
+    not_before: Vec<i64>,
+    retried: Vec<i64>,
+    created_at: Vec<i64>,
+    queue: Vec<Option<String>>,
+    flow_key: Vec<Option<String>>,
+    run: Vec<Option<String>>,
+    spec: Vec<String>,
+    body: Vec<Vec<u8>>,
+}
+
+impl MessageColumns {
+    fn push(&mut self, message: &Message) -> StoreResult<()> {
+        let spec = &message.spec;
+        self.account.push(message.account_id.to_string());
+        self.id.push(message.id.0.clone());
+        self.not_before.push(message.not_before.as_millis());
+        self.retried.push(i64::from(message.retried));
+        self.created_at.push(message.created_at.as_millis());
+        self.queue.push(spec.queue_name.clone());
+        self.flow_key.push(spec.flow_control.as_ref().map(|f| f.key.clone()));
+        self.run.push(spec.workflow_run_id.clone());
+        self.spec.push(spec_json(spec)?);
+        self.body.push(message.body.clone());
+        Ok(())
+    }
+}
+
+/// Takes `key` for `message` until `expires_at`, unless a live earlier message holds it: then that
+/// message's id. Of nodes racing for a new key, the unique key makes one wait for the other's commit and
+/// then find its message.
+async fn deduplicate(
+    transaction: &Transaction<'_>,
+    message: &Message,
+    key: &str,
+    expires_at: Timestamp,
+    now: Timestamp,
+) -> Result<Option<MessageId>, TxError> {
+    let account = message.account_id.to_string();
+    let taken = transaction
+        .query_opt(
+            "INSERT INTO deduplication (account_id, key, message_id, expires_at) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (account_id, key) DO UPDATE SET message_id = excluded.message_id,
+                 expires_at = excluded.expires_at
+             WHERE deduplication.expires_at <= $5
+             RETURNING message_id",
+            &[&account, &key, &message.id.0, &expires_at.as_millis(), &now.as_millis()],
+        )
+        .await?;
+    if taken.is_some() {
+        return Ok(None);
+    }
+    let earlier = transaction
+        .query_opt(
+            "SELECT message_id FROM deduplication WHERE account_id = $1 AND key = $2",
+            &[&account, &key],
+        )
+        .await?;
+    Ok(earlier.map(|row| MessageId(row.get(0))))
+}
+
+/// Records (or updates, where not pinned) the limits a publish carries for its key.
+async fn upsert_key(transaction: &Transaction<'_>, account: &str, flow: &FlowControl) -> Result<(), TxError> {
+    let period = flow.period.map(|p| i64::try_from(p).unwrap_or(i64::MAX));
+    let statement = transaction
+        .prepare_cached(
+            "INSERT INTO flow_controls (account_id, key, parallelism, rate, period_secs)
+             VALUES ($1, $2, $3, $4, COALESCE($5::BIGINT, 1))
+             ON CONFLICT (account_id, key) DO UPDATE SET
+                 parallelism = CASE WHEN flow_controls.pinned_parallelism THEN flow_controls.parallelism
+                     ELSE excluded.parallelism END,
+                 rate = CASE WHEN flow_controls.pinned_rate THEN flow_controls.rate ELSE excluded.rate END,
+                 period_secs = CASE WHEN flow_controls.pinned_rate THEN flow_controls.period_secs
+                     ELSE excluded.period_secs END",
+        )
+        .await?;
+    transaction
+        .execute(
+            &statement,
+            &[
+                &account,
+                &flow.key,
+                &flow.parallelism.map(i64::from),
+                &flow.rate.map(i64::from),
+                &period,
+            ],
+        )
+        .await?;
+    Ok(())
+}
+
+/// Deletes a pending message's row; `false` when it was gone already.
+async fn delete_message(transaction: &Transaction<'_>, message: &Message) -> Result<bool, TxError> {
+    let statement = transaction
+        .prepare_cached("DELETE FROM messages WHERE account_id = $1 AND id = $2")
+        .await?;
+    Ok(transaction
+        .execute(&statement, &[&message.account_id.to_string(), &message.id.0])
+        .await?
+        == 1)
+}
+
+async fn insert_dead_letter(transaction: &Transaction<'_>, dead: &DeadLetter) -> Result<(), TxError> {
+    let message = &dead.message;
+    let spec = &message.spec;
+    let failure_callback = dead.failure_callback.as_ref().map(json).transpose()?;
+    let statement = transaction
+        .prepare_cached(
+            "INSERT INTO dead_letters (dlq_id, account_id, message_id, url, topic_name, queue_name, schedule_id,
+                 labels, response_status, failed_at, retried, not_before, created_at, spec, body,
+                 response_headers, response_body, failure_callback)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)",
+        )
+        .await?;
+    transaction
+        .execute(
+            &statement,
+            &[
+                &dead.dlq_id,
+                &message.account_id.to_string(),
+                &message.id.0,
+                &spec.url,
+                &spec.topic_name,
+                &spec.queue_name,
+                &spec.schedule_id,
+                &json(&spec.labels)?,
+                &dead.response_status.map(i32::from),
+                &dead.failed_at.as_millis(),
+                &i64::from(message.retried),
+                &message.not_before.as_millis(),
+                &message.created_at.as_millis(),
+                &spec_json(spec)?,
+                &message.body,
+                &json(&dead.response_headers)?,
+                &dead.response_body,
+                &failure_callback,
+            ],
+        )
+        .await?;
+    Ok(())
+}
+
+/// Records how a dead letter's failure callback stands; `false` when the dead letter is gone.
+pub(crate) async fn set_failure_callback(
+    transaction: &Transaction<'_>,
+    account: AccountId,
+    dlq_id: &str,
+    info: &FailureCallbackInfo,
+) -> Result<bool, TxError> {
+    Ok(transaction
+        .execute(
+            "UPDATE dead_letters SET failure_callback = $3 WHERE account_id = $1 AND dlq_id = $2",
+            &[&account.to_string(), &dlq_id, &json(info)?],
+        )
+        .await?
+        == 1)
+}
+
+#[async_trait]
+impl MessageStore for PgQueueStore {
+    async fn enqueue(&self, messages: Vec<NewMessage>, now: Timestamp) -> StoreResult<Vec<Enqueued>> {
+        let messages = Arc::new(messages);
+        self.database
+            .write(move |t| {
+                let messages = Arc::clone(&messages);
+                Box::pin(async move { insert_messages(t, &messages, now).await })
+            })
+            .await
+    }
+
+    async fn message(&self, account: AccountId, id: &MessageId) -> StoreResult<Option<Message>> {
+        let client = self.database.client().await?;
+        let statement = client
+            .prepare_cached(&format!(
+                "SELECT {MESSAGE_COLUMNS} FROM messages WHERE account_id = $1 AND id = $2"
+            ))
+            .await
+            .map_err(backend_error)?;
+        client
+            .query_opt(&statement, &[&account.to_string(), &id.0])
+            .await
+            .map_err(backend_error)?
+            .as_ref()
+            .map(message_from_row)
+            .transpose()
+    }
+
+    async fn cancel(
+        &self,
+        account: AccountId,
+        ids: Option<Vec<MessageId>>,
+        filter: CancelFilter,
+        limit: Option<usize>,
+        now: Timestamp,
+    ) -> StoreResult<u64> {
+        let wanted = Arc::new((ids, filter));
+        self.database
+            .write(move |t| {
+                let wanted = Arc::clone(&wanted);
+                Box::pin(async move {
+                    let (ids, filter) = &*wanted;
+                    let account_text = account.to_string();
+                    let rows = match ids {
+                        Some(ids) => {
+                            let ids: Vec<&str> = ids.iter().map(|id| id.0.as_str()).collect();
+                            t.query(
+                                &format!(
+                                    "SELECT {MESSAGE_COLUMNS} FROM messages
+                                     WHERE account_id = $1 AND id = ANY($2) FOR UPDATE"
+                                ),
+                                &[&account_text, &ids],
+                            )
+                            .await?
+                        }
+                        None => {
+                            t.query(
+                                &format!(
+                                    "SELECT {MESSAGE_COLUMNS} FROM messages WHERE account_id = $1
+                                     ORDER BY seq FOR UPDATE"
+                                ),
+                                &[&account_text],
+                            )
+                            .await?
+                        }
+                    };
+                    let mut targets = Vec::new();
+                    for row in &rows {
+                        if limit.is_some_and(|l| targets.len() >= l) {
+                            break;
+                        }
+                        let message = message_from_row(row)?;
+                        if ids.is_some() || filter.matches(&message) {
+                            targets.push(message);
+                        }
+                    }
+                    let doomed: Vec<&str> = targets.iter().map(|m| m.id.0.as_str()).collect();
+                    t.execute(
+                        "DELETE FROM messages WHERE account_id = $1 AND id = ANY($2)",
+                        &[&account_text, &doomed],
+                    )
+                    .await?;
+                    let [requested, canceled] = [MessageState::CancelRequested, MessageState::Canceled].map(
+                        |state| NewEvent {
+                            time: now,
+                            state,
+                            detail: EventDetail::default(),
+                        },
+                    );
+                    let events: Vec<(&Message, &NewEvent)> = targets
+                        .iter()
+                        .flat_map(|m| [(m, &requested), (m, &canceled)])
+                        .collect();
+                    append_events(t, &events).await?;
+                    Ok(targets.len() as u64)
+                })
+            })
+            .await
+    }
+}
+
+#[async_trait]
+impl DeliveryStore for PgQueueStore {
+    async fn claim_due(
+        &self,
+        now: Timestamp,
+        limit: usize,
+        lease_until: Timestamp,
+    ) -> StoreResult<Vec<Message>> {
+        let node = self.database.node();
+        self.database
+            .write(move |t| {
+                Box::pin(async move {
+                    // Unkeyed messages: rows another node is claiming right now are skipped, not waited
+                    // for; a row whose claim committed meanwhile is re-read and dropped for not being due.
+                    let statement = t
+                        .prepare_cached(&format!(
+                            "WITH chosen AS (
+                                 SELECT m.account_id, m.id FROM messages m
+                                 LEFT JOIN fifo_queues q ON q.account_id = m.account_id AND q.name = m.queue_name
+                                 WHERE m.due_at <= $2 AND m.flow_key IS NULL AND {QUEUE_CONDITION}
+                                 ORDER BY m.due_at LIMIT $3
+                                 FOR UPDATE OF m SKIP LOCKED)
+                             UPDATE messages m SET due_at = $1, leased = TRUE, lease_node = $4
+                             FROM chosen WHERE m.account_id = chosen.account_id AND m.id = chosen.id
+                             RETURNING m.id, m.account_id, m.retried, m.not_before, m.created_at, m.spec, m.body"
+                        ))
+                        .await?;
+                    let rows = t
+                        .query(
+                            &statement,
+                            &[&lease_until.as_millis(), &now.as_millis(), &count(limit), &node],
+                        )
+                        .await?;
+                    let mut claimed = rows.iter().map(message_from_row).collect::<StoreResult<Vec<_>>>()?;
+                    let room = limit.saturating_sub(claimed.len());
+                    if room > 0 {
+                        claimed.extend(
+                            crate::queue::control::claim_keyed(t, now, room, lease_until, node).await?,
+                        );
+                    }
+                    let active = NewEvent {
+                        time: now,
+                        state: MessageState::Active,
+                        detail: EventDetail::default(),
+                    };
+                    let events: Vec<(&Message, &NewEvent)> = claimed.iter().map(|m| (m, &active)).collect();
+                    append_events(t, &events).await?;
+                    Ok(claimed)
+                })
+            })
+            .await
+    }
+
+    async fn next_due(&self) -> StoreResult<Option<Timestamp>> {
+        let client = self.database.client().await?;
+        let statement = client
+            .prepare_cached(&format!(
+                "SELECT MIN(m.due_at) FROM messages m
+                 LEFT JOIN fifo_queues q ON q.account_id = m.account_id AND q.name = m.queue_name
+                 WHERE m.flow_key IS NULL AND {QUEUE_CONDITION}"
+            ))
+            .await
+            .map_err(backend_error)?;
+        let unkeyed: Option<i64> = client
+            .query_one(&statement, &[])
+            .await
+            .map_err(backend_error)?
+            .get(0);
+        let keyed = crate::queue::control::next_keyed_due(&client).await?;
+        Ok(match (unkeyed.map(Timestamp::from_millis), keyed) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        })
+    }
+
+    /// Releases this node's leases (the caller vouches that none of its deliveries is in flight) and
+    /// those of nodes that are gone; another living node's leases stay.
+    async fn release_leases(&self, now: Timestamp) -> StoreResult<u64> {
+        let node = self.database.node();
+        let client = self.database.client().await?;
+        client
+            .execute(
+                &format!(
+                    "UPDATE messages m SET due_at = LEAST(not_before, $1), leased = FALSE, lease_node = NULL
+                     WHERE leased AND (lease_node = $3 OR lease_node IS NULL OR {NODE_GONE})"
+                ),
+                &[&now.as_millis(), &i64::from(PRESENCE_CLASS), &node],
+            )
+            .await
+            .map_err(backend_error)
+    }
+
+    async fn record_attempt(&self, record: AttemptRecord) -> StoreResult<()> {
+        let record = Arc::new(record);
+        self.database
+            .write(move |t| {
+                let record = Arc::clone(&record);
+                Box::pin(async move {
+                    let statement = t
+                        .prepare_cached(&format!(
+                            "SELECT {MESSAGE_COLUMNS} FROM messages WHERE account_id = $1 AND id = $2 FOR UPDATE"
+                        ))
+                        .await?;
+                    let Some(row) = t
+                        .query_opt(&statement, &[&record.account_id.to_string(), &record.message_id.0])
+                        .await?
+                    else {
+                        return Ok(());
+                    };
+                    let message = message_from_row(&row)?;
+                    match &record.resolution {
+                        AttemptResolution::Finished { dead_letter } => {
+                            delete_message(t, &message).await?;
+                            if let Some(dead) = dead_letter {
+                                insert_dead_letter(t, dead).await?;
+                            }
+                        }
+                        AttemptResolution::Retry { retried, at } => {
+                            let statement = t
+                                .prepare_cached(
+                                    "UPDATE messages SET retried = $3, due_at = $4, not_before = $4,
+                                         leased = FALSE, lease_node = NULL
+                                     WHERE account_id = $1 AND id = $2",
+                                )
+                                .await?;
+                            t.execute(
+                                &statement,
+                                &[
+                                    &message.account_id.to_string(),
+                                    &message.id.0,
+                                    &i64::from(*retried),
+                                    &at.as_millis(),
+                                ],
+                            )
+                            .await?;
+                        }
+                    }
+                    let events: Vec<(&Message, &NewEvent)> =
+                        record.events.iter().map(|e| (&message, e)).collect();
+                    append_events(t, &events).await?;
+                    for follow_up in &record.follow_ups {
+                        insert_messages(t, std::slice::from_ref(follow_up), follow_up.message.created_at)
+                            .await?;
+                    }
+                    if let Some((dlq_id, info)) = &record.failure_callback_report {
+                        set_failure_callback(t, record.account_id, dlq_id, info).await?;
+                    }
+                    Ok(())
+                })
+            })
+            .await
+    }
+}
