@@ -1,7 +1,6 @@
 //! Start-up, supervision and ordered shutdown of one Quiver process.
 
 use std::net::SocketAddr;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -10,7 +9,7 @@ use quiver_core::{Clock, StoreError};
 use quiver_http::{AppState, Services};
 use quiver_queue::ssrf::DestinationPolicy;
 use quiver_queue::{DeliveryWorker, KeySource, Queue, SigningKeys};
-use quiver_store::{Database, SqliteAdminStore, SqliteQueueStore, SqliteVectorStore};
+use quiver_store::Database;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -18,6 +17,7 @@ use tokio_util::task::TaskTracker;
 use tracing::{info, warn};
 
 use crate::config::Config;
+use crate::stores::Stores;
 
 /// Everything [`App::start`] needs.
 #[derive(Debug, Clone)]
@@ -61,51 +61,46 @@ pub enum StartError {
 }
 
 /// The catalogue opened on its own, for commands that do not serve (`credentials`, `accounts`).
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Catalog {
     /// Accounts and indexes.
     pub admin: Admin,
-    store: Arc<SqliteAdminStore>,
-    database: Database,
+    store: Arc<dyn quiver_admin::AdminStore>,
+    writers: Vec<Database>,
+}
+
+impl std::fmt::Debug for Catalog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Catalog").field("admin", &self.admin).finish_non_exhaustive()
+    }
 }
 
 impl Catalog {
-    /// Opens `catalog.db` in the configured data directory, creating the directory if needed.
+    /// Opens the catalogue where the configuration puts it (`catalog.db` in the data directory, created
+    /// if needed, or the PostgreSQL database).
     ///
     /// # Errors
-    /// The directory or database cannot be created or opened.
-    pub fn open(config: &Config, clock: Arc<dyn Clock>) -> Result<Catalog, StartError> {
-        create_data_dir(&config.server.data_dir)?;
-        let store = SqliteAdminStore::open(&config.server.data_dir, &config.storage)?;
-        let database = store.database().clone();
-        let store = Arc::new(store);
-        let admin = Admin::new(Arc::clone(&store) as Arc<dyn quiver_admin::AdminStore>, clock);
-        Ok(Catalog {
+    /// The directory or database cannot be created, opened or reached.
+    pub async fn open(config: &Config, clock: Arc<dyn Clock>) -> Result<Catalog, StartError> {
+        let (store, writers) = Stores::open_catalog(&config.server.data_dir, &config.storage).await?;
+        Ok(Catalog::over(store, writers, clock))
+    }
+
+    fn over(store: Arc<dyn quiver_admin::AdminStore>, writers: Vec<Database>, clock: Arc<dyn Clock>) -> Catalog {
+        let admin = Admin::new(Arc::clone(&store), clock);
+        Catalog {
             admin,
             store,
-            database,
-        })
+            writers,
+        }
     }
 
     /// Commits outstanding writes and stops the writer.
     pub async fn close(&self) {
-        self.database.close().await;
+        for writer in &self.writers {
+            writer.close().await;
+        }
     }
-}
-
-fn create_data_dir(path: &Path) -> Result<(), StartError> {
-    let error = |source| StartError::DataDir {
-        path: path.display().to_string(),
-        source,
-    };
-    std::fs::create_dir_all(path).map_err(error)?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        // Databases hold credentials: only the owner may read them.
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700)).map_err(error)?;
-    }
-    Ok(())
 }
 
 /// Signing keys live with the account, in the catalogue.
@@ -135,8 +130,7 @@ pub struct App {
     local_addr: SocketAddr,
     catalog: Catalog,
     queue: Queue,
-    queue_database: Database,
-    vector_database: Database,
+    writers: Vec<Database>,
     bootstrap: Bootstrap,
     shutdown: CancellationToken,
     tracker: TaskTracker,
@@ -151,7 +145,8 @@ impl App {
     /// See [`StartError`].
     pub async fn start(options: AppOptions) -> Result<App, StartError> {
         let config = options.config;
-        let catalog = Catalog::open(&config, Arc::clone(&options.clock))?;
+        let stores = Stores::open(&config.server.data_dir, &config.storage).await?;
+        let catalog = Catalog::over(Arc::clone(&stores.admin), Vec::new(), Arc::clone(&options.clock));
         let bootstrap = catalog.admin.bootstrap(&options.bootstrap).await?;
 
         let address = config.server.bind;
@@ -162,8 +157,6 @@ impl App {
             .local_addr()
             .map_err(|source| StartError::Bind { address, source })?;
 
-        let queue_store = SqliteQueueStore::open(&config.server.data_dir, &config.storage)?;
-        let queue_database = queue_store.database().clone();
         let mut allowed_hosts = config.queue.allowed_hosts.clone();
         // The operator's language-model API is a destination they chose, wherever it runs.
         if let Some(host) = config
@@ -179,7 +172,7 @@ impl App {
             allowed_hosts,
         };
         let queue = Queue::new(
-            Arc::new(queue_store),
+            Arc::clone(&stores.queue),
             Arc::clone(&options.clock),
             config.queue.clone(),
             policy,
@@ -201,14 +194,12 @@ impl App {
             shutdown.child_token(),
         ));
 
-        let vector_store = SqliteVectorStore::open(&config.server.data_dir, &config.storage)?;
-        let vector_database = vector_store.database().clone();
         let embedders = Arc::new(quiver_embed::Embedders::new(
             config.embeddings.models_dir(&config.server.data_dir),
             config.embeddings.threads,
         ));
         let vectors = Arc::new(quiver_vector::Vectors::new(
-            Arc::new(vector_store),
+            Arc::clone(&stores.vectors),
             Arc::clone(&options.clock),
             Arc::clone(&embedders),
         ));
@@ -239,13 +230,12 @@ impl App {
                 .with_graceful_shutdown(stop_accepting.cancelled_owned())
                 .await
         });
-        info!(%local_addr, data_dir = %config.server.data_dir.display(), dev = config.server.dev, "quiver is serving");
+        info!(%local_addr, storage = %config.storage_location(), dev = config.server.dev, "quiver is serving");
         Ok(App {
             local_addr,
             catalog,
             queue,
-            queue_database,
-            vector_database,
+            writers: stores.writers,
             bootstrap,
             shutdown,
             tracker,
@@ -295,9 +285,9 @@ impl App {
                 self.http.abort();
             }
         }
-        self.queue_database.close().await;
-        self.vector_database.close().await;
-        self.catalog.close().await;
+        for writer in &self.writers {
+            writer.close().await;
+        }
         info!("shut down cleanly");
     }
 }

@@ -116,7 +116,11 @@ impl Config {
         Ok(config)
     }
 
-    fn validate(&self) -> Result<(), ConfigError> {
+    /// Checks values that parse but cannot work (zero sizes, a storage URL of another database).
+    ///
+    /// # Errors
+    /// The first such value, named by its key.
+    pub fn validate(&self) -> Result<(), ConfigError> {
         let positive = [
             (
                 "http.management_body_limit_bytes",
@@ -129,6 +133,7 @@ impl Config {
             ),
             ("storage.write_queue_capacity", self.storage.write_queue_capacity),
             ("storage.read_connections", self.storage.read_connections),
+            ("storage.pool_size", self.storage.pool_size),
             ("queue.max_message_bytes", self.queue.max_message_bytes),
             ("queue.delivery_concurrency", self.queue.delivery_concurrency),
             ("queue.claim_batch", self.queue.claim_batch),
@@ -139,12 +144,49 @@ impl Config {
                 return Err(ConfigError::Invalid(format!("{key} must be at least 1")));
             }
         }
+        let url = &self.storage.url;
+        if !(url.is_empty() || url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+            return Err(ConfigError::Invalid(
+                "storage.url must be empty (the embedded store) or a postgres:// URL".to_owned(),
+            ));
+        }
+        let schema = &self.storage.schema;
+        let plain = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_';
+        if !schema.is_empty()
+            && (schema.len() > 63 || !schema.chars().all(plain) || schema.starts_with(|c: char| c.is_ascii_digit()))
+        {
+            return Err(ConfigError::Invalid(format!(
+                "storage.schema `{schema}` must be a lowercase identifier (letters, digits, `_`)"
+            )));
+        }
         Ok(())
     }
 
-    /// The configuration as TOML, for `quiver check-config`. It holds no secrets.
+    /// Where the stores live, for logs: the data directory, or the PostgreSQL URL without its password.
+    pub fn storage_location(&self) -> String {
+        if self.storage.url.is_empty() {
+            self.server.data_dir.display().to_string()
+        } else {
+            redact_password(&self.storage.url)
+        }
+    }
+
+    /// The configuration as TOML, for `quiver check-config`, a storage URL's password hidden.
     pub fn to_toml(&self) -> String {
-        toml::to_string_pretty(self).unwrap_or_else(|e| format!("# cannot print the configuration: {e}\n"))
+        let mut shown = self.clone();
+        shown.storage.url = redact_password(&self.storage.url);
+        toml::to_string_pretty(&shown).unwrap_or_else(|e| format!("# cannot print the configuration: {e}\n"))
+    }
+}
+
+/// `url` with its password (if any) replaced by `***`.
+fn redact_password(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut parsed) if parsed.password().is_some() => {
+            let _ = parsed.set_password(Some("***"));
+            parsed.to_string()
+        }
+        _ => url.to_owned(),
     }
 }
 
@@ -245,5 +287,22 @@ mod tests {
             Config::load(None, env(&[("QUIVER____X", "1")])),
             Err(ConfigError::EnvName(_))
         ));
+    }
+
+    #[test]
+    fn a_storage_url_must_be_postgres_and_its_password_is_never_printed() {
+        let mysql = Config::load(None, env(&[("QUIVER__STORAGE__URL", "mysql://root@localhost/q")])).unwrap_err();
+        assert!(mysql.to_string().contains("storage.url"), "{mysql}");
+        let schema = Config::load(None, env(&[("QUIVER__STORAGE__SCHEMA", "Bad-Name")])).unwrap_err();
+        assert!(schema.to_string().contains("storage.schema"), "{schema}");
+        let config = Config::load(
+            None,
+            env(&[("QUIVER__STORAGE__URL", "postgres://quiver:hunter2@db.internal:5432/quiver")]),
+        )
+        .unwrap();
+        let printed = config.to_toml();
+        assert!(!printed.contains("hunter2"), "{printed}");
+        assert!(printed.contains("postgres://quiver:***@db.internal:5432/quiver"), "{printed}");
+        assert!(!config.storage_location().contains("hunter2"));
     }
 }

@@ -3,6 +3,7 @@
 //! - [`config`]: the typed configuration tree ([`Config`]): embedded defaults, a file, then
 //!   `QUIVER__SECTION__KEY` overrides.
 //! - [`credentials`]: the fixed development credentials of `--dev`.
+//! - `stores`: the stores where `[storage]` puts them (embedded SQLite, or one PostgreSQL database).
 //! - [`app`]: [`App`]: opens the stores, bootstraps the first account, serves HTTP, supervises
 //!   background work and shuts down in order.
 #![warn(missing_docs)]
@@ -10,6 +11,7 @@
 pub mod app;
 pub mod config;
 pub mod credentials;
+mod stores;
 
 pub use app::{App, AppOptions, Catalog, StartError};
 pub use config::{Config, ConfigError};

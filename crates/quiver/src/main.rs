@@ -34,6 +34,10 @@ struct Cli {
     /// Data directory (databases, snapshots, models); overrides `server.data_dir`.
     #[arg(long, global = true, value_name = "DIR")]
     data_dir: Option<PathBuf>,
+    /// A PostgreSQL URL (postgres://USER@HOST:PORT/DATABASE) to keep everything in, which several nodes
+    /// can share; overrides `storage.url`. Without it, the embedded store in the data directory.
+    #[arg(long, global = true, value_name = "URL")]
+    store: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -129,6 +133,9 @@ fn load_config(cli: &Cli, environment: &Environment) -> Result<Config> {
     if let Some(dir) = &cli.data_dir {
         config.server.data_dir.clone_from(dir);
     }
+    if let Some(url) = &cli.store {
+        config.storage.url.clone_from(url);
+    }
     if let Some(dir) = environment.get("QUIVER_MODELS_DIR") {
         config.embeddings.models_dir = dir.into();
     }
@@ -138,6 +145,7 @@ fn load_config(cli: &Cli, environment: &Environment) -> Result<Config> {
         }
         config.server.dev |= *dev;
     }
+    config.validate()?;
     Ok(config)
 }
 
@@ -207,7 +215,7 @@ async fn wait_for_signal() -> Result<()> {
 }
 
 async fn credentials(config: &Config, email: Option<String>) -> Result<()> {
-    let catalog = Catalog::open(config, SystemClock::shared())?;
+    let catalog = Catalog::open(config, SystemClock::shared()).await?;
     let account = match email {
         Some(email) => Some(catalog.admin.account(&email).await?),
         None => catalog.admin.bootstrap_account().await?,
@@ -225,7 +233,7 @@ async fn credentials(config: &Config, email: Option<String>) -> Result<()> {
 
 async fn create_account(config: &Config, email: String) -> Result<()> {
     let email = Email::try_from(email)?;
-    let catalog = Catalog::open(config, SystemClock::shared())?;
+    let catalog = Catalog::open(config, SystemClock::shared()).await?;
     let created = catalog.admin.create_account(email).await;
     catalog.close().await;
     print_credentials(&mut std::io::stdout().lock(), &created?)?;

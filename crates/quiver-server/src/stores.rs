@@ -1,0 +1,92 @@
+//! Opening the stores where the configuration puts them: the embedded SQLite databases in the data
+//! directory, or one PostgreSQL database (`storage.url`) that several nodes share.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use quiver_admin::AdminStore;
+use quiver_queue::QueueStore;
+use quiver_store::{Database, SqliteAdminStore, SqliteQueueStore, SqliteVectorStore, StorageConfig};
+use quiver_store_pg::{PgAdminStore, PgDatabase, PgOptions, PgQueueStore, PgVectorStore};
+use quiver_vector::VectorStore;
+
+use crate::app::StartError;
+
+/// Every store of one node.
+pub(crate) struct Stores {
+    pub(crate) admin: Arc<dyn AdminStore>,
+    pub(crate) queue: Arc<dyn QueueStore>,
+    pub(crate) vectors: Arc<dyn VectorStore>,
+    /// The SQLite databases whose writers flush at shutdown (none with PostgreSQL, whose writes are
+    /// committed when they return).
+    pub(crate) writers: Vec<Database>,
+}
+
+impl Stores {
+    /// Opens (creating and migrating as needed) every store.
+    pub(crate) async fn open(data_dir: &Path, config: &StorageConfig) -> Result<Stores, StartError> {
+        if config.url.is_empty() {
+            create_data_dir(data_dir)?;
+            let admin = SqliteAdminStore::open(data_dir, config)?;
+            let queue = SqliteQueueStore::open(data_dir, config)?;
+            let vectors = SqliteVectorStore::open(data_dir, config)?;
+            let writers = vec![
+                queue.database().clone(),
+                vectors.database().clone(),
+                admin.database().clone(),
+            ];
+            return Ok(Stores {
+                admin: Arc::new(admin),
+                queue: Arc::new(queue),
+                vectors: Arc::new(vectors),
+                writers,
+            });
+        }
+        let database = open_postgres(config).await?;
+        Ok(Stores {
+            admin: Arc::new(PgAdminStore::new(database.clone())),
+            queue: Arc::new(PgQueueStore::new(database.clone())),
+            vectors: Arc::new(PgVectorStore::new(database)),
+            writers: Vec::new(),
+        })
+    }
+
+    /// Opens the catalogue alone (accounts and indexes), for commands that do not serve.
+    pub(crate) async fn open_catalog(
+        data_dir: &Path,
+        config: &StorageConfig,
+    ) -> Result<(Arc<dyn AdminStore>, Vec<Database>), StartError> {
+        if config.url.is_empty() {
+            create_data_dir(data_dir)?;
+            let admin = SqliteAdminStore::open(data_dir, config)?;
+            let writers = vec![admin.database().clone()];
+            return Ok((Arc::new(admin), writers));
+        }
+        let database = open_postgres(config).await?;
+        Ok((Arc::new(PgAdminStore::new(database)), Vec::new()))
+    }
+}
+
+async fn open_postgres(config: &StorageConfig) -> Result<PgDatabase, StartError> {
+    let options = PgOptions {
+        url: config.url.clone(),
+        schema: (!config.schema.is_empty()).then(|| config.schema.clone()),
+        pool_size: config.pool_size,
+    };
+    Ok(PgDatabase::open(&options).await?)
+}
+
+fn create_data_dir(path: &Path) -> Result<(), StartError> {
+    let error = |source| StartError::DataDir {
+        path: path.display().to_string(),
+        source,
+    };
+    std::fs::create_dir_all(path).map_err(error)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        // Databases hold credentials: only the owner may read them.
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700)).map_err(error)?;
+    }
+    Ok(())
+}
