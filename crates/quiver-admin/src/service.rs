@@ -107,10 +107,16 @@ impl Admin {
         let email = wanted.email.clone().unwrap_or_else(default_admin_email);
         let mut account = Account::generate(email, self.clock.now(), true);
         wanted.apply_to(&mut account);
-        self.store
-            .insert_account(&account)
-            .await
-            .map_err(|e| email_conflict(e, &account.email))?;
+        if let Err(error) = self.store.insert_account(&account).await {
+            // Another node sharing the store created it first: that one is the bootstrap account.
+            if let Some(theirs) = self.store.bootstrap_account().await? {
+                return Ok(Bootstrap {
+                    account: theirs,
+                    created: false,
+                });
+            }
+            return Err(email_conflict(error, &account.email));
+        }
         info!(account.email = %account.email, "bootstrap account created");
         Ok(Bootstrap {
             account,

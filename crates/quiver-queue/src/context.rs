@@ -45,6 +45,9 @@ pub(crate) struct Signals {
     pub(crate) worker: LoopState,
     pub(crate) scheduler: LoopState,
     pub(crate) retention: LoopState,
+    /// Where other nodes share the store: how often the loops look for work those nodes made due,
+    /// however long they would otherwise sleep (wake-ups between nodes are hints, not guarantees).
+    pub(crate) poll: std::sync::OnceLock<std::time::Duration>,
 }
 
 impl Signals {
@@ -65,6 +68,14 @@ impl Signals {
     pub(crate) fn wake_scheduler(&self) {
         self.scheduler.wake();
         self.schedules_changed.notify_one();
+    }
+
+    /// Ends a loop's sleep after the poll interval, where other nodes share the store; never otherwise.
+    pub(crate) fn poll_sleep(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
+        match self.poll.get() {
+            Some(every) => Box::pin(tokio::time::sleep(*every)),
+            None => Box::pin(std::future::pending()),
+        }
     }
 }
 

@@ -164,6 +164,7 @@ impl DeliveryWorker {
                 () = shutdown.cancelled() => break,
                 () = &mut wakeup => {}
                 () = sleep => {}
+                () = signals.poll_sleep() => {}
             }
         }
         debug!("delivery worker stopped");

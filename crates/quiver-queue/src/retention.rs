@@ -34,8 +34,17 @@ pub async fn run_retention(queue: Queue, shutdown: CancellationToken) {
     let context = queue.context();
     loop {
         context.signals.retention.round_starts();
-        if !report("dead letter queue", queue.retention.prune_dead_letters().await)
-            || !report("events log", queue.retention.prune_log().await)
+        let ours = match queue.retention.claim_round(EVERY).await {
+            Ok(ours) => ours,
+            Err(QueueError::Store(StoreError::Closed)) => return,
+            Err(error) => {
+                warn!(%error, "claiming the retention round failed; running it here");
+                true
+            }
+        };
+        if ours
+            && (!report("dead letter queue", queue.retention.prune_dead_letters().await)
+                || !report("events log", queue.retention.prune_log().await))
         {
             return;
         }

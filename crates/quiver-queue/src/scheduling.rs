@@ -62,6 +62,7 @@ pub async fn run_scheduler(queue: Queue, shutdown: CancellationToken) {
             () = shutdown.cancelled() => return,
             () = &mut changed => {}
             () = sleep => {}
+            () = signals.poll_sleep() => {}
         }
     }
 }

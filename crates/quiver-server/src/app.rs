@@ -180,6 +180,16 @@ impl App {
 
         let shutdown = CancellationToken::new();
         let tracker = TaskTracker::new();
+        if let Some((database, store)) = stores.shared.clone() {
+            queue.poll_for_other_nodes(Duration::from_millis(config.storage.poll_interval_ms));
+            tracker.spawn(crate::stores::follow_other_nodes(
+                database,
+                store,
+                queue.clone(),
+                Arc::clone(&options.clock),
+                shutdown.child_token(),
+            ));
+        }
         let worker = Arc::new(DeliveryWorker::new(
             &queue,
             Arc::new(AccountKeys(catalog.admin.clone())),

@@ -134,6 +134,10 @@ impl Config {
             ("storage.write_queue_capacity", self.storage.write_queue_capacity),
             ("storage.read_connections", self.storage.read_connections),
             ("storage.pool_size", self.storage.pool_size),
+            (
+                "storage.poll_interval_ms",
+                usize::try_from(self.storage.poll_interval_ms).unwrap_or(usize::MAX),
+            ),
             ("queue.max_message_bytes", self.queue.max_message_bytes),
             ("queue.delivery_concurrency", self.queue.delivery_concurrency),
             ("queue.claim_batch", self.queue.claim_batch),

@@ -3,12 +3,16 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use quiver_admin::AdminStore;
-use quiver_queue::QueueStore;
+use quiver_core::Clock;
+use quiver_queue::{Queue, QueueStore};
 use quiver_store::{Database, SqliteAdminStore, SqliteQueueStore, SqliteVectorStore, StorageConfig};
-use quiver_store_pg::{PgAdminStore, PgDatabase, PgOptions, PgQueueStore, PgVectorStore};
+use quiver_store_pg::{Hint, PgAdminStore, PgDatabase, PgOptions, PgQueueStore, PgVectorStore};
 use quiver_vector::VectorStore;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
 
 use crate::app::StartError;
 
@@ -20,6 +24,8 @@ pub(crate) struct Stores {
     /// The SQLite databases whose writers flush at shutdown (none with PostgreSQL, whose writes are
     /// committed when they return).
     pub(crate) writers: Vec<Database>,
+    /// The PostgreSQL database and queue store that other nodes may share.
+    pub(crate) shared: Option<(PgDatabase, Arc<PgQueueStore>)>,
 }
 
 impl Stores {
@@ -40,14 +46,17 @@ impl Stores {
                 queue: Arc::new(queue),
                 vectors: Arc::new(vectors),
                 writers,
+                shared: None,
             });
         }
         let database = open_postgres(config).await?;
+        let queue = Arc::new(PgQueueStore::new(database.clone()));
         Ok(Stores {
             admin: Arc::new(PgAdminStore::new(database.clone())),
-            queue: Arc::new(PgQueueStore::new(database.clone())),
-            vectors: Arc::new(PgVectorStore::new(database)),
+            queue: Arc::clone(&queue) as Arc<dyn QueueStore>,
+            vectors: Arc::new(PgVectorStore::new(database.clone())),
             writers: Vec::new(),
+            shared: Some((database, queue)),
         })
     }
 
@@ -64,6 +73,38 @@ impl Stores {
         }
         let database = open_postgres(config).await?;
         Ok((Arc::new(PgAdminStore::new(database)), Vec::new()))
+    }
+}
+
+/// How often a node looks for the leases of nodes that are gone.
+const GONE_NODES_EVERY: Duration = Duration::from_secs(2);
+
+/// What a node on a shared database does for the others, until `stop`: wakes its loops on their hints,
+/// and now and then makes the messages leased by nodes that are gone due again.
+pub(crate) async fn follow_other_nodes(
+    database: PgDatabase,
+    store: Arc<PgQueueStore>,
+    queue: Queue,
+    clock: Arc<dyn Clock>,
+    stop: CancellationToken,
+) {
+    let mut hints = database.listen(stop.child_token());
+    let mut reap = tokio::time::interval(GONE_NODES_EVERY);
+    reap.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            hint = hints.recv() => match hint {
+                Some(Hint::Due) => queue.wake_worker(),
+                Some(Hint::Schedules) => queue.wake_scheduler(),
+                None => return,
+            },
+            _ = reap.tick() => match store.release_leases_of_gone_nodes(clock.now()).await {
+                Ok(0) => {}
+                Ok(released) => info!(released, "released the leases of a node that is gone"),
+                Err(error) => warn!(%error, "looking for the leases of nodes that are gone failed"),
+            },
+        }
     }
 }
 

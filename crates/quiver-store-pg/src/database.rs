@@ -11,6 +11,8 @@ use quiver_core::store::StoreResult;
 use tokio_postgres::NoTls;
 use tokio_postgres::error::SqlState;
 
+use crate::hints::{Hint, Hints};
+
 /// A step of the schema: its version and the SQL that takes the schema there.
 struct Migration {
     version: i64,
@@ -45,6 +47,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "messages, dead letters, events, fifo queues, workflow runs, flow control",
         sql: include_str!("../migrations/0005_messages.sql"),
     },
+    Migration {
+        version: 6,
+        name: "rounds of work one node runs at a time",
+        sql: include_str!("../migrations/0006_rounds.sql"),
+    },
 ];
 
 /// The advisory lock that migrations hold, so that nodes starting together migrate once.
@@ -67,6 +74,8 @@ pub struct PgOptions {
 pub struct PgDatabase {
     pool: Pool,
     presence: Arc<Presence>,
+    hints: Arc<Hints>,
+    config: Arc<tokio_postgres::Config>,
 }
 
 /// A node's presence: a session advisory lock on `(PRESENCE_CLASS, node)` held by a connection of its
@@ -141,7 +150,7 @@ impl PgDatabase {
         }
         let presence = Arc::new(Presence::take(&config).await?);
         let manager = Manager::from_config(
-            config,
+            config.clone(),
             NoTls,
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
@@ -151,7 +160,13 @@ impl PgDatabase {
             .max_size(options.pool_size.max(1))
             .build()
             .map_err(|e| StoreError::Backend(format!("cannot build the PostgreSQL pool: {e}")))?;
-        let database = PgDatabase { pool, presence };
+        let hints = Arc::new(Hints::start(pool.clone()));
+        let database = PgDatabase {
+            pool,
+            presence,
+            hints,
+            config: Arc::new(config),
+        };
         database.migrate(options.schema.as_deref()).await?;
         Ok(database)
     }
@@ -165,6 +180,16 @@ impl PgDatabase {
             .get()
             .await
             .map_err(|e| StoreError::Backend(format!("no PostgreSQL connection: {e}")))
+    }
+
+    /// How connections are made (for the listener's own).
+    pub(crate) fn config(&self) -> &tokio_postgres::Config {
+        &self.config
+    }
+
+    /// Tells other nodes, soon and at most once per [`crate::hints::COALESCE`], that `hint` happened.
+    pub(crate) fn hint(&self, hint: Hint) {
+        self.hints.send(hint);
     }
 
     /// This node's number in leases (see [`Presence`]).

@@ -3,6 +3,7 @@
 //! - [`database`]: [`PgDatabase`], a connection pool over one database (and, optionally, one schema in
 //!   it), with the embedded migrations applied at start under an advisory lock, so that nodes starting
 //!   together migrate once.
+//! - [`hints`]: wake-ups between nodes (`NOTIFY` / `LISTEN`), hints that polling backs up.
 //! - [`admin`]: [`PgAdminStore`], accounts, the index catalogue and usage.
 //! - [`vectors`]: [`PgVectorStore`], the vectors every node loads its in-memory indexes from.
 //! - [`queue`]: [`PgQueueStore`], every trait of the queue, with claims that hold across nodes.
@@ -11,10 +12,12 @@
 
 pub mod admin;
 pub mod database;
+pub mod hints;
 pub mod queue;
 pub mod vectors;
 
 pub use admin::PgAdminStore;
 pub use database::{PgDatabase, PgOptions};
+pub use hints::Hint;
 pub use queue::PgQueueStore;
 pub use vectors::PgVectorStore;

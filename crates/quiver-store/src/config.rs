@@ -15,6 +15,9 @@ pub struct StorageConfig {
     pub schema: String,
     /// Most PostgreSQL connections a node opens at once.
     pub pool_size: usize,
+    /// PostgreSQL only: how often a node looks for work other nodes made due, in milliseconds (wake-ups
+    /// between nodes usually come sooner; this bounds the wait when one is lost).
+    pub poll_interval_ms: u64,
     /// Most writes folded into one transaction (one fsync) by a database's writer.
     pub group_commit_max_batch: usize,
     /// Writes that may wait for the writer before callers are slowed down.
@@ -31,6 +34,7 @@ impl Default for StorageConfig {
             url: String::new(),
             schema: String::new(),
             pool_size: 16,
+            poll_interval_ms: 500,
             group_commit_max_batch: 1024,
             write_queue_capacity: 16_384,
             read_connections: 4,

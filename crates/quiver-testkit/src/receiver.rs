@@ -2,6 +2,7 @@
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -24,6 +25,8 @@ pub struct RecordedRequest {
     pub headers: HeaderMap,
     /// The body.
     pub body: Bytes,
+    /// When it arrived (before any delay of its answer).
+    pub received_at: std::time::Instant,
 }
 
 impl RecordedRequest {
@@ -91,6 +94,9 @@ struct Shared {
     planned: Mutex<VecDeque<Reply>>,
     default: Mutex<Reply>,
     arrived: Notify,
+    /// Requests being answered now, and the most there ever were at once.
+    answering: AtomicUsize,
+    most_at_once: AtomicUsize,
 }
 
 /// A recording HTTP server on `127.0.0.1`, port 0. It stops when dropped.
@@ -125,11 +131,15 @@ async fn record(
             uri,
             headers,
             body,
+            received_at: std::time::Instant::now(),
         });
+    let answering = shared.answering.fetch_add(1, Ordering::SeqCst) + 1;
+    shared.most_at_once.fetch_max(answering, Ordering::SeqCst);
     shared.arrived.notify_waiters();
     if !reply.delay.is_zero() {
         tokio::time::sleep(reply.delay).await;
     }
+    shared.answering.fetch_sub(1, Ordering::SeqCst);
     let mut response = (reply.status, reply.body).into_response();
     for (name, value) in reply.headers {
         if let (Ok(name), Ok(value)) = (name.parse::<axum::http::HeaderName>(), value.parse()) {
@@ -154,6 +164,8 @@ impl Receiver {
             planned: Mutex::new(VecDeque::new()),
             default: Mutex::new(Reply::status(200)),
             arrived: Notify::new(),
+            answering: AtomicUsize::new(0),
+            most_at_once: AtomicUsize::new(0),
         });
         let app = Router::new().fallback(record).with_state(Arc::clone(&shared));
         let stop = CancellationToken::new();
@@ -194,6 +206,12 @@ impl Receiver {
         for _ in 0..count {
             self.reply_next(Reply::status(status));
         }
+    }
+
+    /// The most requests this receiver was answering at one moment (each counts from its arrival
+    /// until its answer, delay included).
+    pub fn most_at_once(&self) -> usize {
+        self.shared.most_at_once.load(Ordering::SeqCst)
     }
 
     /// Every request received so far, in arrival order.

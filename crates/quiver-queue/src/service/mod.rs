@@ -151,7 +151,19 @@ impl Queue {
         &self.context.policy
     }
 
-    /// Wakes the delivery worker: new work may be due now.
+    /// Wakes the scheduler: a schedule or a wait deadline changed (on another node, say).
+    pub fn wake_scheduler(&self) {
+        self.context.signals.wake_scheduler();
+    }
+
+    /// Makes the background loops look for work at least every `every`, however long they would sleep
+    /// otherwise: for a store that other nodes share, whose publishes and schedules this node's
+    /// wake-ups never see. Set once; later calls change nothing.
+    pub fn poll_for_other_nodes(&self, every: std::time::Duration) {
+        let _ = self.context.signals.poll.set(every);
+    }
+
+    /// Wakes the delivery worker: work may be due now (another node published it, say).
     pub fn wake_worker(&self) {
         self.context.signals.wake_worker();
     }

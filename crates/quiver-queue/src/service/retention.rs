@@ -38,6 +38,16 @@ impl Retention {
         }
     }
 
+    /// Whether this node runs the round due now (one node per round, where several share the store),
+    /// holding the next round back for `every`.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn claim_round(&self, every: Duration) -> Result<bool, QueueError> {
+        let now = self.context.now();
+        Ok(self.log.claim_retention_round(now, now.saturating_add(every)).await?)
+    }
+
     /// The time `days` before now; `None` when `days` is 0 (kept forever).
     fn cutoff(&self, days: u32) -> Option<Timestamp> {
         (days > 0).then(|| {

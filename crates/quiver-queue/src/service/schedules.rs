@@ -19,6 +19,9 @@ use crate::store::{EventLogStore, MessageStore, ScheduleStore, UrlGroupStore};
 /// Schedules fired per store round trip.
 const FIRE_BATCH: usize = 256;
 
+/// How long a claimed schedule stays out of other nodes' reach while it fires.
+const FIRING_HOLD: std::time::Duration = std::time::Duration::from_secs(120);
+
 fn invalid(header: &str, message: impl Into<String>) -> QueueError {
     QueueError::InvalidHeader {
         header: header.to_owned(),
@@ -238,7 +241,10 @@ impl Schedules {
     /// Store failures.
     pub async fn fire_due(&self) -> Result<usize, QueueError> {
         let now = self.context.now();
-        let due = self.store.due_schedules(now, FIRE_BATCH).await?;
+        let due = self
+            .store
+            .claim_due_schedules(now, FIRE_BATCH, now.saturating_add(FIRING_HOLD))
+            .await?;
         let fired = due.len();
         // Fire the batch concurrently: the store's group commit then writes it in a few transactions
         // instead of two fsyncs per schedule.

@@ -29,6 +29,10 @@ pub trait EventLogStore: Send + Sync + 'static {
         count: usize,
     ) -> StoreResult<Page<Event>>;
 
+    /// Whether the caller runs the retention round due at `now`: `true` for one caller, after which every
+    /// caller (on any node sharing the store) is told `false` until `next_round`.
+    async fn claim_retention_round(&self, now: Timestamp, next_round: Timestamp) -> StoreResult<bool>;
+
     /// One step of a pass over the events log: deletes the events of finished messages (no longer
     /// pending) whose newest event is older than `older_than`, among the messages of up to `window`
     /// events after `from` (from the first account's oldest event when `None`). Returns how many events

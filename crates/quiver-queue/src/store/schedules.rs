@@ -25,11 +25,15 @@ pub trait ScheduleStore: Send + Sync + 'static {
     /// Deletes a schedule; `false` when it did not exist.
     async fn delete_schedule(&self, account: AccountId, id: &ScheduleId) -> StoreResult<bool>;
 
-    /// Up to `limit` unpaused schedules due at or before `now`, earliest first.
-    async fn due_schedules(
+    /// Takes up to `limit` unpaused schedules due at or before `now` to fire, earliest first (as they
+    /// were stored): each one's stored next firing moves to `hold_until`, so that no other caller (another
+    /// node on a shared store) takes it meanwhile. The firing's `put_schedule` then stores its real next
+    /// time; a firing that never finishes leaves the schedule due again at `hold_until`.
+    async fn claim_due_schedules(
         &self,
         now: Timestamp,
         limit: usize,
+        hold_until: Timestamp,
     ) -> StoreResult<Vec<crate::schedule::Schedule>>;
 
     /// When the earliest unpaused schedule fires.

@@ -231,6 +231,30 @@ pub(super) async fn early_events_are_kept_until_taken_once(store: &dyn WaiterSto
 
 /// Pruning deletes dead letters that failed before the cut and the log of messages finished before it,
 /// and keeps newer dead letters and the events of messages still pending.
+pub(super) async fn a_retention_round_goes_to_one_caller_until_the_next(store: &dyn QueueStore) {
+    assert!(
+        store
+            .claim_retention_round(at(1_000), at(2_000))
+            .await
+            .expect("claim succeeds"),
+        "the first round is the first caller's"
+    );
+    assert!(
+        !store
+            .claim_retention_round(at(1_500), at(2_500))
+            .await
+            .expect("claim succeeds"),
+        "nobody else runs a round before the next is due"
+    );
+    assert!(
+        store
+            .claim_retention_round(at(2_000), at(3_000))
+            .await
+            .expect("claim succeeds"),
+        "the next round is due when the last one said"
+    );
+}
+
 pub(super) async fn pruning_takes_old_finished_history_and_keeps_the_rest(store: &dyn QueueStore) {
     let account = AccountId::random();
     let mut dead = Vec::new();

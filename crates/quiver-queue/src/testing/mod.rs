@@ -71,6 +71,7 @@ pub async fn message_stores(store: &dyn QueueStore) {
     the_events_log_pages_newest_first(store).await;
     keys_and_waiters::flow_control_keys_hold_their_limits_across_claims(store).await;
     keys_and_waiters::pruning_takes_old_finished_history_and_keeps_the_rest(store).await;
+    keys_and_waiters::a_retention_round_goes_to_one_caller_until_the_next(store).await;
 }
 
 /// The suite of [`UrlGroupStore`] alone, for a backend built a trait at a time.

@@ -105,17 +105,6 @@ pub(super) async fn schedules_fall_due_in_order_unless_paused(store: &dyn Schedu
             .expect("read"),
         Some(schedule("early", base + 60, false))
     );
-    let due = store.due_schedules(at(base + 120), 10).await.expect("due");
-    let ids: Vec<&str> = due
-        .iter()
-        .filter(|s| s.account_id == account)
-        .map(|s| s.id.as_str())
-        .collect();
-    assert_eq!(
-        ids,
-        ["early", "late"],
-        "due schedules come earliest first, paused ones never"
-    );
     assert!(
         store
             .next_schedule_due()
@@ -123,6 +112,33 @@ pub(super) async fn schedules_fall_due_in_order_unless_paused(store: &dyn Schedu
             .expect("next")
             .is_some_and(|next| next <= at(base + 60)),
         "the earliest unpaused schedule is the next due"
+    );
+    let hold = at(base + 1_000);
+    let claim = |now| async move {
+        let due = store.claim_due_schedules(now, 10, hold).await.expect("claim");
+        due.into_iter()
+            .filter(|s| s.account_id == account)
+            .map(|s| s.id.as_str().to_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        claim(at(base + 120)).await,
+        ["early", "late"],
+        "due schedules come earliest first, paused ones never"
+    );
+    assert!(
+        claim(at(base + 120)).await.is_empty(),
+        "a claimed schedule is nobody else's until its hold ends"
+    );
+    assert_eq!(
+        store.next_schedule_due().await.expect("next"),
+        Some(hold),
+        "a held schedule is due again when its hold ends"
+    );
+    assert_eq!(
+        claim(hold).await,
+        ["early", "late"],
+        "a firing that never finished fires again after the hold"
     );
     assert!(
         store

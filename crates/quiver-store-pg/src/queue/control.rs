@@ -18,6 +18,7 @@ use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
 use crate::database::{TxError, backend_error};
+use crate::hints::Hint;
 use crate::queue::messages::QUEUE_CONDITION;
 use crate::queue::{MESSAGE_COLUMNS, PgQueueStore, corrupt, count, json, message_from_row};
 
@@ -256,7 +257,7 @@ impl FifoQueueStore for PgQueueStore {
             ],
         )
         .await
-        .map(drop)
+        .map(|_| self.database.hint(Hint::Due))
     }
 
     async fn ensure_fifo_queue(
@@ -570,6 +571,8 @@ impl FlowControlStore for PgQueueStore {
                 .await?
             }
         };
+        // A resumed key, or one with more room, may let waiting messages start on any node.
+        self.database.hint(Hint::Due);
         Ok(changed == 1)
     }
 }

@@ -15,6 +15,7 @@ use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
 use crate::database::backend_error;
+use crate::hints::Hint;
 use crate::queue::messages::{insert_messages, set_failure_callback};
 use crate::queue::{PgQueueStore, account_of, corrupt, count};
 
@@ -259,6 +260,7 @@ impl DeadLetterStore for PgQueueStore {
                 })
             })
             .await
+            .inspect(|_| self.database.hint(Hint::Due))
     }
 
     async fn retry_dead_letter(
@@ -288,6 +290,7 @@ impl DeadLetterStore for PgQueueStore {
                 })
             })
             .await
+            .inspect(|_| self.database.hint(Hint::Due))
     }
 
     async fn prune_dead_letters(&self, older_than: Timestamp, window: usize) -> StoreResult<u64> {
@@ -305,6 +308,20 @@ impl DeadLetterStore for PgQueueStore {
 
 #[async_trait]
 impl EventLogStore for PgQueueStore {
+    /// One row per round kind: the node whose update moves `next_at` runs the round.
+    async fn claim_retention_round(&self, now: Timestamp, next_round: Timestamp) -> StoreResult<bool> {
+        let client = self.database.client().await?;
+        let claimed = client
+            .execute(
+                "INSERT INTO rounds (name, next_at) VALUES ('retention', $2)
+                 ON CONFLICT (name) DO UPDATE SET next_at = excluded.next_at WHERE rounds.next_at <= $1",
+                &[&now.as_millis(), &next_round.as_millis()],
+            )
+            .await
+            .map_err(backend_error)?;
+        Ok(claimed == 1)
+    }
+
     async fn events(
         &self,
         account: AccountId,

@@ -15,6 +15,7 @@ use quiver_queue::message::{
 use quiver_queue::store::{AttemptRecord, AttemptResolution, CancelFilter, DeliveryStore, MessageStore};
 
 use crate::database::{PRESENCE_CLASS, TxError, backend_error};
+use crate::hints::Hint;
 use crate::queue::{MESSAGE_COLUMNS, PgQueueStore, count, json, message_from_row, spec_json};
 
 /// A message of a FIFO queue (alias `m`, its queue `q`) may start only while fewer than the queue's
@@ -26,10 +27,14 @@ pub(crate) const QUEUE_CONDITION: &str = "(m.queue_name IS NULL OR q.name IS NUL
         WHERE older.account_id = m.account_id AND older.queue_name = m.queue_name AND older.seq < m.seq
     ) < q.parallelism))";
 
-/// A node's presence lock is free: the node is gone (see `PgDatabase`'s presence).
-const NODE_GONE: &str = "NOT EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted
+/// The nodes alive now: those whose presence lock is held (see `PgDatabase`'s presence), as the lock's
+/// unsigned second key. `$2` is the presence locks' first key.
+const LIVING_NODES: &str = "SELECT l.objid::BIGINT FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted
     AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-    AND l.classid::BIGINT = $2 AND l.objid::BIGINT = (m.lease_node::BIGINT & 4294967295) AND l.objsubid = 2)";
+    AND l.classid::BIGINT = $2 AND l.objsubid = 2";
+
+/// A lease's node is gone (`m` the message): its presence lock is free.
+const NODE_GONE: &str = "(m.lease_node::BIGINT & 4294967295) NOT IN (SELECT node FROM living)";
 
 /// Appends events of messages to their accounts' logs in one statement; the spec goes with CREATED
 /// events only (later events borrow it).
@@ -356,16 +361,53 @@ pub(crate) async fn set_failure_callback(
         == 1)
 }
 
+impl PgQueueStore {
+    /// Makes the messages leased by nodes that are gone due at `now` (at most `not_before`), so that a
+    /// living node delivers them without waiting for their leases to expire. Each node runs this now and
+    /// then (`quiver-server` does, every few seconds); it never touches a living node's leases.
+    ///
+    /// # Errors
+    /// The server cannot be reached.
+    pub async fn release_leases_of_gone_nodes(&self, now: Timestamp) -> StoreResult<u64> {
+        self.release(now, false).await
+    }
+
+    /// Makes leased messages due at `now` (at most `not_before`): those of nodes that are gone, and this
+    /// node's own when `own`.
+    async fn release(&self, now: Timestamp, own: bool) -> StoreResult<u64> {
+        let client = self.database.client().await?;
+        let released = client
+            .execute(
+                &format!(
+                    "WITH living (node) AS ({LIVING_NODES})
+                     UPDATE messages m SET due_at = LEAST(not_before, $1), leased = FALSE, lease_node = NULL
+                     WHERE leased AND ((lease_node = $3 AND $4) OR lease_node IS NULL
+                         OR (lease_node <> $3 AND {NODE_GONE}))"
+                ),
+                &[&now.as_millis(), &i64::from(PRESENCE_CLASS), &self.database.node(), &own],
+            )
+            .await
+            .map_err(backend_error)?;
+        if released > 0 {
+            self.database.hint(Hint::Due);
+        }
+        Ok(released)
+    }
+}
+
 #[async_trait]
 impl MessageStore for PgQueueStore {
     async fn enqueue(&self, messages: Vec<NewMessage>, now: Timestamp) -> StoreResult<Vec<Enqueued>> {
         let messages = Arc::new(messages);
-        self.database
+        let enqueued = self
+            .database
             .write(move |t| {
                 let messages = Arc::clone(&messages);
                 Box::pin(async move { insert_messages(t, &messages, now).await })
             })
-            .await
+            .await?;
+        self.database.hint(Hint::Due);
+        Ok(enqueued)
     }
 
     async fn message(&self, account: AccountId, id: &MessageId) -> StoreResult<Option<Message>> {
@@ -536,18 +578,7 @@ impl DeliveryStore for PgQueueStore {
     /// Releases this node's leases (the caller vouches that none of its deliveries is in flight) and
     /// those of nodes that are gone; another living node's leases stay.
     async fn release_leases(&self, now: Timestamp) -> StoreResult<u64> {
-        let node = self.database.node();
-        let client = self.database.client().await?;
-        client
-            .execute(
-                &format!(
-                    "UPDATE messages m SET due_at = LEAST(not_before, $1), leased = FALSE, lease_node = NULL
-                     WHERE leased AND (lease_node = $3 OR lease_node IS NULL OR {NODE_GONE})"
-                ),
-                &[&now.as_millis(), &i64::from(PRESENCE_CLASS), &node],
-            )
-            .await
-            .map_err(backend_error)
+        self.release(now, true).await
     }
 
     async fn record_attempt(&self, record: AttemptRecord) -> StoreResult<()> {
@@ -608,6 +639,10 @@ impl DeliveryStore for PgQueueStore {
                     Ok(())
                 })
             })
-            .await
+            .await?;
+        // A retry, a callback, or the next message of a FIFO queue or a flow-control key may now be due,
+        // perhaps for another node.
+        self.database.hint(Hint::Due);
+        Ok(())
     }
 }

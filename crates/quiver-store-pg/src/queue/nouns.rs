@@ -11,6 +11,7 @@ use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
 use crate::database::backend_error;
+use crate::hints::Hint;
 use crate::queue::{PgQueueStore, json};
 
 impl PgQueueStore {
@@ -32,14 +33,15 @@ impl PgQueueStore {
 }
 
 impl PgQueueStore {
-    async fn schedules_where(
+    /// The schedules a statement returns (their `spec` column alone).
+    async fn schedules_from(
         &self,
-        filter: &str,
+        sql: &str,
         values: &[&(dyn ToSql + Sync)],
     ) -> StoreResult<Vec<Schedule>> {
         let client = self.database.client().await?;
         let rows = client
-            .query(&format!("SELECT spec FROM schedules {filter}"), values)
+            .query(sql, values)
             .await
             .map_err(backend_error)?;
         rows.iter()
@@ -166,6 +168,7 @@ impl WaiterStore for PgQueueStore {
             .await
             .map(drop)
             .map_err(backend_error)
+            .inspect(|_| self.database.hint(Hint::Schedules))
     }
 
     async fn waiters(
@@ -274,12 +277,13 @@ impl ScheduleStore for PgQueueStore {
             .await
             .map(drop)
             .map_err(backend_error)
+            .inspect(|_| self.database.hint(Hint::Schedules))
     }
 
     async fn schedule(&self, account: AccountId, id: &ScheduleId) -> StoreResult<Option<Schedule>> {
         Ok(self
-            .schedules_where(
-                "WHERE account_id = $1 AND id = $2",
+            .schedules_from(
+                "SELECT spec FROM schedules WHERE account_id = $1 AND id = $2",
                 &[&account.to_string(), &id.as_str()],
             )
             .await?
@@ -287,8 +291,8 @@ impl ScheduleStore for PgQueueStore {
     }
 
     async fn schedules(&self, account: AccountId) -> StoreResult<Vec<Schedule>> {
-        self.schedules_where(
-            "WHERE account_id = $1 ORDER BY created_at, id",
+        self.schedules_from(
+            "SELECT spec FROM schedules WHERE account_id = $1 ORDER BY created_at, id",
             &[&account.to_string()],
         )
         .await
@@ -304,15 +308,29 @@ impl ScheduleStore for PgQueueStore {
             .await
             .map(|deleted| deleted == 1)
             .map_err(backend_error)
+            .inspect(|_| self.database.hint(Hint::Schedules))
     }
 
-    async fn due_schedules(&self, now: Timestamp, limit: usize) -> StoreResult<Vec<Schedule>> {
+    /// Schedules another node is claiming right now are skipped, not waited for; one whose claim
+    /// committed meanwhile is re-read and dropped for not being due. So each firing happens on one node.
+    async fn claim_due_schedules(
+        &self,
+        now: Timestamp,
+        limit: usize,
+        hold_until: Timestamp,
+    ) -> StoreResult<Vec<Schedule>> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        self.schedules_where(
-            "WHERE next_fire <= $1 ORDER BY next_fire LIMIT $2",
-            &[&now.as_millis(), &limit],
-        )
-        .await
+        let mut due = self
+            .schedules_from(
+                "UPDATE schedules s SET next_fire = $3 FROM (
+                     SELECT account_id, id FROM schedules WHERE next_fire <= $1 ORDER BY next_fire LIMIT $2
+                     FOR UPDATE SKIP LOCKED) due
+                 WHERE s.account_id = due.account_id AND s.id = due.id RETURNING s.spec",
+                &[&now.as_millis(), &limit, &hold_until.as_millis()],
+            )
+            .await?;
+        due.sort_by_key(|s| s.next_fire);
+        Ok(due)
     }
 
     async fn next_schedule_due(&self) -> StoreResult<Option<Timestamp>> {

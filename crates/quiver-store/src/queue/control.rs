@@ -101,15 +101,29 @@ impl ScheduleStore for SqliteQueueStore {
             .await
     }
 
-    async fn due_schedules(&self, now: Timestamp, limit: usize) -> StoreResult<Vec<Schedule>> {
+    async fn claim_due_schedules(
+        &self,
+        now: Timestamp,
+        limit: usize,
+        hold_until: Timestamp,
+    ) -> StoreResult<Vec<Schedule>> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         self.database
-            .read(move |c| {
-                schedules_where(
+            .write(move |c| {
+                let mut due = schedules_where(
                     c,
                     "WHERE next_fire <= ?1 ORDER BY next_fire LIMIT ?2",
                     &[&now.as_millis(), &limit],
-                )
+                )?;
+                for schedule in &due {
+                    c.execute(
+                        "UPDATE schedules SET next_fire = ?3 WHERE account_id = ?1 AND id = ?2",
+                        params![schedule.account_id.to_string(), schedule.id.as_str(), hold_until.as_millis()],
+                    )
+                    .map_err(backend_error)?;
+                }
+                due.sort_by_key(|s| s.next_fire);
+                Ok(due)
             })
             .await
     }

@@ -604,6 +604,18 @@ impl DeadLetterStore for SqliteQueueStore {
 
 #[async_trait]
 impl EventLogStore for SqliteQueueStore {
+    async fn claim_retention_round(&self, now: Timestamp, next_round: Timestamp) -> StoreResult<bool> {
+        let mut next = self
+            .next_retention_round
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if next.is_some_and(|due| now < due) {
+            return Ok(false);
+        }
+        *next = Some(next_round);
+        Ok(true)
+    }
+
     async fn prune_log(
         &self,
         older_than: Timestamp,

@@ -24,6 +24,9 @@ use crate::migrations;
 #[derive(Debug, Clone)]
 pub struct SqliteQueueStore {
     pub(crate) database: Database,
+    /// When the next retention round is due. One process owns the files, so memory is enough: a restart
+    /// runs a round at once, as it always has.
+    pub(crate) next_retention_round: std::sync::Arc<std::sync::Mutex<Option<quiver_core::Timestamp>>>,
 }
 
 impl SqliteQueueStore {
@@ -33,7 +36,10 @@ impl SqliteQueueStore {
     /// The file cannot be opened or migrated.
     pub fn open(data_dir: &Path, config: &StorageConfig) -> StoreResult<SqliteQueueStore> {
         let database = Database::open(&data_dir.join("queue.db"), migrations::QUEUE, config)?;
-        Ok(SqliteQueueStore { database })
+        Ok(SqliteQueueStore {
+            database,
+            next_retention_round: std::sync::Arc::default(),
+        })
     }
 
     /// The underlying database (for shutdown).

@@ -14,7 +14,7 @@ const BOOTSTRAP_VARIABLES: [&str; 5] = [
     "QUIVER_NEXT_SIGNING_KEY",
 ];
 
-fn quiver(data_dir: &Path) -> Command {
+pub(crate) fn quiver(data_dir: &Path) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_quiver"));
     command.arg("--data-dir").arg(data_dir).env("RUST_LOG", "warn");
     for name in BOOTSTRAP_VARIABLES {
@@ -24,17 +24,17 @@ fn quiver(data_dir: &Path) -> Command {
 }
 
 /// A running `quiver serve` and what it printed before it started listening.
-struct Served {
-    child: Child,
-    printed: Vec<String>,
-    base: String,
+pub(crate) struct Served {
+    pub(crate) child: Child,
+    pub(crate) printed: Vec<String>,
+    pub(crate) base: String,
 }
 
 fn serve(command: Command) -> Served {
     serve_with(command, &[])
 }
 
-fn serve_with(mut command: Command, flags: &[&str]) -> Served {
+pub(crate) fn serve_with(mut command: Command, flags: &[&str]) -> Served {
     let mut child = command
         .args(["serve", "--bind", "127.0.0.1:0"])
         .args(flags)
@@ -72,14 +72,14 @@ fn serve_with(mut command: Command, flags: &[&str]) -> Served {
     }
 }
 
-fn printed_value(lines: &[String], label: &str) -> String {
+pub(crate) fn printed_value(lines: &[String], label: &str) -> String {
     lines
         .iter()
         .find_map(|line| line.trim().strip_prefix(label).map(|rest| rest.trim().to_owned()))
         .unwrap_or_else(|| panic!("no {label} in {lines:?}"))
 }
 
-fn terminate(mut served: Served) {
+pub(crate) fn terminate(mut served: Served) {
     let status = Command::new("kill")
         .args(["-TERM", &served.child.id().to_string()])
         .status()

@@ -8,6 +8,7 @@ mod flow_control;
 mod limits;
 mod llm;
 mod management;
+mod nodes;
 mod queue;
 mod queue_filters;
 mod queues;
