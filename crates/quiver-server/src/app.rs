@@ -214,6 +214,12 @@ impl App {
             Arc::clone(&embedders),
         ));
         tracker.spawn(Arc::clone(&vectors).run_indexer(shutdown.child_token()));
+        // Other nodes' vector writes reach this node's memory within a poll interval (at once for reads
+        // by id); a store no other node shares has no feed, and this returns at once.
+        tracker.spawn(Arc::clone(&vectors).follow_feed(
+            Duration::from_millis(config.storage.poll_interval_ms),
+            shutdown.child_token(),
+        ));
         let meter = Arc::new(quiver_admin::meter::Meter::new(
             Arc::clone(&catalog.store) as Arc<dyn quiver_admin::AdminStore>,
             Arc::clone(&options.clock),

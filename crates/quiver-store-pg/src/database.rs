@@ -52,6 +52,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "rounds of work one node runs at a time",
         sql: include_str!("../migrations/0006_rounds.sql"),
     },
+    Migration {
+        version: 7,
+        name: "the feed of vector writes",
+        sql: include_str!("../migrations/0007_vector_feed.sql"),
+    },
 ];
 
 /// The advisory lock that migrations hold, so that nodes starting together migrate once.

@@ -21,6 +21,7 @@ use crate::text::{TextModels, embed};
 pub use crate::query::{Fusion, Hit, Query, QueryInput, Weighting};
 
 mod checks;
+mod feed;
 mod namespaces;
 mod resumable;
 
@@ -104,8 +105,11 @@ pub struct IndexInfo {
 
 #[derive(Debug)]
 struct LoadedIndex {
-    writes: Mutex<()>,
+    /// Held by each write, and while catching up with other nodes' writes: the position in the store's
+    /// feed that memory stands at (always 0 where this node is the only writer).
+    writes: Mutex<crate::store::FeedPosition>,
     namespaces: RwLock<BTreeMap<String, Namespace>>,
+    spec: IndexSpec,
 }
 
 /// Every index's vectors.
@@ -249,25 +253,20 @@ impl Vectors {
     }
 
     async fn load(&self, index: &IndexRef) -> Result<Arc<LoadedIndex>, VectorError> {
-        let stored = self.store.load(index.id).await?;
+        // Where other nodes write too, the snapshot says where in the feed it stands.
+        let (stored, position) = match self.store.feed() {
+            Some(feed) => feed.load_at(index.id).await?,
+            None => (self.store.load(index.id).await?, 0),
+        };
         let spec = index.spec;
         // Rebuilding the graphs is CPU work: keep it off the async runtime.
-        let namespaces = tokio::task::spawn_blocking(move || {
-            let mut namespaces = BTreeMap::new();
-            namespaces.insert(String::new(), Namespace::new(&spec));
-            for (name, records) in stored {
-                let namespace = namespaces.entry(name).or_insert_with(|| Namespace::new(&spec));
-                for record in records {
-                    namespace.put(record);
-                }
-            }
-            namespaces
-        })
-        .await
-        .map_err(|e| VectorError::Internal(format!("loading task failed: {e}")))?;
+        let namespaces = tokio::task::spawn_blocking(move || feed::build_namespaces(&spec, stored))
+            .await
+            .map_err(|e| VectorError::Internal(format!("loading task failed: {e}")))?;
         Ok(Arc::new(LoadedIndex {
-            writes: Mutex::new(()),
+            writes: Mutex::new(position),
             namespaces: RwLock::new(namespaces),
+            spec,
         }))
     }
 
@@ -294,6 +293,15 @@ impl Vectors {
         namespace: &str,
         records: Vec<Record>,
     ) -> Result<(), VectorError> {
+        feed::retry_behind(|| self.upsert_once(index, namespace, records.clone())).await
+    }
+
+    async fn upsert_once(
+        &self,
+        index: &IndexRef,
+        namespace: &str,
+        records: Vec<Record>,
+    ) -> Result<(), VectorError> {
         Self::check_write_count(index, records.len())?;
         let records = records
             .into_iter()
@@ -303,7 +311,8 @@ impl Vectors {
             return Ok(());
         }
         let state = self.loaded(index).await?;
-        let _writing = state.writes.lock().await;
+        let mut position = state.writes.lock().await;
+        self.catch_up(index.id, &state, &mut position).await?;
         let stored = {
             let namespaces = read(&state.namespaces);
             let existing = namespaces.get(namespace);
@@ -331,15 +340,15 @@ impl Vectors {
             }
             stored
         };
-        self.store
-            .apply(
-                index.id,
-                vec![Change::Put {
-                    namespace: namespace.to_owned(),
-                    records: stored.clone(),
-                }],
-            )
-            .await?;
+        self.commit(
+            index.id,
+            &mut position,
+            vec![Change::Put {
+                namespace: namespace.to_owned(),
+                records: stored.clone(),
+            }],
+        )
+        .await?;
         {
             let mut namespaces = write(&state.namespaces);
             let target = namespaces
@@ -485,6 +494,7 @@ impl Vectors {
             )));
         }
         let state = self.loaded(index).await?;
+        self.fresh(index.id, &state).await?;
         let namespaces = read(&state.namespaces);
         let found = namespaces.get(namespace);
         Ok(ids
@@ -505,6 +515,7 @@ impl Vectors {
         limit: usize,
     ) -> Result<Vec<Record>, VectorError> {
         let state = self.loaded(index).await?;
+        self.fresh(index.id, &state).await?;
         let namespaces = read(&state.namespaces);
         Ok(namespaces
             .get(namespace)
@@ -550,6 +561,7 @@ impl Vectors {
             })?
         };
         let state = self.loaded(index).await?;
+        self.fresh(index.id, &state).await?;
         let namespaces = read(&state.namespaces);
         let Some(found) = namespaces.get(namespace) else {
             return Ok((Vec::new(), String::new()));
@@ -577,14 +589,24 @@ impl Vectors {
         namespace: &str,
         selection: Selection,
     ) -> Result<usize, VectorError> {
+        feed::retry_behind(|| self.delete_once(index, namespace, &selection)).await
+    }
+
+    async fn delete_once(
+        &self,
+        index: &IndexRef,
+        namespace: &str,
+        selection: &Selection,
+    ) -> Result<usize, VectorError> {
         let state = self.loaded(index).await?;
-        let _writing = state.writes.lock().await;
+        let mut position = state.writes.lock().await;
+        self.catch_up(index.id, &state, &mut position).await?;
         let ids: Vec<String> = {
             let namespaces = read(&state.namespaces);
             let Some(found) = namespaces.get(namespace) else {
                 return Ok(0);
             };
-            match &selection {
+            match selection {
                 Selection::Ids(ids) => {
                     let mut unique: Vec<String> =
                         ids.iter().filter(|id| found.get(id).is_some()).cloned().collect();
@@ -607,15 +629,15 @@ impl Vectors {
         if ids.is_empty() {
             return Ok(0);
         }
-        self.store
-            .apply(
-                index.id,
-                vec![Change::Delete {
-                    namespace: namespace.to_owned(),
-                    ids: ids.clone(),
-                }],
-            )
-            .await?;
+        self.commit(
+            index.id,
+            &mut position,
+            vec![Change::Delete {
+                namespace: namespace.to_owned(),
+                ids: ids.clone(),
+            }],
+        )
+        .await?;
         let mut namespaces = write(&state.namespaces);
         if let Some(found) = namespaces.get_mut(namespace) {
             for id in &ids {
@@ -629,7 +651,11 @@ impl Vectors {
     ///
     /// # Errors
     /// Parts the index does not have, a wrong dimension, malformed metadata; store failures.
-    pub async fn update(
+    pub async fn update(&self, index: &IndexRef, namespace: &str, update: Update) -> Result<bool, VectorError> {
+        feed::retry_behind(|| self.update_once(index, namespace, update.clone())).await
+    }
+
+    async fn update_once(
         &self,
         index: &IndexRef,
         namespace: &str,
@@ -654,7 +680,8 @@ impl Vectors {
             }
         }
         let state = self.loaded(index).await?;
-        let _writing = state.writes.lock().await;
+        let mut position = state.writes.lock().await;
+        self.catch_up(index.id, &state, &mut position).await?;
         let stored = {
             let namespaces = read(&state.namespaces);
             let Some(found) = namespaces.get(namespace) else {
@@ -692,15 +719,15 @@ impl Vectors {
                 record: check_record(&index.spec, record)?,
             }
         };
-        self.store
-            .apply(
-                index.id,
-                vec![Change::Put {
-                    namespace: namespace.to_owned(),
-                    records: vec![stored.clone()],
-                }],
-            )
-            .await?;
+        self.commit(
+            index.id,
+            &mut position,
+            vec![Change::Put {
+                namespace: namespace.to_owned(),
+                records: vec![stored.clone()],
+            }],
+        )
+        .await?;
         if let Some(found) = write(&state.namespaces).get_mut(namespace) {
             found.put(stored);
         }
@@ -714,8 +741,13 @@ impl Vectors {
     /// # Errors
     /// Store failures.
     pub async fn reset(&self, index: &IndexRef, namespace: Option<&str>) -> Result<(), VectorError> {
+        feed::retry_behind(|| self.reset_once(index, namespace)).await
+    }
+
+    async fn reset_once(&self, index: &IndexRef, namespace: Option<&str>) -> Result<(), VectorError> {
         let state = self.loaded(index).await?;
-        let _writing = state.writes.lock().await;
+        let mut position = state.writes.lock().await;
+        self.catch_up(index.id, &state, &mut position).await?;
         let targets: Vec<String> = match namespace {
             Some(name) => vec![name.to_owned()],
             None => read(&state.namespaces).keys().cloned().collect(),
@@ -724,7 +756,7 @@ impl Vectors {
             .iter()
             .map(|n| Change::Reset { namespace: n.clone() })
             .collect();
-        self.store.apply(index.id, changes).await?;
+        self.commit(index.id, &mut position, changes).await?;
         let mut namespaces = write(&state.namespaces);
         for name in targets {
             namespaces.insert(name, Namespace::new(&index.spec));
@@ -738,6 +770,7 @@ impl Vectors {
     /// Store failures on first load.
     pub async fn info(&self, index: &IndexRef) -> Result<IndexInfo, VectorError> {
         let state = self.loaded(index).await?;
+        self.fresh(index.id, &state).await?;
         let namespaces = read(&state.namespaces);
         let mut info = IndexInfo {
             vector_count: 0,

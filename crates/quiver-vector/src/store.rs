@@ -53,4 +53,48 @@ pub trait VectorStore: Send + Sync + 'static {
 
     /// Forgets an index entirely.
     async fn drop_index(&self, index: IndexId) -> StoreResult<()>;
+
+    /// The store's ordered feed of writes, where other nodes write to it too (`None`: this node is the
+    /// only writer, and its memory is always current).
+    fn feed(&self) -> Option<&dyn VectorFeed> {
+        None
+    }
+}
+
+/// How many writes an index has had: its place in its feed (0 before the first).
+pub type FeedPosition = u64;
+
+/// What [`VectorFeed::apply_after`] answers when another node wrote to the index since `based_on`: the
+/// caller catches up and decides again (`StoreError::Conflict` with this text).
+pub const FEED_BEHIND: &str = "the index's feed moved on";
+
+/// The ordered feed of each index's writes in a store that several nodes share. Each node keeps the
+/// indexes in memory and follows the feed, so that a write acknowledged by any node reaches all of them.
+/// Every write, [`VectorStore::apply`]'s too, takes the next position.
+#[async_trait]
+pub trait VectorFeed: Send + Sync {
+    /// An index's namespaces and records, and the position they stand at (one snapshot).
+    async fn load_at(&self, index: IndexId) -> StoreResult<(Vec<(String, Vec<StoredRecord>)>, FeedPosition)>;
+
+    /// Applies changes atomically, in order, as the write after `based_on`, and returns its position;
+    /// `StoreError::Conflict(FEED_BEHIND)` (and nothing written) when the index has moved past `based_on`.
+    async fn apply_after(
+        &self,
+        index: IndexId,
+        changes: Vec<Change>,
+        based_on: FeedPosition,
+    ) -> StoreResult<FeedPosition>;
+
+    /// Up to `limit` writes after `position`, oldest first, each with its position and its changes as
+    /// the records now stand (a record put then deleted comes back as deleted). `None` when the feed no
+    /// longer holds the write after `position`: the caller loads the index again.
+    async fn changes_after(
+        &self,
+        index: IndexId,
+        position: FeedPosition,
+        limit: usize,
+    ) -> StoreResult<Option<Vec<(FeedPosition, Vec<Change>)>>>;
+
+    /// The positions of these indexes' latest writes (an index never written to is left out).
+    async fn heads(&self, indexes: &[IndexId]) -> StoreResult<Vec<(IndexId, FeedPosition)>>;
 }

@@ -314,3 +314,72 @@ async fn indexes_are_isolated_and_dropped_whole(store: &dyn VectorStore) {
         .await
         .expect("dropping an index that never existed is no error");
 }
+
+/// The suite of a store that several nodes share ([`VectorStore::feed`]): every write takes the next
+/// position of its index's feed; a write based on an old position is refused; the feed gives each
+/// write's changes in order, with records as they now stand; a snapshot says where it stands.
+///
+/// # Panics
+/// When the store has no feed, or breaks its contract.
+pub async fn change_feed(store: &dyn VectorStore) {
+    use crate::store::FEED_BEHIND;
+    let feed = store.feed().expect("a shared store has a feed");
+    let index = IndexId::random();
+    let (empty, start) = feed.load_at(index).await.expect("load succeeds");
+    assert!(empty.is_empty() && start == 0, "an index never written to stands at 0");
+    let first = feed
+        .apply_after(index, vec![put("", vec![record("a", 1), record("b", 2)])], 0)
+        .await
+        .expect("a write on the head succeeds");
+    assert_eq!(first, 1, "the first write takes position 1");
+    store
+        .apply(index, vec![put("n", vec![record("c", 1)])])
+        .await
+        .expect("apply succeeds");
+    let stale = feed
+        .apply_after(index, vec![put("", vec![record("z", 9)])], first)
+        .await
+        .expect_err("a write based on an old position is refused");
+    assert!(
+        matches!(&stale, quiver_core::StoreError::Conflict(what) if what == FEED_BEHIND),
+        "{stale:?}"
+    );
+    let third = feed
+        .apply_after(
+            index,
+            vec![Change::Delete {
+                namespace: String::new(),
+                ids: vec!["a".into()],
+            }],
+            2,
+        )
+        .await
+        .expect("a write on the head succeeds");
+    assert_eq!(third, 3);
+    let writes = feed
+        .changes_after(index, 0, 10)
+        .await
+        .expect("the feed reads")
+        .expect("the feed reaches back to the start");
+    let positions: Vec<u64> = writes.iter().map(|(at, _)| *at).collect();
+    assert_eq!(positions, [1, 2, 3], "every write once, in order; the refused one left nothing");
+    let Some(Change::Put { records, .. }) = writes[0].1.first() else {
+        panic!("the first write is a put, not {:?}", writes[0].1);
+    };
+    let put_now = ids(records);
+    assert_eq!(put_now, ["b"], "a put comes back as its records now stand");
+    assert!(
+        writes[0].1.iter().any(|c| matches!(c, Change::Delete { ids, .. } if ids == &["a".to_owned()])),
+        "a record deleted since comes back deleted"
+    );
+    let later = feed.changes_after(index, 2, 10).await.expect("reads").expect("reaches");
+    assert_eq!(later.len(), 1, "the feed starts after the position asked");
+    let (snapshot, at) = feed.load_at(index).await.expect("load succeeds");
+    assert_eq!(at, 3, "a snapshot stands at the latest write");
+    assert_eq!(snapshot.len(), 2);
+    let heads = feed.heads(&[index, IndexId::random()]).await.expect("heads read");
+    assert_eq!(heads, [(index, 3)], "indexes never written to have no head");
+    store.drop_index(index).await.expect("drop succeeds");
+    let (gone, at) = feed.load_at(index).await.expect("load succeeds");
+    assert!(gone.is_empty() && at == 0, "a dropped index starts over");
+}

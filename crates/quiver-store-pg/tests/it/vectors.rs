@@ -25,3 +25,12 @@ async fn the_postgres_vector_store_keeps_acknowledged_writes_across_a_restart() 
     };
     quiver_vector::testing::restart_keeps_every_acknowledged_write(open).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_postgres_vector_store_keeps_an_ordered_feed_of_writes() {
+    let schema = TestSchema::new();
+    let store = PgVectorStore::open(&schema.options)
+        .await
+        .expect("the store opens");
+    quiver_vector::testing::change_feed(&store).await;
+}

@@ -14,6 +14,7 @@ impl Vectors {
     /// Store failures on first load.
     pub async fn namespaces(&self, index: &IndexRef) -> Result<Vec<String>, VectorError> {
         let state = self.loaded(index).await?;
+        self.fresh(index.id, &state).await?;
         Ok(read(&state.namespaces).keys().cloned().collect())
     }
 
@@ -22,27 +23,32 @@ impl Vectors {
     /// # Errors
     /// The default namespace (400) or an unknown one (404); store failures.
     pub async fn delete_namespace(&self, index: &IndexRef, namespace: &str) -> Result<(), VectorError> {
+        super::feed::retry_behind(|| self.delete_namespace_once(index, namespace)).await
+    }
+
+    async fn delete_namespace_once(&self, index: &IndexRef, namespace: &str) -> Result<(), VectorError> {
         if namespace.is_empty() {
             return Err(VectorError::InvalidRequest(
                 "the default namespace cannot be deleted".into(),
             ));
         }
         let state = self.loaded(index).await?;
-        let _writing = state.writes.lock().await;
+        let mut position = state.writes.lock().await;
+        self.catch_up(index.id, &state, &mut position).await?;
         if !read(&state.namespaces).contains_key(namespace) {
             return Err(VectorError::NamespaceNotFound {
                 namespace: namespace.to_owned(),
                 index: index.name.clone(),
             });
         }
-        self.store
-            .apply(
-                index.id,
-                vec![Change::DropNamespace {
-                    namespace: namespace.to_owned(),
-                }],
-            )
-            .await?;
+        self.commit(
+            index.id,
+            &mut position,
+            vec![Change::DropNamespace {
+                namespace: namespace.to_owned(),
+            }],
+        )
+        .await?;
         write(&state.namespaces).remove(namespace);
         Ok(())
     }
@@ -59,13 +65,24 @@ impl Vectors {
         to: &str,
         delete_existing: bool,
     ) -> Result<(), VectorError> {
+        super::feed::retry_behind(|| self.rename_namespace_once(index, from, to, delete_existing)).await
+    }
+
+    async fn rename_namespace_once(
+        &self,
+        index: &IndexRef,
+        from: &str,
+        to: &str,
+        delete_existing: bool,
+    ) -> Result<(), VectorError> {
         if from.is_empty() || to.is_empty() {
             return Err(VectorError::InvalidRequest(
                 "the default namespace cannot be renamed or replaced".into(),
             ));
         }
         let state = self.loaded(index).await?;
-        let _writing = state.writes.lock().await;
+        let mut position = state.writes.lock().await;
+        self.catch_up(index.id, &state, &mut position).await?;
         let target_exists = {
             let namespaces = read(&state.namespaces);
             if !namespaces.contains_key(from) {
@@ -94,7 +111,7 @@ impl Vectors {
             from: from.to_owned(),
             to: to.to_owned(),
         });
-        self.store.apply(index.id, changes).await?;
+        self.commit(index.id, &mut position, changes).await?;
         let mut namespaces = write(&state.namespaces);
         if let Some(moved) = namespaces.remove(from) {
             namespaces.insert(to.to_owned(), moved);
@@ -108,6 +125,7 @@ impl Vectors {
     /// Store failures on first load.
     pub async fn random(&self, index: &IndexRef, namespace: &str) -> Result<Option<Record>, VectorError> {
         let state = self.loaded(index).await?;
+        self.fresh(index.id, &state).await?;
         let namespaces = read(&state.namespaces);
         let Some(found) = namespaces.get(namespace) else {
             return Ok(None);

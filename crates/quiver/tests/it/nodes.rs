@@ -331,3 +331,123 @@ async fn two_nodes_starting_together_share_one_migrated_database_and_one_bootstr
         terminate(node);
     }
 }
+
+/// Creates a 2-dimension cosine index through `node`'s management API; returns its token.
+async fn create_index(node: &Served) -> String {
+    let email = printed_value(&node.printed, "email:");
+    let key = printed_value(&node.printed, "api key:");
+    let response = client()
+        .post(format!("{}/v2/vector/index", node.base))
+        .basic_auth(email, Some(key))
+        .json(&json!({"name": "shared", "region": "us-east-1", "similarity_function": "COSINE", "dimension_count": 2}))
+        .send()
+        .await
+        .expect("the node answers");
+    assert!(response.status().is_success(), "{}", response.status());
+    let record: Value = response.json().await.expect("an index record");
+    record["token"].as_str().expect("a token").to_owned()
+}
+
+/// The `result` of a vector API call on `node`.
+async fn vectors(node: &Served, token: &str, path: &str, body: Value) -> Value {
+    let response = client()
+        .post(format!("{}{path}", node.base))
+        .bearer_auth(token)
+        .json(&body)
+        .send()
+        .await
+        .expect("the node answers");
+    let status = response.status();
+    let answer: Value = response.json().await.expect("a JSON answer");
+    assert!(status.is_success(), "{path}: {status} {answer}");
+    answer["result"].clone()
+}
+
+/// The ids of a query's hits.
+fn hit_ids(result: &Value) -> Vec<String> {
+    result
+        .as_array()
+        .map(|hits| hits.iter().filter_map(|h| h["id"].as_str().map(str::to_owned)).collect())
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_vector_written_on_one_node_is_read_at_once_and_queried_within_a_second_on_another() {
+    let mut cluster = Cluster::new();
+    let nodes = [cluster.start(), cluster.start()];
+    let token = create_index(&nodes[0]).await;
+    // The second node holds the index in memory before the write, so only following the feed brings it.
+    let before = vectors(&nodes[1], &token, "/query", json!({"vector": [1.0, 0.0], "topK": 3})).await;
+    assert!(hit_ids(&before).is_empty());
+    vectors(&nodes[0], &token, "/upsert", json!([{"id": "v1", "vector": [1.0, 0.0]}])).await;
+    let written = Instant::now();
+    let fetched = vectors(&nodes[1], &token, "/fetch", json!({"ids": ["v1"]})).await;
+    assert_eq!(fetched[0]["id"], "v1", "a fetch on another node sees an acknowledged write at once");
+    let mut found_after = None;
+    while written.elapsed() < Duration::from_secs(3) {
+        let hits = vectors(&nodes[1], &token, "/query", json!({"vector": [1.0, 0.0], "topK": 3})).await;
+        if hit_ids(&hits) == ["v1"] {
+            found_after = Some(written.elapsed());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let found_after = found_after.expect("the other node's queries find the vector");
+    assert!(found_after < Duration::from_secs(1), "found after {found_after:?}");
+    // And back: a delete on the second node is seen on the first.
+    vectors(&nodes[1], &token, "/delete", json!({"ids": ["v1"]})).await;
+    let fetched = vectors(&nodes[0], &token, "/fetch", json!({"ids": ["v1"]})).await;
+    assert!(fetched[0].is_null(), "a delete on one node is seen on the other: {fetched}");
+    for node in nodes {
+        terminate(node);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_started_late_serves_the_indexes_written_before_it_and_concurrent_writes_all_land() {
+    let mut cluster = Cluster::new();
+    let early = cluster.start();
+    let token = create_index(&early).await;
+    let records: Vec<Value> = (0..50)
+        .map(|n| {
+            let angle = f64::from(n) / 50.0;
+            json!({"id": format!("r{n}"), "vector": [angle.cos(), angle.sin()]})
+        })
+        .collect();
+    vectors(&early, &token, "/upsert", Value::Array(records)).await;
+    let late = cluster.start();
+    let info = vectors(&late, &token, "/info", json!({})).await;
+    assert_eq!(info["vectorCount"], 50, "{info}");
+    let hits = vectors(&late, &token, "/query", json!({"vector": [1.0, 0.0], "topK": 1})).await;
+    assert_eq!(hit_ids(&hits), ["r0"]);
+    // Both nodes write to the index at once: every write lands, on both nodes.
+    let writers: Vec<_> = [&early, &late]
+        .into_iter()
+        .enumerate()
+        .map(|(which, node)| {
+            let (base, token) = (node.base.clone(), token.clone());
+            tokio::spawn(async move {
+                for n in 0..20 {
+                    let body = json!([{"id": format!("w{which}-{n}"), "vector": [1.0, f64::from(n)]}]);
+                    let response = client()
+                        .post(format!("{base}/upsert"))
+                        .bearer_auth(&token)
+                        .json(&body)
+                        .send()
+                        .await
+                        .expect("the node answers");
+                    assert!(response.status().is_success(), "{}", response.status());
+                }
+            })
+        })
+        .collect();
+    for writer in writers {
+        writer.await.expect("the writer finishes");
+    }
+    for node in [&early, &late] {
+        let info = vectors(node, &token, "/info", json!({})).await;
+        assert_eq!(info["vectorCount"], 90, "{info}");
+    }
+    terminate(early);
+    terminate(late);
+}

@@ -1,0 +1,207 @@
+//! Following the store's feed of writes, where other nodes write to the same store: each write first
+//! brings the index's memory up to the feed and then takes the next position (or, when another node took
+//! it meanwhile, runs again); reads by id catch up first, so they see every acknowledged write; a
+//! background follower keeps queries within a poll interval of the feed.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use quiver_core::{IndexId, StoreError};
+
+use super::{LoadedIndex, Vectors, write};
+use crate::error::VectorError;
+use crate::namespace::Namespace;
+use crate::record::{IndexSpec, StoredRecord};
+use crate::store::{Change, FEED_BEHIND, FeedPosition};
+
+/// Writes read from the feed per round trip while catching up.
+const CATCH_UP_BATCH: usize = 256;
+
+/// How often a write runs again when other nodes keep writing to its index first.
+const WRITE_ATTEMPTS: usize = 8;
+
+/// Runs `attempt` again when another node wrote to the index between this node's catch-up and its
+/// write (the write was decided on memory that was behind, so it is decided again).
+pub(super) async fn retry_behind<T, F, Fut>(mut attempt: F) -> Result<T, VectorError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, VectorError>>,
+{
+    let mut attempts = 1;
+    loop {
+        match attempt().await {
+            Err(VectorError::Store(StoreError::Conflict(what)))
+                if what == FEED_BEHIND && attempts < WRITE_ATTEMPTS =>
+            {
+                attempts += 1;
+            }
+            outcome => return outcome,
+        }
+    }
+}
+
+/// Namespaces built from stored records (the default one always there).
+pub(super) fn build_namespaces(
+    spec: &IndexSpec,
+    stored: Vec<(String, Vec<StoredRecord>)>,
+) -> BTreeMap<String, Namespace> {
+    let mut namespaces = BTreeMap::new();
+    namespaces.insert(String::new(), Namespace::new(spec));
+    for (name, records) in stored {
+        let namespace = namespaces.entry(name).or_insert_with(|| Namespace::new(spec));
+        for record in records {
+            namespace.put(record);
+        }
+    }
+    namespaces
+}
+
+/// Applies one change of the feed to memory, as the store applied it.
+fn apply_change(namespaces: &mut BTreeMap<String, Namespace>, spec: &IndexSpec, change: Change) {
+    match change {
+        Change::Put { namespace, records } => {
+            let target = namespaces
+                .entry(namespace)
+                .or_insert_with(|| Namespace::new(spec));
+            for record in records {
+                target.put(record);
+            }
+        }
+        Change::Delete { namespace, ids } => {
+            if let Some(found) = namespaces.get_mut(&namespace) {
+                for id in &ids {
+                    found.remove(id);
+                }
+            }
+        }
+        Change::Reset { namespace } => {
+            namespaces.insert(namespace, Namespace::new(spec));
+        }
+        Change::DropNamespace { namespace } => {
+            if !namespace.is_empty() {
+                namespaces.remove(&namespace);
+            }
+        }
+        Change::RenameNamespace { from, to } => {
+            if let Some(moved) = namespaces.remove(&from) {
+                namespaces.insert(to, moved);
+            }
+        }
+    }
+}
+
+impl Vectors {
+    /// Brings an index's memory up to the store's feed (other nodes' writes); the caller holds the
+    /// index's write lock, whose value is the memory's position. Nothing to do where this node is the
+    /// only writer.
+    pub(super) async fn catch_up(
+        &self,
+        index: IndexId,
+        state: &LoadedIndex,
+        position: &mut FeedPosition,
+    ) -> Result<(), VectorError> {
+        let Some(feed) = self.store.feed() else {
+            return Ok(());
+        };
+        loop {
+            let Some(writes) = feed.changes_after(index, *position, CATCH_UP_BATCH).await? else {
+                // The feed no longer reaches back to this memory: load the index afresh.
+                let (stored, at) = feed.load_at(index).await?;
+                let spec = state.spec;
+                let namespaces = tokio::task::spawn_blocking(move || build_namespaces(&spec, stored))
+                    .await
+                    .map_err(|e| VectorError::Internal(format!("loading task failed: {e}")))?;
+                *write(&state.namespaces) = namespaces;
+                *position = at;
+                self.indexing.notify_one();
+                return Ok(());
+            };
+            let done = writes.len() < CATCH_UP_BATCH;
+            if !writes.is_empty() {
+                let mut namespaces = write(&state.namespaces);
+                for (at, changes) in writes {
+                    for change in changes {
+                        apply_change(&mut namespaces, &state.spec, change);
+                    }
+                    *position = at;
+                }
+                drop(namespaces);
+                self.indexing.notify_one();
+            }
+            if done {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Writes `changes` to the store as the write after the memory's `position` (which moves to it).
+    pub(super) async fn commit(
+        &self,
+        index: IndexId,
+        position: &mut FeedPosition,
+        changes: Vec<Change>,
+    ) -> Result<(), VectorError> {
+        match self.store.feed() {
+            None => self.store.apply(index, changes).await?,
+            Some(feed) => *position = feed.apply_after(index, changes, *position).await?,
+        }
+        Ok(())
+    }
+
+    /// Catches an index up before a read that must see every acknowledged write (fetch, range, info),
+    /// where other nodes write to the store.
+    pub(super) async fn fresh(&self, index: IndexId, state: &LoadedIndex) -> Result<(), VectorError> {
+        if self.store.feed().is_none() {
+            return Ok(());
+        }
+        let mut position = state.writes.lock().await;
+        self.catch_up(index, state, &mut position).await
+    }
+
+    /// Follows the store's feed until `shutdown`: every `every`, catches up the loaded indexes that
+    /// other nodes wrote to. Returns at once where this node is the only writer.
+    pub async fn follow_feed(self: Arc<Self>, every: Duration, shutdown: tokio_util::sync::CancellationToken) {
+        let Some(feed) = self.store.feed() else {
+            return;
+        };
+        loop {
+            tokio::select! {
+                biased;
+                () = shutdown.cancelled() => return,
+                () = tokio::time::sleep(every) => {}
+            }
+            let states: Vec<(IndexId, Arc<LoadedIndex>)> = self
+                .loaded
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .iter()
+                .filter_map(|(id, cell)| cell.get().map(|state| (*id, Arc::clone(state))))
+                .collect();
+            if states.is_empty() {
+                continue;
+            }
+            let ids: Vec<IndexId> = states.iter().map(|(id, _)| *id).collect();
+            let heads = match feed.heads(&ids).await {
+                Ok(heads) => heads,
+                Err(error) => {
+                    tracing::warn!(%error, "reading the vector feed's heads failed; trying again");
+                    continue;
+                }
+            };
+            for (id, head) in heads {
+                let Some((_, state)) = states.iter().find(|(loaded, _)| *loaded == id) else {
+                    continue;
+                };
+                let mut position = state.writes.lock().await;
+                if *position >= head {
+                    continue;
+                }
+                if let Err(error) = self.catch_up(id, state, &mut position).await {
+                    tracing::warn!(%error, index = %id, "catching up with other nodes' vector writes failed");
+                }
+            }
+        }
+    }
+}
