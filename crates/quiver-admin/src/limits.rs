@@ -100,6 +100,8 @@ struct Counters {
     second: i64,
     queries_this_second: i64,
     writes_this_second: i64,
+    /// When the day's and month's counts were last read from the meter (unix seconds).
+    synced_at: i64,
 }
 
 /// The time-based limits of every index.
@@ -108,6 +110,9 @@ pub struct Limiter {
     enforce_rates: bool,
     clock: Arc<dyn Clock>,
     counters: Mutex<HashMap<IndexId, Counters>>,
+    /// Where other nodes share the store: how often the day's and month's counts are read again, so that
+    /// quotas see every node's usage (per-second rates stay per node).
+    resync_secs: Option<i64>,
 }
 
 impl std::fmt::Debug for Limiter {
@@ -124,7 +129,22 @@ impl Limiter {
             enforce_rates,
             clock,
             counters: Mutex::new(HashMap::new()),
+            resync_secs: None,
         }
+    }
+
+    /// Reads each index's daily and monthly counts from the store again every `every`, where other
+    /// nodes meter into the same store: quotas then count every node's usage, up to `every` (plus their
+    /// flush interval) late. Per-second rates stay per node.
+    #[must_use]
+    pub fn resync_every(mut self, every: std::time::Duration) -> Limiter {
+        self.resync_secs = Some(i64::try_from(every.as_secs()).unwrap_or(i64::MAX).max(1));
+        self
+    }
+
+    /// Whether `counters` must be read again from the meter at `second` of `day`.
+    fn stale(&self, counters: &Counters, day: i64, second: i64) -> bool {
+        counters.day != day || self.resync_secs.is_some_and(|every| second >= counters.synced_at + every)
     }
 
     /// Admits one request of `kind` to `index` under `limits`, or says which limit it would break.
@@ -142,7 +162,10 @@ impl Limiter {
         let (day, month) = day_and_month_start(minute);
         {
             let mut counters = self.counters.lock().unwrap_or_else(PoisonError::into_inner);
-            if let Some(entry) = counters.get_mut(&index).filter(|c| c.day == day) {
+            if let Some(entry) = counters
+                .get_mut(&index)
+                .filter(|c| !self.stale(c, day, now.as_secs()))
+            {
                 return Ok(self.take(entry, index, kind, limits, now)?);
             }
         }
@@ -151,13 +174,22 @@ impl Limiter {
         let day_usage = self.meter.totals(index, day, minute).await?;
         let mut counters = self.counters.lock().unwrap_or_else(PoisonError::into_inner);
         let entry = counters.entry(index).or_default();
-        if entry.day != day {
+        if self.stale(entry, day, now.as_secs()) {
+            // This node's per-second counts carry over a read of the same day.
+            let (second, queries_this_second, writes_this_second) = if entry.day == day {
+                (entry.second, entry.queries_this_second, entry.writes_this_second)
+            } else {
+                (0, 0, 0)
+            };
             *entry = Counters {
                 day,
                 queries_today: day_usage.queries as i64,
                 updates_today: day_usage.updates as i64,
                 bytes_this_month: month_usage.bytes as i64,
-                ..Counters::default()
+                second,
+                queries_this_second,
+                writes_this_second,
+                synced_at: now.as_secs(),
             };
         }
         Ok(self.take(entry, index, kind, limits, now)?)

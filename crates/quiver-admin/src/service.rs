@@ -124,6 +124,13 @@ impl Admin {
         })
     }
 
+    /// Forgets every cached account and index, so the next use reads the catalogue: where other nodes
+    /// change the same catalogue (a rotated token, a deleted index), this bounds how long this node
+    /// answers from what it read before.
+    pub fn forget_cached(&self) {
+        self.accounts.clear();
+    }
+
     /// The bootstrap account, if the server has started once.
     ///
     /// # Errors

@@ -19,6 +19,9 @@ use tracing::{info, warn};
 use crate::config::Config;
 use crate::stores::Stores;
 
+/// Where nodes share the store: how often each re-reads the day's and month's usage for quotas.
+const QUOTA_RESYNC: Duration = Duration::from_secs(5);
+
 /// Everything [`App::start`] needs.
 #[derive(Debug, Clone)]
 pub struct AppOptions {
@@ -186,6 +189,7 @@ impl App {
                 database,
                 store,
                 queue.clone(),
+                catalog.admin.clone(),
                 Arc::clone(&options.clock),
                 shutdown.child_token(),
             ));
@@ -231,11 +235,19 @@ impl App {
             queue: queue.clone(),
             vectors,
             embedders,
-            limiter: Arc::new(quiver_admin::limits::Limiter::new(
-                Arc::clone(&meter),
-                Arc::clone(&options.clock),
-                config.http.enforce_rate_limits,
-            )),
+            limiter: Arc::new({
+                let limiter = quiver_admin::limits::Limiter::new(
+                    Arc::clone(&meter),
+                    Arc::clone(&options.clock),
+                    config.http.enforce_rate_limits,
+                );
+                // Quotas count every node's usage where nodes share the store (rates stay per node).
+                if stores.shared.is_some() {
+                    limiter.resync_every(QUOTA_RESYNC)
+                } else {
+                    limiter
+                }
+            }),
             meter,
             config: config.http.clone(),
         });

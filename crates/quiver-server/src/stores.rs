@@ -76,20 +76,23 @@ impl Stores {
     }
 }
 
-/// How often a node looks for the leases of nodes that are gone.
-const GONE_NODES_EVERY: Duration = Duration::from_secs(2);
+/// How often a node looks for the leases of nodes that are gone, and forgets the accounts and indexes
+/// it cached (which other nodes may have changed).
+const HOUSEKEEPING_EVERY: Duration = Duration::from_secs(2);
 
-/// What a node on a shared database does for the others, until `stop`: wakes its loops on their hints,
-/// and now and then makes the messages leased by nodes that are gone due again.
+/// What a node on a shared database does for the others, until `stop`: wakes its loops on their hints;
+/// now and then makes the messages leased by nodes that are gone due again, and forgets its cached
+/// accounts and indexes.
 pub(crate) async fn follow_other_nodes(
     database: PgDatabase,
     store: Arc<PgQueueStore>,
     queue: Queue,
+    admin: quiver_admin::Admin,
     clock: Arc<dyn Clock>,
     stop: CancellationToken,
 ) {
     let mut hints = database.listen(stop.child_token());
-    let mut reap = tokio::time::interval(GONE_NODES_EVERY);
+    let mut reap = tokio::time::interval(HOUSEKEEPING_EVERY);
     reap.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
@@ -99,11 +102,14 @@ pub(crate) async fn follow_other_nodes(
                 Some(Hint::Schedules) => queue.wake_scheduler(),
                 None => return,
             },
-            _ = reap.tick() => match store.release_leases_of_gone_nodes(clock.now()).await {
-                Ok(0) => {}
-                Ok(released) => info!(released, "released the leases of a node that is gone"),
-                Err(error) => warn!(%error, "looking for the leases of nodes that are gone failed"),
-            },
+            _ = reap.tick() => {
+                admin.forget_cached();
+                match store.release_leases_of_gone_nodes(clock.now()).await {
+                    Ok(0) => {}
+                    Ok(released) => info!(released, "released the leases of a node that is gone"),
+                    Err(error) => warn!(%error, "looking for the leases of nodes that are gone failed"),
+                }
+            }
         }
     }
 }

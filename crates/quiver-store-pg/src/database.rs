@@ -85,10 +85,19 @@ pub struct PgDatabase {
 
 /// A node's presence: a session advisory lock on `(PRESENCE_CLASS, node)` held by a connection of its
 /// own for as long as the node lives. Leases carry the node; another node tells a dead node's leases by
-/// its lock being free (the server frees it when the connection ends, however the process ended).
+/// its lock being free (the server frees it when the connection ends, however the process ended). When
+/// the holding connection is lost (a database restart, a network fault), a task takes the lock again
+/// under the same number as soon as it can; meanwhile other nodes may release this node's leases, and a
+/// delivery then in flight may run twice (the queue delivers at least once).
 struct Presence {
     node: i32,
-    _holder: tokio_postgres::Client,
+    stop: tokio_util::sync::CancellationToken,
+}
+
+impl Drop for Presence {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
 }
 
 /// The first key of every presence lock (the second is the node).
@@ -290,25 +299,66 @@ impl PgDatabase {
 }
 
 impl Presence {
-    /// Opens the holding connection and takes a presence lock under a random node number.
+    /// Takes a presence lock under a random node number, and keeps holding it.
     async fn take(config: &tokio_postgres::Config) -> StoreResult<Presence> {
-        let (client, connection) = config.connect(NoTls).await.map_err(backend_error)?;
-        tokio::spawn(async move {
-            if let Err(error) = connection.await {
-                tracing::warn!(%error, "the connection that holds this node's presence ended");
-            }
-        });
         loop {
             let mut bytes = [0u8; 4];
             getrandom::fill(&mut bytes).map_err(|e| StoreError::Backend(format!("no randomness: {e}")))?;
             let node = i32::from_le_bytes(bytes);
-            let taken: bool = client
-                .query_one("SELECT pg_try_advisory_lock($1, $2)", &[&PRESENCE_CLASS, &node])
-                .await
-                .map_err(backend_error)?
-                .get(0);
-            if taken {
-                return Ok(Presence { node, _holder: client });
+            if let Some(held) = Presence::hold(config, node).await? {
+                let stop = tokio_util::sync::CancellationToken::new();
+                tokio::spawn(Presence::keep(config.clone(), node, held, stop.clone()));
+                return Ok(Presence { node, stop });
+            }
+        }
+    }
+
+    /// Connects and takes the lock of `node`: the connection's driver, which ends with the connection,
+    /// and its client (dropping it closes the connection); `None` when another session holds the lock.
+    async fn hold(
+        config: &tokio_postgres::Config,
+        node: i32,
+    ) -> StoreResult<Option<(tokio::task::JoinHandle<()>, tokio_postgres::Client)>> {
+        let (client, connection) = config.connect(NoTls).await.map_err(backend_error)?;
+        let driver = tokio::spawn(async move {
+            if let Err(error) = connection.await {
+                tracing::warn!(%error, "the connection that holds this node's presence ended");
+            }
+        });
+        let taken: bool = client
+            .query_one("SELECT pg_try_advisory_lock($1, $2)", &[&PRESENCE_CLASS, &node])
+            .await
+            .map_err(backend_error)?
+            .get(0);
+        Ok(taken.then_some((driver, client)))
+    }
+
+    /// Holds the lock until `stop`, taking it again whenever its connection is lost.
+    async fn keep(
+        config: tokio_postgres::Config,
+        node: i32,
+        mut held: (tokio::task::JoinHandle<()>, tokio_postgres::Client),
+        stop: tokio_util::sync::CancellationToken,
+    ) {
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => return,
+                _ = &mut held.0 => {}
+            }
+            loop {
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    () = tokio::time::sleep(std::time::Duration::from_secs(1)) => {}
+                }
+                match Presence::hold(&config, node).await {
+                    Ok(Some(again)) => {
+                        tracing::info!(node, "this node's presence is held again");
+                        held = again;
+                        break;
+                    }
+                    Ok(None) => tracing::warn!(node, "another session holds this node's presence lock"),
+                    Err(error) => tracing::warn!(%error, "taking this node's presence again failed"),
+                }
             }
         }
     }

@@ -67,3 +67,54 @@ async fn usage_that_nodes_add_to_one_minute_at_once_is_all_counted() {
         "nor to the slot both minutes roll up into"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn daily_quotas_count_the_usage_every_node_metered() {
+    use std::time::Duration;
+
+    use quiver_admin::limits::Limiter;
+    use quiver_admin::meter::{Meter, UsageEvent, UsageKind};
+    use quiver_core::plan::{Limit, PlanType};
+    use quiver_core::{Clock, IndexId, ManualClock};
+
+    let schema = TestSchema::new();
+    let clock = ManualClock::starting_now();
+    // Two nodes: each with its own pool, meter and limiter over the one database.
+    let node = || async {
+        let store: Arc<dyn AdminStore> = Arc::new(
+            PgAdminStore::open(&schema.options)
+                .await
+                .expect("the store opens"),
+        );
+        let meter = Arc::new(Meter::new(store, Arc::new(clock.clone())));
+        let limiter = Limiter::new(Arc::clone(&meter), Arc::new(clock.clone()), false)
+            .resync_every(Duration::from_secs(5));
+        (meter, limiter)
+    };
+    let (first_meter, first) = node().await;
+    let (_, second) = node().await;
+    let index = IndexId::random();
+    let mut limits = PlanType::Free.vector_limits();
+    limits.max_daily_queries = Limit::AtMost(10);
+    // The second node starts counting the day before the first node's usage.
+    second.admit(index, UsageKind::Query, &limits).await.expect("admitted");
+    for _ in 0..8 {
+        first.admit(index, UsageKind::Query, &limits).await.expect("admitted");
+        first_meter.record(UsageEvent {
+            index,
+            kind: UsageKind::Query,
+            latency: Duration::from_millis(1),
+            bytes: 10,
+            snapshot: None,
+        });
+    }
+    first_meter.flush().await.expect("the first node flushes");
+    clock.advance(Duration::from_secs(6));
+    second.admit(index, UsageKind::Query, &limits).await.expect("9 of 10");
+    second.admit(index, UsageKind::Query, &limits).await.expect("10 of 10");
+    assert!(
+        second.admit(index, UsageKind::Query, &limits).await.is_err(),
+        "the 11th query of the day is refused, counting both nodes' (now {})",
+        clock.now()
+    );
+}

@@ -108,6 +108,21 @@ impl ScheduleStore for SqliteQueueStore {
         hold_until: Timestamp,
     ) -> StoreResult<Vec<Schedule>> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        // Most rounds find nothing due: look on a reader before taking the writer.
+        let any_due = self
+            .database
+            .read(move |c| {
+                c.query_row(
+                    "SELECT EXISTS (SELECT 1 FROM schedules WHERE next_fire <= ?1)",
+                    [now.as_millis()],
+                    |r| r.get::<_, bool>(0),
+                )
+                .map_err(read_error)
+            })
+            .await?;
+        if !any_due {
+            return Ok(Vec::new());
+        }
         self.database
             .write(move |c| {
                 let mut due = schedules_where(
