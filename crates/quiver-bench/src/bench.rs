@@ -74,6 +74,29 @@ pub(crate) enum BenchCommand {
         #[arg(long)]
         dir: Option<PathBuf>,
     },
+    /// Several nodes on PostgreSQL: publish-and-deliver throughput with SQLite, one PostgreSQL node and
+    /// two (alternating rounds, same run) against pgbench's single-row insert rate at the same client
+    /// count; vector upsert throughput; how soon a vector written on one node is found on another.
+    Nodes {
+        /// The PostgreSQL database (schemas of the run are created in it and dropped at the end).
+        #[arg(long, default_value = "postgres://postgres@127.0.0.1:5432/test")]
+        url: String,
+        /// Seconds of publishing (and of pgbench, and of each upsert run) per round.
+        #[arg(long, default_value_t = 5)]
+        seconds: u64,
+        /// Concurrent clients of the load generator and of pgbench.
+        #[arg(long, default_value_t = 64)]
+        connections: usize,
+        /// Alternating rounds; medians are reported.
+        #[arg(long, default_value_t = 3)]
+        rounds: usize,
+        /// Writes whose cross-node visibility is timed.
+        #[arg(long, default_value_t = 200)]
+        samples: usize,
+        /// Directory for the SQLite node's and the nodes' data (default: a temporary directory).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
     /// Dense embedding throughput (all-MiniLM-L6-v2) against ONNX Runtime with int8 weights on the same
     /// texts, then query-data latency and throughput and upsert-data rate through a real server.
     Embed {
@@ -259,6 +282,24 @@ pub(crate) async fn run(command: BenchCommand, config: &Config) -> Result<()> {
             minutes,
             dir,
         } => crate::bench_scheduler::scheduler(config, schedules, minutes, dir).await,
+        BenchCommand::Nodes {
+            url,
+            seconds,
+            connections,
+            rounds,
+            samples,
+            dir,
+        } => {
+            let bench = crate::bench_nodes::NodesBench {
+                url,
+                seconds,
+                connections,
+                rounds,
+                samples,
+                dir,
+            };
+            crate::bench_nodes::nodes(config, bench).await
+        }
         BenchCommand::Stats { days, reads, dir } => crate::bench_stats::stats(config, days, reads, dir).await,
         BenchCommand::Embed {
             docs,

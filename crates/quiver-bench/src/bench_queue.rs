@@ -44,10 +44,10 @@ async fn start_bare_hyper() -> Result<SocketAddr> {
 /// Receives deliveries: counts them and, when the body is a send time in microseconds since `epoch`,
 /// records the publish-to-delivery latency.
 #[derive(Debug)]
-struct Arrivals {
-    epoch: Instant,
-    count: AtomicU64,
-    latencies_us: Mutex<Vec<u64>>,
+pub(crate) struct Arrivals {
+    pub(crate) epoch: Instant,
+    pub(crate) count: AtomicU64,
+    pub(crate) latencies_us: Mutex<Vec<u64>>,
 }
 
 async fn arrive(State(arrivals): State<Arc<Arrivals>>, body: Bytes) -> &'static str {
@@ -67,7 +67,7 @@ async fn arrive(State(arrivals): State<Arc<Arrivals>>, body: Bytes) -> &'static 
     "ok"
 }
 
-async fn start_receiver(arrivals: Arc<Arrivals>) -> Result<SocketAddr> {
+pub(crate) async fn start_receiver(arrivals: Arc<Arrivals>) -> Result<SocketAddr> {
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let address = listener.local_addr()?;
     let app = Router::new().fallback(arrive).with_state(arrivals);
