@@ -1,7 +1,7 @@
 //! The error every storage trait returns, whatever the backend.
 
 /// A storage operation failed.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum StoreError {
     /// A uniqueness rule was broken (the named constraint or column).
     #[error("conflict on {0}")]

@@ -11,6 +11,7 @@
 //! Each store is proven by its domain's conformance suite (`tests/it`).
 
 pub mod admin;
+mod batch;
 pub mod database;
 pub mod hints;
 pub mod queue;

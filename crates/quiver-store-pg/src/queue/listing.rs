@@ -255,7 +255,7 @@ impl DeadLetterStore for PgQueueStore {
                     if !set_failure_callback(t, account, dlq_id, &in_progress).await? {
                         return Ok(false);
                     }
-                    insert_messages(t, std::slice::from_ref(callback), now).await?;
+                    insert_messages(t, &[callback], now).await?;
                     Ok(true)
                 })
             })
@@ -285,7 +285,7 @@ impl DeadLetterStore for PgQueueStore {
                     if removed == 0 {
                         return Ok(None);
                     }
-                    let stored = insert_messages(t, std::slice::from_ref(replacement), now).await?;
+                    let stored = insert_messages(t, &[replacement], now).await?;
                     Ok(stored.into_iter().next().map(|e| e.message_id))
                 })
             })

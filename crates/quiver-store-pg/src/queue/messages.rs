@@ -14,7 +14,8 @@ use quiver_queue::message::{
 };
 use quiver_queue::store::{AttemptRecord, AttemptResolution, CancelFilter, DeliveryStore, MessageStore};
 
-use crate::database::{PRESENCE_CLASS, TxError, backend_error};
+use crate::batch::Batcher;
+use crate::database::{PRESENCE_CLASS, PgDatabase, TxError, TxFuture, backend_error};
 use crate::hints::Hint;
 use crate::queue::{MESSAGE_COLUMNS, PgQueueStore, count, json, message_from_row, spec_json};
 
@@ -118,7 +119,7 @@ impl EventColumns {
 /// statement each for the whole batch.
 pub(crate) async fn insert_messages(
     transaction: &Transaction<'_>,
-    news: &[NewMessage],
+    news: &[&NewMessage],
     now: Timestamp,
 ) -> Result<Vec<Enqueued>, TxError> {
     let mut outcomes = Vec::with_capacity(news.len());
@@ -294,17 +295,6 @@ async fn upsert_key(transaction: &Transaction<'_>, account: &str, flow: &FlowCon
     Ok(())
 }
 
-/// Deletes a pending message's row; `false` when it was gone already.
-async fn delete_message(transaction: &Transaction<'_>, message: &Message) -> Result<bool, TxError> {
-    let statement = transaction
-        .prepare_cached("DELETE FROM messages WHERE account_id = $1 AND id = $2")
-        .await?;
-    Ok(transaction
-        .execute(&statement, &[&message.account_id.to_string(), &message.id.0])
-        .await?
-        == 1)
-}
-
 async fn insert_dead_letter(transaction: &Transaction<'_>, dead: &DeadLetter) -> Result<(), TxError> {
     let message = &dead.message;
     let spec = &message.spec;
@@ -395,17 +385,138 @@ impl PgQueueStore {
     }
 }
 
+/// Applies attempts' outcomes inside `t`, a few statements for the whole batch: their messages read and
+/// locked in one, the finished ones deleted in one, every event appended in one. Retries, dead letters,
+/// follow-ups and failure-callback reports (the rarer outcomes) take a statement each. A record whose
+/// message is gone (cancelled meanwhile) changes nothing.
+async fn apply_attempts(t: &Transaction<'_>, records: &[AttemptRecord]) -> Result<(), TxError> {
+    let (accounts, ids): (Vec<String>, Vec<&str>) = records
+        .iter()
+        .map(|r| (r.account_id.to_string(), r.message_id.0.as_str()))
+        .unzip();
+    let statement = t
+        .prepare_cached(&format!(
+            "SELECT {MESSAGE_COLUMNS} FROM messages
+             WHERE (account_id, id) IN (SELECT * FROM UNNEST($1::TEXT[], $2::TEXT[]))
+             ORDER BY account_id, id FOR UPDATE"
+        ))
+        .await?;
+    let mut found: std::collections::HashMap<(String, String), Message> = std::collections::HashMap::new();
+    for row in t.query(&statement, &[&accounts, &ids]).await? {
+        let message = message_from_row(&row)?;
+        found.insert((message.account_id.to_string(), message.id.0.clone()), message);
+    }
+    let present: Vec<(&AttemptRecord, &Message)> = records
+        .iter()
+        .filter_map(|r| {
+            found
+                .get(&(r.account_id.to_string(), r.message_id.0.clone()))
+                .map(|m| (r, m))
+        })
+        .collect();
+    let (finished_accounts, finished_ids): (Vec<String>, Vec<&str>) = present
+        .iter()
+        .filter(|(r, _)| matches!(r.resolution, AttemptResolution::Finished { .. }))
+        .map(|(_, m)| (m.account_id.to_string(), m.id.0.as_str()))
+        .unzip();
+    if !finished_ids.is_empty() {
+        let statement = t
+            .prepare_cached(
+                "DELETE FROM messages WHERE (account_id, id) IN (SELECT * FROM UNNEST($1::TEXT[], $2::TEXT[]))",
+            )
+            .await?;
+        t.execute(&statement, &[&finished_accounts, &finished_ids]).await?;
+    }
+    for (record, message) in &present {
+        match &record.resolution {
+            AttemptResolution::Finished { dead_letter: Some(dead) } => insert_dead_letter(t, dead).await?,
+            AttemptResolution::Finished { dead_letter: None } => {}
+            AttemptResolution::Retry { retried, at } => {
+                let statement = t
+                    .prepare_cached(
+                        "UPDATE messages SET retried = $3, due_at = $4, not_before = $4,
+                             leased = FALSE, lease_node = NULL
+                         WHERE account_id = $1 AND id = $2",
+                    )
+                    .await?;
+                t.execute(
+                    &statement,
+                    &[
+                        &message.account_id.to_string(),
+                        &message.id.0,
+                        &i64::from(*retried),
+                        &at.as_millis(),
+                    ],
+                )
+                .await?;
+            }
+        }
+    }
+    let events: Vec<(&Message, &NewEvent)> = present
+        .iter()
+        .flat_map(|(record, message)| record.events.iter().map(move |e| (*message, e)))
+        .collect();
+    append_events(t, &events).await?;
+    for (record, _) in &present {
+        for follow_up in &record.follow_ups {
+            insert_messages(t, &[follow_up], follow_up.message.created_at).await?;
+        }
+        if let Some((dlq_id, info)) = &record.failure_callback_report {
+            set_failure_callback(t, record.account_id, dlq_id, info).await?;
+        }
+    }
+    Ok(())
+}
+
+/// A batch of publishes (each a call's messages and time) in one transaction: one statement for all
+/// their messages and one for their events.
+fn publish_batch<'a>(
+    t: &'a Transaction<'a>,
+    calls: Arc<Vec<(Vec<NewMessage>, Timestamp)>>,
+) -> TxFuture<'a, Vec<Vec<Enqueued>>> {
+    Box::pin(async move {
+        let now = calls.iter().map(|(_, now)| *now).max().unwrap_or(Timestamp::from_millis(0));
+        let all: Vec<&NewMessage> = calls.iter().flat_map(|(messages, _)| messages).collect();
+        let mut outcomes = insert_messages(t, &all, now).await?.into_iter();
+        Ok(calls
+            .iter()
+            .map(|(messages, _)| outcomes.by_ref().take(messages.len()).collect())
+            .collect())
+    })
+}
+
+/// A batch of attempt outcomes in one transaction.
+fn attempt_batch<'a>(t: &'a Transaction<'a>, records: Arc<Vec<AttemptRecord>>) -> TxFuture<'a, Vec<()>> {
+    Box::pin(async move {
+        apply_attempts(t, &records).await?;
+        Ok(vec![(); records.len()])
+    })
+}
+
+/// The batchers of a queue store's hottest writes.
+#[derive(Debug)]
+pub(crate) struct Batches {
+    pub(crate) publishes: Batcher<(Vec<NewMessage>, Timestamp), Vec<Enqueued>>,
+    pub(crate) attempts: Batcher<AttemptRecord, ()>,
+}
+
+impl Batches {
+    /// Writers per kind, and most calls per transaction.
+    const WRITERS: usize = 4;
+    const MAX: usize = 256;
+
+    pub(crate) fn start(database: &PgDatabase) -> Batches {
+        Batches {
+            publishes: Batcher::start(database.clone(), Self::WRITERS, Self::MAX, Arc::new(publish_batch)),
+            attempts: Batcher::start(database.clone(), Self::WRITERS, Self::MAX, Arc::new(attempt_batch)),
+        }
+    }
+}
+
 #[async_trait]
 impl MessageStore for PgQueueStore {
     async fn enqueue(&self, messages: Vec<NewMessage>, now: Timestamp) -> StoreResult<Vec<Enqueued>> {
-        let messages = Arc::new(messages);
-        let enqueued = self
-            .database
-            .write(move |t| {
-                let messages = Arc::clone(&messages);
-                Box::pin(async move { insert_messages(t, &messages, now).await })
-            })
-            .await?;
+        let enqueued = self.batches.publishes.submit((messages, now)).await?;
         self.database.hint(Hint::Due);
         Ok(enqueued)
     }
@@ -582,64 +693,7 @@ impl DeliveryStore for PgQueueStore {
     }
 
     async fn record_attempt(&self, record: AttemptRecord) -> StoreResult<()> {
-        let record = Arc::new(record);
-        self.database
-            .write(move |t| {
-                let record = Arc::clone(&record);
-                Box::pin(async move {
-                    let statement = t
-                        .prepare_cached(&format!(
-                            "SELECT {MESSAGE_COLUMNS} FROM messages WHERE account_id = $1 AND id = $2 FOR UPDATE"
-                        ))
-                        .await?;
-                    let Some(row) = t
-                        .query_opt(&statement, &[&record.account_id.to_string(), &record.message_id.0])
-                        .await?
-                    else {
-                        return Ok(());
-                    };
-                    let message = message_from_row(&row)?;
-                    match &record.resolution {
-                        AttemptResolution::Finished { dead_letter } => {
-                            delete_message(t, &message).await?;
-                            if let Some(dead) = dead_letter {
-                                insert_dead_letter(t, dead).await?;
-                            }
-                        }
-                        AttemptResolution::Retry { retried, at } => {
-                            let statement = t
-                                .prepare_cached(
-                                    "UPDATE messages SET retried = $3, due_at = $4, not_before = $4,
-                                         leased = FALSE, lease_node = NULL
-                                     WHERE account_id = $1 AND id = $2",
-                                )
-                                .await?;
-                            t.execute(
-                                &statement,
-                                &[
-                                    &message.account_id.to_string(),
-                                    &message.id.0,
-                                    &i64::from(*retried),
-                                    &at.as_millis(),
-                                ],
-                            )
-                            .await?;
-                        }
-                    }
-                    let events: Vec<(&Message, &NewEvent)> =
-                        record.events.iter().map(|e| (&message, e)).collect();
-                    append_events(t, &events).await?;
-                    for follow_up in &record.follow_ups {
-                        insert_messages(t, std::slice::from_ref(follow_up), follow_up.message.created_at)
-                            .await?;
-                    }
-                    if let Some((dlq_id, info)) = &record.failure_callback_report {
-                        set_failure_callback(t, record.account_id, dlq_id, info).await?;
-                    }
-                    Ok(())
-                })
-            })
-            .await?;
+        self.batches.attempts.submit(record).await?;
         // A retry, a callback, or the next message of a FIFO queue or a flow-control key may now be due,
         // perhaps for another node.
         self.database.hint(Hint::Due);

@@ -19,6 +19,8 @@ mod listing;
 mod messages;
 mod nouns;
 
+use std::sync::Arc;
+
 use quiver_core::store::StoreResult;
 use quiver_core::{AccountId, StoreError, Timestamp};
 use quiver_queue::message::{Message, MessageId, MessageSpec};
@@ -30,6 +32,7 @@ use crate::database::{PgDatabase, PgOptions};
 #[derive(Debug, Clone)]
 pub struct PgQueueStore {
     database: PgDatabase,
+    batches: Arc<messages::Batches>,
 }
 
 impl PgQueueStore {
@@ -38,14 +41,13 @@ impl PgQueueStore {
     /// # Errors
     /// As [`PgDatabase::open`].
     pub async fn open(options: &PgOptions) -> StoreResult<PgQueueStore> {
-        Ok(PgQueueStore {
-            database: PgDatabase::open(options).await?,
-        })
+        Ok(PgQueueStore::new(PgDatabase::open(options).await?))
     }
 
     /// The store over an open database.
     pub fn new(database: PgDatabase) -> PgQueueStore {
-        PgQueueStore { database }
+        let batches = Arc::new(messages::Batches::start(&database));
+        PgQueueStore { database, batches }
     }
 }
 
