@@ -183,17 +183,6 @@ impl App {
 
         let shutdown = CancellationToken::new();
         let tracker = TaskTracker::new();
-        if let Some((database, store)) = stores.shared.clone() {
-            queue.poll_for_other_nodes(Duration::from_millis(config.storage.poll_interval_ms));
-            tracker.spawn(crate::stores::follow_other_nodes(
-                database,
-                store,
-                queue.clone(),
-                catalog.admin.clone(),
-                Arc::clone(&options.clock),
-                shutdown.child_token(),
-            ));
-        }
         let worker = Arc::new(DeliveryWorker::new(
             &queue,
             Arc::new(AccountKeys(catalog.admin.clone())),
@@ -224,6 +213,18 @@ impl App {
             Duration::from_millis(config.storage.poll_interval_ms),
             shutdown.child_token(),
         ));
+        if let Some((database, store)) = stores.shared.clone() {
+            queue.poll_for_other_nodes(Duration::from_millis(config.storage.poll_interval_ms));
+            tracker.spawn(crate::stores::follow_other_nodes(
+                database,
+                store,
+                queue.clone(),
+                catalog.admin.clone(),
+                Arc::clone(&vectors),
+                Arc::clone(&options.clock),
+                shutdown.child_token(),
+            ));
+        }
         let meter = Arc::new(quiver_admin::meter::Meter::new(
             Arc::clone(&catalog.store) as Arc<dyn quiver_admin::AdminStore>,
             Arc::clone(&options.clock),

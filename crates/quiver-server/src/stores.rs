@@ -88,6 +88,7 @@ pub(crate) async fn follow_other_nodes(
     store: Arc<PgQueueStore>,
     queue: Queue,
     admin: quiver_admin::Admin,
+    vectors: Arc<quiver_vector::Vectors>,
     clock: Arc<dyn Clock>,
     stop: CancellationToken,
 ) {
@@ -100,6 +101,7 @@ pub(crate) async fn follow_other_nodes(
             hint = hints.recv() => match hint {
                 Some(Hint::Due) => queue.wake_worker(),
                 Some(Hint::Schedules) => queue.wake_scheduler(),
+                Some(Hint::Vectors) => vectors.feed_moved(),
                 None => return,
             },
             _ = reap.tick() => {

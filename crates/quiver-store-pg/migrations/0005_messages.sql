@@ -25,6 +25,8 @@ CREATE TABLE messages (
 CREATE INDEX messages_due ON messages (due_at);
 CREATE INDEX messages_by_queue ON messages (account_id, queue_name, seq) WHERE queue_name IS NOT NULL;
 CREATE INDEX messages_by_flow_key ON messages (account_id, flow_key) WHERE flow_key IS NOT NULL;
+-- The keyed claim reads due keyed messages oldest first: without this, it would walk every due message.
+CREATE INDEX messages_keyed_due ON messages (due_at, seq) WHERE flow_key IS NOT NULL;
 CREATE INDEX messages_by_run ON messages (account_id, workflow_run_id) WHERE workflow_run_id IS NOT NULL;
 -- The leases in flight, for finding those of nodes that are gone.
 CREATE INDEX messages_leased ON messages (lease_node) WHERE leased;

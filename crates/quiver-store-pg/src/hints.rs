@@ -19,6 +19,8 @@ pub enum Hint {
     Due,
     /// A schedule or a wait deadline changed: wake the scheduler.
     Schedules,
+    /// Vectors were written: catch the loaded indexes up with the feed.
+    Vectors,
 }
 
 impl Hint {
@@ -26,11 +28,12 @@ impl Hint {
         match self {
             Hint::Due => "quiver_due",
             Hint::Schedules => "quiver_schedules",
+            Hint::Vectors => "quiver_vectors",
         }
     }
 
     fn of_channel(channel: &str) -> Option<Hint> {
-        [Hint::Due, Hint::Schedules]
+        [Hint::Due, Hint::Schedules, Hint::Vectors]
             .into_iter()
             .find(|hint| hint.channel() == channel)
     }
@@ -45,6 +48,7 @@ pub const COALESCE: Duration = Duration::from_millis(20);
 pub(crate) struct Hints {
     due: Arc<Notify>,
     schedules: Arc<Notify>,
+    vectors: Arc<Notify>,
     stop: CancellationToken,
 }
 
@@ -55,9 +59,14 @@ impl Hints {
         let hints = Hints {
             due: Arc::new(Notify::new()),
             schedules: Arc::new(Notify::new()),
+            vectors: Arc::new(Notify::new()),
             stop: stop.clone(),
         };
-        for (hint, wanted) in [(Hint::Due, &hints.due), (Hint::Schedules, &hints.schedules)] {
+        for (hint, wanted) in [
+            (Hint::Due, &hints.due),
+            (Hint::Schedules, &hints.schedules),
+            (Hint::Vectors, &hints.vectors),
+        ] {
             let (wanted, pool, stop) = (Arc::clone(wanted), pool.clone(), stop.clone());
             tokio::spawn(async move {
                 let sql = format!("NOTIFY {}", hint.channel());
@@ -85,6 +94,7 @@ impl Hints {
         match hint {
             Hint::Due => self.due.notify_one(),
             Hint::Schedules => self.schedules.notify_one(),
+            Hint::Vectors => self.vectors.notify_one(),
         }
     }
 }
@@ -144,7 +154,12 @@ async fn listen_once(
         }
     });
     let listening = client
-        .batch_execute(&format!("LISTEN {}; LISTEN {}", Hint::Due.channel(), Hint::Schedules.channel()))
+        .batch_execute(&format!(
+            "LISTEN {}; LISTEN {}; LISTEN {}",
+            Hint::Due.channel(),
+            Hint::Schedules.channel(),
+            Hint::Vectors.channel()
+        ))
         .await;
     if let Err(error) = listening {
         driver.abort();

@@ -362,6 +362,7 @@ impl PgVectorStore {
                 })
             })
             .await
+            .inspect(|_| self.database.hint(crate::hints::Hint::Vectors))
     }
 }
 
@@ -374,6 +375,7 @@ impl VectorStore for PgVectorStore {
     async fn apply(&self, index: IndexId, changes: Vec<Change>) -> StoreResult<()> {
         self.write(index, changes, None).await.map(drop)
     }
+
 
     async fn drop_index(&self, index: IndexId) -> StoreResult<()> {
         let key = index.to_string();
@@ -417,6 +419,7 @@ impl VectorFeed for PgVectorStore {
     ) -> StoreResult<FeedPosition> {
         self.write(index, changes, Some(based_on)).await
     }
+
 
     async fn changes_after(
         &self,

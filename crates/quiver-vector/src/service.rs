@@ -121,6 +121,8 @@ pub struct Vectors {
     loaded: std::sync::Mutex<HashMap<IndexId, Arc<tokio::sync::OnceCell<Arc<LoadedIndex>>>>>,
     resumable: std::sync::Mutex<HashMap<String, Resumable>>,
     indexing: tokio::sync::Notify,
+    /// Wakes the feed follower (`feed::follow_feed`) before its next poll.
+    feed_moved: tokio::sync::Notify,
     embedders: Arc<Embedders>,
 }
 
@@ -173,6 +175,7 @@ impl Vectors {
             loaded: std::sync::Mutex::new(HashMap::new()),
             resumable: std::sync::Mutex::new(HashMap::new()),
             indexing: tokio::sync::Notify::new(),
+            feed_moved: tokio::sync::Notify::new(),
         }
     }
 

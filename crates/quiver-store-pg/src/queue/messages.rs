@@ -668,17 +668,19 @@ impl DeliveryStore for PgQueueStore {
         let client = self.database.client().await?;
         let statement = client
             .prepare_cached(&format!(
-                "SELECT MIN(m.due_at) FROM messages m
+                "SELECT m.due_at FROM messages m
                  LEFT JOIN fifo_queues q ON q.account_id = m.account_id AND q.name = m.queue_name
-                 WHERE m.flow_key IS NULL AND {QUEUE_CONDITION}"
+                 WHERE m.flow_key IS NULL AND {QUEUE_CONDITION}
+                 ORDER BY m.due_at LIMIT 1"
             ))
             .await
             .map_err(backend_error)?;
+        // The earliest due first, through `messages_due` (a `MIN` over the join would read every row).
         let unkeyed: Option<i64> = client
-            .query_one(&statement, &[])
+            .query_opt(&statement, &[])
             .await
             .map_err(backend_error)?
-            .get(0);
+            .map(|row| row.get(0));
         let keyed = crate::queue::control::next_keyed_due(&client).await?;
         Ok(match (unkeyed.map(Timestamp::from_millis), keyed) {
             (Some(a), Some(b)) => Some(a.min(b)),

@@ -160,6 +160,11 @@ impl Vectors {
         self.catch_up(index, state, &mut position).await
     }
 
+    /// Wakes the feed follower: another node wrote vectors (a hint; the follower polls anyway).
+    pub fn feed_moved(&self) {
+        self.feed_moved.notify_one();
+    }
+
     /// Follows the store's feed until `shutdown`: every `every`, catches up the loaded indexes that
     /// other nodes wrote to. Returns at once where this node is the only writer.
     pub async fn follow_feed(self: Arc<Self>, every: Duration, shutdown: tokio_util::sync::CancellationToken) {
@@ -170,6 +175,7 @@ impl Vectors {
             tokio::select! {
                 biased;
                 () = shutdown.cancelled() => return,
+                () = self.feed_moved.notified() => {}
                 () = tokio::time::sleep(every) => {}
             }
             let states: Vec<(IndexId, Arc<LoadedIndex>)> = self
