@@ -144,7 +144,10 @@ impl Limiter {
 
     /// Whether `counters` must be read again from the meter at `second` of `day`.
     fn stale(&self, counters: &Counters, day: i64, second: i64) -> bool {
-        counters.day != day || self.resync_secs.is_some_and(|every| second >= counters.synced_at + every)
+        counters.day != day
+            || self
+                .resync_secs
+                .is_some_and(|every| second >= counters.synced_at + every)
     }
 
     /// Admits one request of `kind` to `index` under `limits`, or says which limit it would break.

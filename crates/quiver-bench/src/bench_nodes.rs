@@ -35,11 +35,19 @@ struct Setup {
 
 impl Setup {
     fn bases(&self) -> Vec<String> {
-        self.nodes.iter().map(|app| format!("http://{}", app.local_addr())).collect()
+        self.nodes
+            .iter()
+            .map(|app| format!("http://{}", app.local_addr()))
+            .collect()
     }
 }
 
-async fn start(config: &Config, name: &'static str, count: usize, dir: Option<std::path::PathBuf>) -> Result<Setup> {
+async fn start(
+    config: &Config,
+    name: &'static str,
+    count: usize,
+    dir: Option<std::path::PathBuf>,
+) -> Result<Setup> {
     let mut nodes = Vec::new();
     let mut scratch = Vec::new();
     for _ in 0..count {
@@ -83,7 +91,12 @@ async fn publish_and_deliver(
         let (client, token, published) = (client.clone(), token.clone(), Arc::clone(&published));
         tasks.push(tokio::spawn(async move {
             while Instant::now() < deadline {
-                let answer = client.post(&url).header("authorization", &token).body("x").send().await;
+                let answer = client
+                    .post(&url)
+                    .header("authorization", &token)
+                    .body("x")
+                    .send()
+                    .await;
                 if answer.is_ok_and(|r| r.status().is_success()) {
                     published.fetch_add(1, Ordering::Relaxed);
                 }
@@ -97,7 +110,11 @@ async fn publish_and_deliver(
     let published = published.load(Ordering::Relaxed);
     let limit = Instant::now() + Duration::from_secs(600);
     while arrivals.count.load(Ordering::Relaxed) < before + published {
-        anyhow::ensure!(Instant::now() < limit, "{}: deliveries did not catch up", setup.name);
+        anyhow::ensure!(
+            Instant::now() < limit,
+            "{}: deliveries did not catch up",
+            setup.name
+        );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let all = started.elapsed();
@@ -116,7 +133,16 @@ fn pgbench(url: &str, schema: &str, clients: usize, seconds: u64, dir: &std::pat
         format!("INSERT INTO {schema}.single_rows (body) VALUES ('x');\n"),
     )?;
     let output = std::process::Command::new("pgbench")
-        .args(["-n", "-j", "2", "-c", &clients.to_string(), "-T", &seconds.to_string(), "-f"])
+        .args([
+            "-n",
+            "-j",
+            "2",
+            "-c",
+            &clients.to_string(),
+            "-T",
+            &seconds.to_string(),
+            "-f",
+        ])
         .arg(&script)
         .arg(url)
         .output()
@@ -155,10 +181,14 @@ fn median(mut values: Vec<f64>) -> f64 {
 
 /// A random-ish unit vector of `dimension` from `seed` (a fixed generator: runs are comparable).
 fn vector(seed: u64, dimension: usize) -> Vec<f32> {
-    let mut state = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+    let mut state = seed
+        .wrapping_mul(6_364_136_223_846_793_005)
+        .wrapping_add(1_442_695_040_888_963_407);
     let mut values: Vec<f32> = (0..dimension)
         .map(|_| {
-            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
             ((state >> 33) as f32 / (1u64 << 31) as f32) - 0.5
         })
         .collect();
@@ -177,8 +207,10 @@ async fn create_index(client: &reqwest::Client, base: &str, dimension: usize) ->
             quiver_server::credentials::DEV_ADMIN_EMAIL,
             Some(quiver_server::credentials::DEV_ADMIN_API_KEY),
         )
-        .json(&serde_json::json!({"name": format!("bench-{}", rand_suffix()), "region": "us-east-1",
-            "similarity_function": "COSINE", "dimension_count": dimension}))
+        .json(
+            &serde_json::json!({"name": format!("bench-{}", rand_suffix()), "region": "us-east-1",
+            "similarity_function": "COSINE", "dimension_count": dimension}),
+        )
         .send()
         .await?
         .error_for_status()?
@@ -192,7 +224,9 @@ async fn create_index(client: &reqwest::Client, base: &str, dimension: usize) ->
 
 fn rand_suffix() -> u64 {
     use std::hash::{BuildHasher, Hasher};
-    std::collections::hash_map::RandomState::new().build_hasher().finish()
+    std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish()
 }
 
 /// Upserts closed-loop (batches of `batch` vectors) from `connections` clients for `seconds`: vectors
@@ -210,8 +244,12 @@ async fn upsert_rate(
     let deadline = started + Duration::from_secs(seconds);
     let mut tasks = Vec::new();
     for worker in 0..connections {
-        let (client, url, token, written) =
-            (client.clone(), format!("{base}/upsert"), token.to_owned(), Arc::clone(&written));
+        let (client, url, token, written) = (
+            client.clone(),
+            format!("{base}/upsert"),
+            token.to_owned(),
+            Arc::clone(&written),
+        );
         tasks.push(tokio::spawn(async move {
             let mut n = 0u64;
             while Instant::now() < deadline {
@@ -280,9 +318,16 @@ async fn visibility(
 }
 
 pub(crate) async fn nodes(config: &Config, bench: NodesBench) -> Result<()> {
-    anyhow::ensure!(bench.rounds > 0 && bench.connections > 0, "--rounds and --connections must be above zero");
+    anyhow::ensure!(
+        bench.rounds > 0 && bench.connections > 0,
+        "--rounds and --connections must be above zero"
+    );
     let suffix = rand_suffix() % 1_000_000_000;
-    let schemas = [format!("bench_one_{suffix}"), format!("bench_two_{suffix}"), format!("bench_pgbench_{suffix}")];
+    let schemas = [
+        format!("bench_one_{suffix}"),
+        format!("bench_two_{suffix}"),
+        format!("bench_pgbench_{suffix}"),
+    ];
     let result = run(config, &bench, &schemas).await;
     for schema in &schemas {
         if let Err(error) = psql(&bench.url, &format!("DROP SCHEMA IF EXISTS {schema} CASCADE")) {
@@ -294,7 +339,13 @@ pub(crate) async fn nodes(config: &Config, bench: NodesBench) -> Result<()> {
 
 async fn run(config: &Config, bench: &NodesBench, schemas: &[String; 3]) -> Result<()> {
     let scratch = tempfile::tempdir()?;
-    psql(&bench.url, &format!("CREATE SCHEMA {}; CREATE TABLE {}.single_rows (id BIGSERIAL PRIMARY KEY, body TEXT)", schemas[2], schemas[2]))?;
+    psql(
+        &bench.url,
+        &format!(
+            "CREATE SCHEMA {}; CREATE TABLE {}.single_rows (id BIGSERIAL PRIMARY KEY, body TEXT)",
+            schemas[2], schemas[2]
+        ),
+    )?;
     let arrivals = Arc::new(Arrivals {
         epoch: Instant::now(),
         count: AtomicU64::new(0),
@@ -310,8 +361,16 @@ async fn run(config: &Config, bench: &NodesBench, schemas: &[String; 3]) -> Resu
     // connections to the database.
     let kinds = [
         ("SQLite", config.clone(), 1),
-        ("PostgreSQL, 1 node", postgres_config(config, &bench.url, &schemas[0]), 1),
-        ("PostgreSQL, 2 nodes", postgres_config(config, &bench.url, &schemas[1]), 2),
+        (
+            "PostgreSQL, 1 node",
+            postgres_config(config, &bench.url, &schemas[0]),
+            1,
+        ),
+        (
+            "PostgreSQL, 2 nodes",
+            postgres_config(config, &bench.url, &schemas[1]),
+            2,
+        ),
     ];
     println!(
         "publish-and-deliver, {} connections, {} s of publishing per run, {} alternating rounds",
@@ -322,8 +381,15 @@ async fn run(config: &Config, bench: &NodesBench, schemas: &[String; 3]) -> Resu
     for round in 1..=bench.rounds {
         for ((name, config, count), rates) in kinds.iter().zip(&mut rates) {
             let setup = start(config, name, *count, bench.dir.clone()).await?;
-            let (published, publish_rate, in_out) =
-                publish_and_deliver(&client, &setup, &sink, &arrivals, bench.connections, bench.seconds).await?;
+            let (published, publish_rate, in_out) = publish_and_deliver(
+                &client,
+                &setup,
+                &sink,
+                &arrivals,
+                bench.connections,
+                bench.seconds,
+            )
+            .await?;
             println!(
                 "  round {round} {:<20} {published:>7} messages, publish {publish_rate:>7.0}/s, in and out {in_out:>7.0}/s",
                 setup.name
@@ -333,8 +399,17 @@ async fn run(config: &Config, bench: &NodesBench, schemas: &[String; 3]) -> Resu
                 app.shutdown().await;
             }
         }
-        let tps = pgbench(&bench.url, &schemas[2], bench.connections, bench.seconds, scratch.path())?;
-        println!("  round {round} {:<20} {tps:>7.0} single-row inserts/s", "pgbench");
+        let tps = pgbench(
+            &bench.url,
+            &schemas[2],
+            bench.connections,
+            bench.seconds,
+            scratch.path(),
+        )?;
+        println!(
+            "  round {round} {:<20} {tps:>7.0} single-row inserts/s",
+            "pgbench"
+        );
         pgbench_rates.push(tps);
     }
     let sqlite_in_out = median(rates[0].iter().map(|(_, r)| *r).collect());
@@ -350,7 +425,10 @@ async fn run(config: &Config, bench: &NodesBench, schemas: &[String; 3]) -> Resu
             in_out / pgbench_tps
         );
     }
-    println!("  {:<20} {pgbench_tps:>7.0} single-row inserts/s ({} clients)", "pgbench", bench.connections);
+    println!(
+        "  {:<20} {pgbench_tps:>7.0} single-row inserts/s ({} clients)",
+        "pgbench", bench.connections
+    );
 
     // Vectors: upsert throughput on SQLite and on PostgreSQL (one node), then cross-node visibility.
     let setups = [
@@ -359,15 +437,38 @@ async fn run(config: &Config, bench: &NodesBench, schemas: &[String; 3]) -> Resu
     ];
     let sqlite = setups[0].bases()[0].clone();
     let [first, second] = [setups[1].bases()[0].clone(), setups[1].bases()[1].clone()];
-    println!("vector upserts (64 dimensions, {} connections):", bench.connections.min(16));
+    println!(
+        "vector upserts (64 dimensions, {} connections):",
+        bench.connections.min(16)
+    );
     for batch in [1, 100] {
         let mut ours = Vec::new();
         let mut peer = Vec::new();
         for _ in 0..bench.rounds {
             let token = create_index(&client, &sqlite, 64).await?;
-            peer.push(upsert_rate(&client, &sqlite, &token, batch, bench.connections.min(16), bench.seconds).await?);
+            peer.push(
+                upsert_rate(
+                    &client,
+                    &sqlite,
+                    &token,
+                    batch,
+                    bench.connections.min(16),
+                    bench.seconds,
+                )
+                .await?,
+            );
             let token = create_index(&client, &first, 64).await?;
-            ours.push(upsert_rate(&client, &first, &token, batch, bench.connections.min(16), bench.seconds).await?);
+            ours.push(
+                upsert_rate(
+                    &client,
+                    &first,
+                    &token,
+                    batch,
+                    bench.connections.min(16),
+                    bench.seconds,
+                )
+                .await?,
+            );
         }
         let (ours, peer) = (median(ours), median(peer));
         println!(

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use quiver_admin::{Admin, Bootstrap, BootstrapCredentials};
-use quiver_core::{Clock, StoreError};
+use quiver_core::Clock;
 use quiver_http::{AppState, Services};
 use quiver_queue::ssrf::DestinationPolicy;
 use quiver_queue::{DeliveryWorker, KeySource, Queue, SigningKeys};
@@ -15,6 +15,8 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{info, warn};
+
+pub use crate::error::StartError;
 
 use crate::config::Config;
 use crate::stores::Stores;
@@ -33,36 +35,6 @@ pub struct AppOptions {
     pub bootstrap: BootstrapCredentials,
 }
 
-/// Start-up failed.
-#[derive(Debug, thiserror::Error)]
-pub enum StartError {
-    /// The data directory could not be created.
-    #[error("cannot create data directory {path}: {source}")]
-    DataDir {
-        /// The directory.
-        path: String,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// The listener could not bind.
-    #[error("cannot listen on {address}: {source}")]
-    Bind {
-        /// The address.
-        address: SocketAddr,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// A store could not be opened.
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    /// The delivery worker could not start.
-    #[error(transparent)]
-    Worker(#[from] quiver_queue::delivery::WorkerError),
-    /// The bootstrap account could not be set up.
-    #[error("cannot set up the bootstrap account: {0}")]
-    Bootstrap(#[from] quiver_admin::AdminError),
-}
-
 /// The catalogue opened on its own, for commands that do not serve (`credentials`, `accounts`).
 #[derive(Clone)]
 pub struct Catalog {
@@ -74,7 +46,9 @@ pub struct Catalog {
 
 impl std::fmt::Debug for Catalog {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Catalog").field("admin", &self.admin).finish_non_exhaustive()
+        f.debug_struct("Catalog")
+            .field("admin", &self.admin)
+            .finish_non_exhaustive()
     }
 }
 
@@ -89,7 +63,11 @@ impl Catalog {
         Ok(Catalog::over(store, writers, clock))
     }
 
-    fn over(store: Arc<dyn quiver_admin::AdminStore>, writers: Vec<Database>, clock: Arc<dyn Clock>) -> Catalog {
+    fn over(
+        store: Arc<dyn quiver_admin::AdminStore>,
+        writers: Vec<Database>,
+        clock: Arc<dyn Clock>,
+    ) -> Catalog {
         let admin = Admin::new(Arc::clone(&store), clock);
         Catalog {
             admin,

@@ -157,7 +157,9 @@ impl Config {
         let schema = &self.storage.schema;
         let plain = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_';
         if !schema.is_empty()
-            && (schema.len() > 63 || !schema.chars().all(plain) || schema.starts_with(|c: char| c.is_ascii_digit()))
+            && (schema.len() > 63
+                || !schema.chars().all(plain)
+                || schema.starts_with(|c: char| c.is_ascii_digit()))
         {
             return Err(ConfigError::Invalid(format!(
                 "storage.schema `{schema}` must be a lowercase identifier (letters, digits, `_`)"
@@ -295,18 +297,25 @@ mod tests {
 
     #[test]
     fn a_storage_url_must_be_postgres_and_its_password_is_never_printed() {
-        let mysql = Config::load(None, env(&[("QUIVER__STORAGE__URL", "mysql://root@localhost/q")])).unwrap_err();
+        let mysql =
+            Config::load(None, env(&[("QUIVER__STORAGE__URL", "mysql://root@localhost/q")])).unwrap_err();
         assert!(mysql.to_string().contains("storage.url"), "{mysql}");
         let schema = Config::load(None, env(&[("QUIVER__STORAGE__SCHEMA", "Bad-Name")])).unwrap_err();
         assert!(schema.to_string().contains("storage.schema"), "{schema}");
         let config = Config::load(
             None,
-            env(&[("QUIVER__STORAGE__URL", "postgres://quiver:hunter2@db.internal:5432/quiver")]),
+            env(&[(
+                "QUIVER__STORAGE__URL",
+                "postgres://quiver:hunter2@db.internal:5432/quiver",
+            )]),
         )
         .unwrap();
         let printed = config.to_toml();
         assert!(!printed.contains("hunter2"), "{printed}");
-        assert!(printed.contains("postgres://quiver:***@db.internal:5432/quiver"), "{printed}");
+        assert!(
+            printed.contains("postgres://quiver:***@db.internal:5432/quiver"),
+            "{printed}"
+        );
         assert!(!config.storage_location().contains("hunter2"));
     }
 }

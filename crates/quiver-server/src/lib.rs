@@ -11,6 +11,7 @@
 pub mod app;
 pub mod config;
 pub mod credentials;
+mod error;
 mod stores;
 
 pub use app::{App, AppOptions, Catalog, StartError};

@@ -14,7 +14,7 @@ use quiver_vector::VectorStore;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use crate::app::StartError;
+use crate::error::StartError;
 
 /// Every store of one node.
 pub(crate) struct Stores {

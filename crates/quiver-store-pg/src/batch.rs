@@ -32,7 +32,12 @@ impl<T, R> std::fmt::Debug for Batcher<T, R> {
 impl<T: Send + Sync + 'static, R: Send + 'static> Batcher<T, R> {
     /// Starts `writers` writer tasks over `database`, each writing up to `max` items per transaction
     /// with `body`. They stop when the batcher is dropped.
-    pub(crate) fn start(database: PgDatabase, writers: usize, max: usize, body: BatchBody<T, R>) -> Batcher<T, R> {
+    pub(crate) fn start(
+        database: PgDatabase,
+        writers: usize,
+        max: usize,
+        body: BatchBody<T, R>,
+    ) -> Batcher<T, R> {
         let (sender, receiver) = mpsc::unbounded_channel::<Waiting<T, R>>();
         let receiver = Arc::new(Mutex::new(receiver));
         for _ in 0..writers.max(1) {
@@ -93,9 +98,7 @@ impl<T: Send + Sync + 'static, R: Send + 'static> Batcher<T, R> {
     /// The batch's transaction failed (nothing of it was written), or the writers have stopped.
     pub(crate) async fn submit(&self, item: T) -> StoreResult<R> {
         let (reply, result) = oneshot::channel();
-        self.sender
-            .send((item, reply))
-            .map_err(|_| StoreError::Closed)?;
+        self.sender.send((item, reply)).map_err(|_| StoreError::Closed)?;
         result.await.map_err(|_| StoreError::Closed)?
     }
 }

@@ -196,9 +196,13 @@ impl PgDatabase {
             .map_err(|e| StoreError::Backend(format!("no PostgreSQL connection: {e}")))
     }
 
-    /// How connections are made (for the listener's own).
-    pub(crate) fn config(&self) -> &tokio_postgres::Config {
-        &self.config
+    /// The hints other nodes (and this one) send, until `stop`, from a connection of its own that
+    /// connects again when lost (see [`crate::hints`]).
+    pub fn listen(
+        &self,
+        stop: tokio_util::sync::CancellationToken,
+    ) -> tokio::sync::mpsc::UnboundedReceiver<Hint> {
+        crate::hints::listen((*self.config).clone(), stop)
     }
 
     /// Tells other nodes, soon and at most once per [`crate::hints::COALESCE`], that `hint` happened.
@@ -226,7 +230,11 @@ impl PgDatabase {
         loop {
             let transaction = client.transaction().await.map_err(backend_error)?;
             let outcome = match body(&transaction).await {
-                Ok(value) => transaction.commit().await.map(|()| value).map_err(TxError::Driver),
+                Ok(value) => transaction
+                    .commit()
+                    .await
+                    .map(|()| value)
+                    .map_err(TxError::Driver),
                 Err(error) => Err(error),
             };
             match outcome {
@@ -366,9 +374,9 @@ impl Presence {
 
 /// Whether a transaction that failed with `error` may simply run again.
 fn is_retryable(error: &tokio_postgres::Error) -> bool {
-    error
-        .code()
-        .is_some_and(|code| code == &SqlState::T_R_DEADLOCK_DETECTED || code == &SqlState::T_R_SERIALIZATION_FAILURE)
+    error.code().is_some_and(|code| {
+        code == &SqlState::T_R_DEADLOCK_DETECTED || code == &SqlState::T_R_SERIALIZATION_FAILURE
+    })
 }
 
 /// A driver error as a store error: a broken uniqueness rule is a conflict naming its constraint.

@@ -10,8 +10,6 @@ use tokio::sync::{Notify, mpsc};
 use tokio_postgres::AsyncMessage;
 use tokio_util::sync::CancellationToken;
 
-use crate::database::PgDatabase;
-
 /// What a hint says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Hint {
@@ -105,28 +103,28 @@ impl Drop for Hints {
     }
 }
 
-impl PgDatabase {
-    /// The hints other nodes (and this one) send, until `stop`: a connection of its own listens, and
-    /// connects again a second after it is lost (hints sent meanwhile are missed; polling covers them).
-    pub fn listen(&self, stop: CancellationToken) -> mpsc::UnboundedReceiver<Hint> {
-        let (sender, receiver) = mpsc::unbounded_channel();
-        let config = self.config().clone();
-        tokio::spawn(async move {
-            while !stop.is_cancelled() {
-                if let Err(error) = listen_once(&config, &sender, &stop).await {
-                    tracing::warn!(%error, "listening for other nodes' hints failed; connecting again");
-                }
-                if sender.is_closed() {
-                    return;
-                }
-                tokio::select! {
-                    () = stop.cancelled() => return,
-                    () = tokio::time::sleep(Duration::from_secs(1)) => {}
-                }
+/// The hints other nodes (and this one) send, until `stop`: a connection of its own listens, and
+/// connects again a second after it is lost (hints sent meanwhile are missed; polling covers them).
+pub(crate) fn listen(
+    config: tokio_postgres::Config,
+    stop: CancellationToken,
+) -> mpsc::UnboundedReceiver<Hint> {
+    let (sender, receiver) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while !stop.is_cancelled() {
+            if let Err(error) = listen_once(&config, &sender, &stop).await {
+                tracing::warn!(%error, "listening for other nodes' hints failed; connecting again");
             }
-        });
-        receiver
-    }
+            if sender.is_closed() {
+                return;
+            }
+            tokio::select! {
+                () = stop.cancelled() => return,
+                () = tokio::time::sleep(Duration::from_secs(1)) => {}
+            }
+        }
+    });
+    receiver
 }
 
 async fn listen_once(

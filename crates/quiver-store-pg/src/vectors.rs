@@ -126,7 +126,9 @@ async fn put_records(
     transaction
         .execute(
             &statement,
-            &[&key, &namespace, &ids, &sequences, &dense, &sparse, &metadata, &data],
+            &[
+                &key, &namespace, &ids, &sequences, &dense, &sparse, &metadata, &data,
+            ],
         )
         .await?;
     Ok(ids)
@@ -268,7 +270,11 @@ async fn records_now(
         .map(|row| record_from_row(row).map(|(_, stored)| stored))
         .collect::<StoreResult<Vec<_>>>()?;
     let present: std::collections::HashSet<&str> = records.iter().map(|r| r.record.id.as_str()).collect();
-    let gone = ids.iter().filter(|id| !present.contains(id.as_str())).cloned().collect();
+    let gone = ids
+        .iter()
+        .filter(|id| !present.contains(id.as_str()))
+        .cloned()
+        .collect();
     Ok((records, gone))
 }
 
@@ -308,8 +314,13 @@ async fn resolve(transaction: &Transaction<'_>, key: &str, entry: Entry) -> Stor
                 .collect::<StoreResult<Vec<_>>>()?;
             vec![
                 Change::DropNamespace { namespace: from },
-                Change::Reset { namespace: to.clone() },
-                Change::Put { namespace: to, records },
+                Change::Reset {
+                    namespace: to.clone(),
+                },
+                Change::Put {
+                    namespace: to,
+                    records,
+                },
             ]
         }
     })
@@ -345,7 +356,8 @@ impl PgVectorStore {
                         return Err(TxError::Store(StoreError::Conflict(FEED_BEHIND.to_owned())));
                     }
                     let entries = apply_changes(t, key, changes).await?;
-                    let text = serde_json::to_string(&entries).map_err(|e| StoreError::Backend(e.to_string()))?;
+                    let text =
+                        serde_json::to_string(&entries).map_err(|e| StoreError::Backend(e.to_string()))?;
                     t.execute(
                         "INSERT INTO vector_feed (index_id, position, changes) VALUES ($1, $2, $3)",
                         &[key, &position, &text],
@@ -375,7 +387,6 @@ impl VectorStore for PgVectorStore {
     async fn apply(&self, index: IndexId, changes: Vec<Change>) -> StoreResult<()> {
         self.write(index, changes, None).await.map(drop)
     }
-
 
     async fn drop_index(&self, index: IndexId) -> StoreResult<()> {
         let key = index.to_string();
@@ -420,7 +431,6 @@ impl VectorFeed for PgVectorStore {
         self.write(index, changes, Some(based_on)).await
     }
 
-
     async fn changes_after(
         &self,
         index: IndexId,
@@ -454,8 +464,8 @@ impl VectorFeed for PgVectorStore {
         let mut writes = Vec::with_capacity(rows.len());
         for row in &rows {
             let at: i64 = row.get(0);
-            let entries: Vec<Entry> =
-                serde_json::from_str(row.get(1)).map_err(|e| corrupt(&format!("vector feed entry {at}"), e))?;
+            let entries: Vec<Entry> = serde_json::from_str(row.get(1))
+                .map_err(|e| corrupt(&format!("vector feed entry {at}"), e))?;
             let mut changes = Vec::new();
             for entry in entries {
                 changes.extend(resolve(&transaction, &key, entry).await?);

@@ -326,7 +326,10 @@ pub async fn change_feed(store: &dyn VectorStore) {
     let feed = store.feed().expect("a shared store has a feed");
     let index = IndexId::random();
     let (empty, start) = feed.load_at(index).await.expect("load succeeds");
-    assert!(empty.is_empty() && start == 0, "an index never written to stands at 0");
+    assert!(
+        empty.is_empty() && start == 0,
+        "an index never written to stands at 0"
+    );
     let first = feed
         .apply_after(index, vec![put("", vec![record("a", 1), record("b", 2)])], 0)
         .await
@@ -362,17 +365,28 @@ pub async fn change_feed(store: &dyn VectorStore) {
         .expect("the feed reads")
         .expect("the feed reaches back to the start");
     let positions: Vec<u64> = writes.iter().map(|(at, _)| *at).collect();
-    assert_eq!(positions, [1, 2, 3], "every write once, in order; the refused one left nothing");
+    assert_eq!(
+        positions,
+        [1, 2, 3],
+        "every write once, in order; the refused one left nothing"
+    );
     let Some(Change::Put { records, .. }) = writes[0].1.first() else {
         panic!("the first write is a put, not {:?}", writes[0].1);
     };
     let put_now = ids(records);
     assert_eq!(put_now, ["b"], "a put comes back as its records now stand");
     assert!(
-        writes[0].1.iter().any(|c| matches!(c, Change::Delete { ids, .. } if ids == &["a".to_owned()])),
+        writes[0]
+            .1
+            .iter()
+            .any(|c| matches!(c, Change::Delete { ids, .. } if ids == &["a".to_owned()])),
         "a record deleted since comes back deleted"
     );
-    let later = feed.changes_after(index, 2, 10).await.expect("reads").expect("reaches");
+    let later = feed
+        .changes_after(index, 2, 10)
+        .await
+        .expect("reads")
+        .expect("reaches");
     assert_eq!(later.len(), 1, "the feed starts after the position asked");
     let (snapshot, at) = feed.load_at(index).await.expect("load succeeds");
     assert_eq!(at, 3, "a snapshot stands at the latest write");

@@ -45,7 +45,10 @@ impl Retention {
     /// Store failures.
     pub async fn claim_round(&self, every: Duration) -> Result<bool, QueueError> {
         let now = self.context.now();
-        Ok(self.log.claim_retention_round(now, now.saturating_add(every)).await?)
+        Ok(self
+            .log
+            .claim_retention_round(now, now.saturating_add(every))
+            .await?)
     }
 
     /// The time `days` before now; `None` when `days` is 0 (kept forever).

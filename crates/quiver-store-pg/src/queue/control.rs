@@ -19,8 +19,8 @@ use tokio_postgres::types::ToSql;
 
 use crate::database::{TxError, backend_error};
 use crate::hints::Hint;
-use crate::queue::messages::QUEUE_CONDITION;
-use crate::queue::{MESSAGE_COLUMNS, PgQueueStore, corrupt, count, json, message_from_row};
+use crate::queue::rows::{MESSAGE_COLUMNS, QUEUE_CONDITION, corrupt, count, json, message_from_row};
+use crate::queue::store::PgQueueStore;
 
 /// Leases up to `limit` due keyed messages that their keys' limits let start at `now`, and records the
 /// starts against each key's rate. The keys' rows stay locked until the claim commits: a node deciding
@@ -115,7 +115,13 @@ pub(crate) async fn claim_keyed(
     let rows = transaction
         .query(
             &statement,
-            &[&lease_until.as_millis(), &node, &chosen_accounts, &chosen_ids, &now.as_millis()],
+            &[
+                &lease_until.as_millis(),
+                &node,
+                &chosen_accounts,
+                &chosen_ids,
+                &now.as_millis(),
+            ],
         )
         .await?;
     let mut claimed_per_key: HashMap<(String, String), i64> = HashMap::new();
@@ -270,7 +276,12 @@ impl FifoQueueStore for PgQueueStore {
         self.write_statement(
             "INSERT INTO fifo_queues (account_id, name, parallelism, paused, created_at, updated_at)
              VALUES ($1, $2, $3, FALSE, $4, $4) ON CONFLICT (account_id, name) DO NOTHING",
-            &[&account.to_string(), &name.as_str(), &i64::from(parallelism), &now.as_millis()],
+            &[
+                &account.to_string(),
+                &name.as_str(),
+                &i64::from(parallelism),
+                &now.as_millis(),
+            ],
         )
         .await
         .map(drop)
@@ -364,7 +375,10 @@ impl WorkflowRunStore for PgQueueStore {
 
     async fn append_step(&self, account: AccountId, run_id: &RunId, step: &RunStep) -> StoreResult<bool> {
         let step = step.clone();
-        change_run(&self.database, account, run_id, move |run| run.steps.push(step.clone())).await
+        change_run(&self.database, account, run_id, move |run| {
+            run.steps.push(step.clone())
+        })
+        .await
     }
 
     async fn run(&self, account: AccountId, run_id: &RunId) -> StoreResult<Option<WorkflowRun>> {

@@ -17,7 +17,8 @@ use tokio_postgres::types::ToSql;
 use crate::database::backend_error;
 use crate::hints::Hint;
 use crate::queue::messages::{insert_messages, set_failure_callback};
-use crate::queue::{PgQueueStore, account_of, corrupt, count};
+use crate::queue::rows::{account_of, corrupt, count};
+use crate::queue::store::PgQueueStore;
 
 /// An event's spec: CREATED events carry it, later events borrow their message's.
 const EVENT_SPEC: &str = "COALESCE(e.spec, (SELECT c.spec FROM events c WHERE c.account_id = e.account_id \
@@ -75,10 +76,17 @@ fn filter_conditions(account: AccountId, filter: &Filter, is_dead_letters: bool)
         c.any_of("d.dlq_id", &filter.dlq_ids);
         let statuses: Vec<i32> = filter.response_statuses.iter().map(|s| i32::from(*s)).collect();
         c.any_of("d.response_status", &statuses);
-        c.any_of(&format!("(({spec})::JSONB ->> 'workflow_run_id')"), &filter.workflow_run_ids);
-        c.any_of(&format!("(({spec})::JSONB ->> 'workflow_url')"), &filter.workflow_urls);
+        c.any_of(
+            &format!("(({spec})::JSONB ->> 'workflow_run_id')"),
+            &filter.workflow_run_ids,
+        );
+        c.any_of(
+            &format!("(({spec})::JSONB ->> 'workflow_url')"),
+            &filter.workflow_urls,
+        );
         if filter.workflow_only {
-            c.sql.push(format!("(({spec})::JSONB ->> 'workflow_run_id') IS NOT NULL"));
+            c.sql
+                .push(format!("(({spec})::JSONB ->> 'workflow_run_id') IS NOT NULL"));
         }
         let states: Vec<String> = filter
             .failure_callback_states
@@ -105,11 +113,16 @@ fn filter_conditions(account: AccountId, filter: &Filter, is_dead_letters: bool)
     c.any_of(&format!("{alias}.topic_name"), &filter.topic_names);
     c.any_of(&format!("{alias}.queue_name"), &filter.queue_names);
     c.any_of(&format!("{alias}.schedule_id"), &filter.schedule_ids);
-    c.any_of(&format!("(({spec})::JSONB -> 'flow_control' ->> 'key')"), &filter.flow_control_keys);
+    c.any_of(
+        &format!("(({spec})::JSONB -> 'flow_control' ->> 'key')"),
+        &filter.flow_control_keys,
+    );
     c.any_of(&format!("(({spec})::JSONB ->> 'caller_ip')"), &filter.caller_ips);
     if !filter.labels.is_empty() {
         c.add(
-            &format!("EXISTS (SELECT 1 FROM JSONB_ARRAY_ELEMENTS_TEXT({alias}.labels::JSONB) l WHERE l = ANY($))"),
+            &format!(
+                "EXISTS (SELECT 1 FROM JSONB_ARRAY_ELEMENTS_TEXT({alias}.labels::JSONB) l WHERE l = ANY($))"
+            ),
             Box::new(filter.labels.clone()),
         );
     }
@@ -196,8 +209,10 @@ fn event_from_row(row: &Row) -> StoreResult<(i64, Event)> {
             time: Timestamp::from_millis(row.get(1)),
             message_id: MessageId(row.get(2)),
             state: MessageState::parse(state).ok_or_else(|| corrupt(&what, format!("state `{state}`")))?,
-            spec: MessageSpec::decode(spec.ok_or_else(|| corrupt(&what, "its message has no CREATED event"))?)
-                .map_err(|e| corrupt(&what, e))?,
+            spec: MessageSpec::decode(
+                spec.ok_or_else(|| corrupt(&what, "its message has no CREATED event"))?,
+            )
+            .map_err(|e| corrupt(&what, e))?,
             detail: serde_json::from_str(row.get(5)).map_err(|e| corrupt(&what, e))?,
         },
     ))

@@ -15,22 +15,17 @@ use quiver_queue::message::{
 use quiver_queue::store::{AttemptRecord, AttemptResolution, CancelFilter, DeliveryStore, MessageStore};
 
 use crate::batch::Batcher;
+use crate::database::PgOptions;
 use crate::database::{PRESENCE_CLASS, PgDatabase, TxError, TxFuture, backend_error};
 use crate::hints::Hint;
-use crate::queue::{MESSAGE_COLUMNS, PgQueueStore, count, json, message_from_row, spec_json};
-
-/// A message of a FIFO queue (alias `m`, its queue `q`) may start only while fewer than the queue's
-/// parallelism older messages of the queue remain, and never while the queue is paused. Every node reads
-/// the same rows, and a message's row stays until its delivery ends, so no two nodes start more.
-pub(crate) const QUEUE_CONDITION: &str = "(m.queue_name IS NULL OR q.name IS NULL OR (
-    NOT q.paused AND (
-        SELECT COUNT(*) FROM messages older
-        WHERE older.account_id = m.account_id AND older.queue_name = m.queue_name AND older.seq < m.seq
-    ) < q.parallelism))";
+use crate::queue::control::{claim_keyed, next_keyed_due};
+use crate::queue::rows::{MESSAGE_COLUMNS, QUEUE_CONDITION, count, json, message_from_row, spec_json};
+use crate::queue::store::{Batches, PgQueueStore};
 
 /// The nodes alive now: those whose presence lock is held (see `PgDatabase`'s presence), as the lock's
 /// unsigned second key. `$2` is the presence locks' first key.
-const LIVING_NODES: &str = "SELECT l.objid::BIGINT FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted
+const LIVING_NODES: &str =
+    "SELECT l.objid::BIGINT FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted
     AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
     AND l.classid::BIGINT = $2 AND l.objsubid = 2";
 
@@ -63,8 +58,19 @@ pub(crate) async fn append_events(
         .execute(
             &statement,
             &[
-                &c.account, &c.message, &c.time, &c.state, &c.url, &c.host, &c.path, &c.topic, &c.queue,
-                &c.schedule, &c.labels, &c.spec, &c.detail,
+                &c.account,
+                &c.message,
+                &c.time,
+                &c.state,
+                &c.url,
+                &c.host,
+                &c.path,
+                &c.topic,
+                &c.queue,
+                &c.schedule,
+                &c.labels,
+                &c.spec,
+                &c.detail,
             ],
         )
         .await?;
@@ -98,7 +104,8 @@ impl EventColumns {
         self.time.push(event.time.as_millis());
         self.state.push(event.state.as_str());
         self.url.push(spec.url.clone());
-        self.host.push(url.as_ref().and_then(|u| u.host_str().map(str::to_owned)));
+        self.host
+            .push(url.as_ref().and_then(|u| u.host_str().map(str::to_owned)));
         self.path.push(url.as_ref().map(|u| u.path().to_owned()));
         self.topic.push(spec.topic_name.clone());
         self.queue.push(spec.queue_name.clone());
@@ -171,8 +178,16 @@ pub(crate) async fn insert_messages(
         .execute(
             &statement,
             &[
-                &r.account, &r.id, &r.not_before, &r.retried, &r.created_at, &r.queue, &r.flow_key, &r.run,
-                &r.spec, &r.body,
+                &r.account,
+                &r.id,
+                &r.not_before,
+                &r.retried,
+                &r.created_at,
+                &r.queue,
+                &r.flow_key,
+                &r.run,
+                &r.spec,
+                &r.body,
             ],
         )
         .await?;
@@ -224,7 +239,8 @@ impl MessageColumns {
         self.retried.push(i64::from(message.retried));
         self.created_at.push(message.created_at.as_millis());
         self.queue.push(spec.queue_name.clone());
-        self.flow_key.push(spec.flow_control.as_ref().map(|f| f.key.clone()));
+        self.flow_key
+            .push(spec.flow_control.as_ref().map(|f| f.key.clone()));
         self.run.push(spec.workflow_run_id.clone());
         self.spec.push(spec_json(spec)?);
         self.body.push(message.body.clone());
@@ -250,7 +266,13 @@ async fn deduplicate(
                  expires_at = excluded.expires_at
              WHERE deduplication.expires_at <= $5
              RETURNING message_id",
-            &[&account, &key, &message.id.0, &expires_at.as_millis(), &now.as_millis()],
+            &[
+                &account,
+                &key,
+                &message.id.0,
+                &expires_at.as_millis(),
+                &now.as_millis(),
+            ],
         )
         .await?;
     if taken.is_some() {
@@ -374,7 +396,12 @@ impl PgQueueStore {
                      WHERE leased AND ((lease_node = $3 AND $4) OR lease_node IS NULL
                          OR (lease_node <> $3 AND {NODE_GONE}))"
                 ),
-                &[&now.as_millis(), &i64::from(PRESENCE_CLASS), &self.database.node(), &own],
+                &[
+                    &now.as_millis(),
+                    &i64::from(PRESENCE_CLASS),
+                    &self.database.node(),
+                    &own,
+                ],
             )
             .await
             .map_err(backend_error)?;
@@ -425,11 +452,14 @@ async fn apply_attempts(t: &Transaction<'_>, records: &[AttemptRecord]) -> Resul
                 "DELETE FROM messages WHERE (account_id, id) IN (SELECT * FROM UNNEST($1::TEXT[], $2::TEXT[]))",
             )
             .await?;
-        t.execute(&statement, &[&finished_accounts, &finished_ids]).await?;
+        t.execute(&statement, &[&finished_accounts, &finished_ids])
+            .await?;
     }
     for (record, message) in &present {
         match &record.resolution {
-            AttemptResolution::Finished { dead_letter: Some(dead) } => insert_dead_letter(t, dead).await?,
+            AttemptResolution::Finished {
+                dead_letter: Some(dead),
+            } => insert_dead_letter(t, dead).await?,
             AttemptResolution::Finished { dead_letter: None } => {}
             AttemptResolution::Retry { retried, at } => {
                 let statement = t
@@ -475,7 +505,11 @@ fn publish_batch<'a>(
     calls: Arc<Vec<(Vec<NewMessage>, Timestamp)>>,
 ) -> TxFuture<'a, Vec<Vec<Enqueued>>> {
     Box::pin(async move {
-        let now = calls.iter().map(|(_, now)| *now).max().unwrap_or(Timestamp::from_millis(0));
+        let now = calls
+            .iter()
+            .map(|(_, now)| *now)
+            .max()
+            .unwrap_or(Timestamp::from_millis(0));
         let all: Vec<&NewMessage> = calls.iter().flat_map(|(messages, _)| messages).collect();
         let mut outcomes = insert_messages(t, &all, now).await?.into_iter();
         Ok(calls
@@ -493,23 +527,40 @@ fn attempt_batch<'a>(t: &'a Transaction<'a>, records: Arc<Vec<AttemptRecord>>) -
     })
 }
 
-/// The batchers of a queue store's hottest writes.
-#[derive(Debug)]
-pub(crate) struct Batches {
-    pub(crate) publishes: Batcher<(Vec<NewMessage>, Timestamp), Vec<Enqueued>>,
-    pub(crate) attempts: Batcher<AttemptRecord, ()>,
+/// Writers per kind of batch, and most calls per transaction.
+const BATCH_WRITERS: usize = 4;
+const BATCH_MAX: usize = 256;
+
+fn start_batches(database: &PgDatabase) -> Batches {
+    Batches {
+        publishes: Batcher::start(
+            database.clone(),
+            BATCH_WRITERS,
+            BATCH_MAX,
+            Arc::new(publish_batch),
+        ),
+        attempts: Batcher::start(
+            database.clone(),
+            BATCH_WRITERS,
+            BATCH_MAX,
+            Arc::new(attempt_batch),
+        ),
+    }
 }
 
-impl Batches {
-    /// Writers per kind, and most calls per transaction.
-    const WRITERS: usize = 4;
-    const MAX: usize = 256;
+impl PgQueueStore {
+    /// Connects and migrates.
+    ///
+    /// # Errors
+    /// As [`PgDatabase::open`].
+    pub async fn open(options: &PgOptions) -> StoreResult<PgQueueStore> {
+        Ok(PgQueueStore::new(PgDatabase::open(options).await?))
+    }
 
-    pub(crate) fn start(database: &PgDatabase) -> Batches {
-        Batches {
-            publishes: Batcher::start(database.clone(), Self::WRITERS, Self::MAX, Arc::new(publish_batch)),
-            attempts: Batcher::start(database.clone(), Self::WRITERS, Self::MAX, Arc::new(attempt_batch)),
-        }
+    /// The store over an open database.
+    pub fn new(database: PgDatabase) -> PgQueueStore {
+        let batches = Arc::new(start_batches(&database));
+        PgQueueStore { database, batches }
     }
 }
 
@@ -592,13 +643,12 @@ impl MessageStore for PgQueueStore {
                         &[&account_text, &doomed],
                     )
                     .await?;
-                    let [requested, canceled] = [MessageState::CancelRequested, MessageState::Canceled].map(
-                        |state| NewEvent {
+                    let [requested, canceled] =
+                        [MessageState::CancelRequested, MessageState::Canceled].map(|state| NewEvent {
                             time: now,
                             state,
                             detail: EventDetail::default(),
-                        },
-                    );
+                        });
                     let events: Vec<(&Message, &NewEvent)> = targets
                         .iter()
                         .flat_map(|m| [(m, &requested), (m, &canceled)])
@@ -648,7 +698,7 @@ impl DeliveryStore for PgQueueStore {
                     let room = limit.saturating_sub(claimed.len());
                     if room > 0 {
                         claimed.extend(
-                            crate::queue::control::claim_keyed(t, now, room, lease_until, node).await?,
+                            claim_keyed(t, now, room, lease_until, node).await?,
                         );
                     }
                     let active = NewEvent {
@@ -681,7 +731,7 @@ impl DeliveryStore for PgQueueStore {
             .await
             .map_err(backend_error)?
             .map(|row| row.get(0));
-        let keyed = crate::queue::control::next_keyed_due(&client).await?;
+        let keyed = next_keyed_due(&client).await?;
         Ok(match (unkeyed.map(Timestamp::from_millis), keyed) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),

@@ -12,7 +12,8 @@ use tokio_postgres::types::ToSql;
 
 use crate::database::backend_error;
 use crate::hints::Hint;
-use crate::queue::{PgQueueStore, json};
+use crate::queue::rows::json;
+use crate::queue::store::PgQueueStore;
 
 impl PgQueueStore {
     async fn waiters_where(
@@ -34,16 +35,9 @@ impl PgQueueStore {
 
 impl PgQueueStore {
     /// The schedules a statement returns (their `spec` column alone).
-    async fn schedules_from(
-        &self,
-        sql: &str,
-        values: &[&(dyn ToSql + Sync)],
-    ) -> StoreResult<Vec<Schedule>> {
+    async fn schedules_from(&self, sql: &str, values: &[&(dyn ToSql + Sync)]) -> StoreResult<Vec<Schedule>> {
         let client = self.database.client().await?;
-        let rows = client
-            .query(sql, values)
-            .await
-            .map_err(backend_error)?;
+        let rows = client.query(sql, values).await.map_err(backend_error)?;
         rows.iter()
             .map(|row| {
                 serde_json::from_str(row.get(0)).map_err(|e| StoreError::Corrupt(format!("schedule: {e}")))

@@ -97,9 +97,15 @@ async fn daily_quotas_count_the_usage_every_node_metered() {
     let mut limits = PlanType::Free.vector_limits();
     limits.max_daily_queries = Limit::AtMost(10);
     // The second node starts counting the day before the first node's usage.
-    second.admit(index, UsageKind::Query, &limits).await.expect("admitted");
+    second
+        .admit(index, UsageKind::Query, &limits)
+        .await
+        .expect("admitted");
     for _ in 0..8 {
-        first.admit(index, UsageKind::Query, &limits).await.expect("admitted");
+        first
+            .admit(index, UsageKind::Query, &limits)
+            .await
+            .expect("admitted");
         first_meter.record(UsageEvent {
             index,
             kind: UsageKind::Query,
@@ -110,8 +116,14 @@ async fn daily_quotas_count_the_usage_every_node_metered() {
     }
     first_meter.flush().await.expect("the first node flushes");
     clock.advance(Duration::from_secs(6));
-    second.admit(index, UsageKind::Query, &limits).await.expect("9 of 10");
-    second.admit(index, UsageKind::Query, &limits).await.expect("10 of 10");
+    second
+        .admit(index, UsageKind::Query, &limits)
+        .await
+        .expect("9 of 10");
+    second
+        .admit(index, UsageKind::Query, &limits)
+        .await
+        .expect("10 of 10");
     assert!(
         second.admit(index, UsageKind::Query, &limits).await.is_err(),
         "the 11th query of the day is refused, counting both nodes' (now {})",

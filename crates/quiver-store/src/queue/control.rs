@@ -133,7 +133,11 @@ impl ScheduleStore for SqliteQueueStore {
                 for schedule in &due {
                     c.execute(
                         "UPDATE schedules SET next_fire = ?3 WHERE account_id = ?1 AND id = ?2",
-                        params![schedule.account_id.to_string(), schedule.id.as_str(), hold_until.as_millis()],
+                        params![
+                            schedule.account_id.to_string(),
+                            schedule.id.as_str(),
+                            hold_until.as_millis()
+                        ],
                     )
                     .map_err(backend_error)?;
                 }

@@ -167,7 +167,11 @@ impl Vectors {
 
     /// Follows the store's feed until `shutdown`: every `every`, catches up the loaded indexes that
     /// other nodes wrote to. Returns at once where this node is the only writer.
-    pub async fn follow_feed(self: Arc<Self>, every: Duration, shutdown: tokio_util::sync::CancellationToken) {
+    pub async fn follow_feed(
+        self: Arc<Self>,
+        every: Duration,
+        shutdown: tokio_util::sync::CancellationToken,
+    ) {
         let Some(feed) = self.store.feed() else {
             return;
         };

@@ -62,7 +62,8 @@ impl Drop for Cluster {
                 .build()
                 .expect("a runtime");
             runtime.block_on(async {
-                let (client, connection) = tokio_postgres::connect(&database_url(), tokio_postgres::NoTls).await?;
+                let (client, connection) =
+                    tokio_postgres::connect(&database_url(), tokio_postgres::NoTls).await?;
                 tokio::spawn(connection);
                 client.batch_execute(&sql).await
             })
@@ -77,7 +78,9 @@ impl Drop for Cluster {
 /// A name part unique to this test: the process and a random number.
 fn uuid_like() -> String {
     use std::hash::{BuildHasher, Hasher};
-    let random = std::collections::hash_map::RandomState::new().build_hasher().finish();
+    let random = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
     format!("{}_{random:x}", std::process::id())
 }
 
@@ -85,7 +88,13 @@ fn client() -> reqwest::Client {
     reqwest::Client::builder().no_proxy().build().expect("a client")
 }
 
-async fn publish(node: &Served, token: &str, destination: &str, body: String, headers: &[(&str, &str)]) -> String {
+async fn publish(
+    node: &Served,
+    token: &str,
+    destination: &str,
+    body: String,
+    headers: &[(&str, &str)],
+) -> String {
     let mut request = client()
         .post(format!("{}/v2/publish/{destination}", node.base))
         .bearer_auth(token)
@@ -94,7 +103,11 @@ async fn publish(node: &Served, token: &str, destination: &str, body: String, he
         request = request.header(*name, *value);
     }
     let response = request.send().await.expect("the node answers");
-    assert!(response.status().is_success(), "publish answered {}", response.status());
+    assert!(
+        response.status().is_success(),
+        "publish answered {}",
+        response.status()
+    );
     let answer: Value = response.json().await.expect("a JSON answer");
     answer["messageId"].as_str().expect("a message id").to_owned()
 }
@@ -134,7 +147,9 @@ async fn a_message_published_to_one_of_three_nodes_is_delivered_once() {
         published.insert(publish(node, &token, &receiver.url("/once"), format!("m{n}"), &[]).await);
     }
     assert!(
-        eventually(Duration::from_secs(20), || deliveries(&receiver).len() == published.len()).await,
+        eventually(Duration::from_secs(20), || deliveries(&receiver).len()
+            == published.len())
+        .await,
         "every message arrives"
     );
     // Long enough for a second node's claim of the same message to have come too.
@@ -163,8 +178,13 @@ async fn a_node_killed_under_publish_load_loses_no_acknowledged_message() {
     let destination = receiver.url("/crash");
     let publishers: Vec<_> = (0..6)
         .map(|worker| {
-            let base = if worker % 2 == 0 { doomed.base.clone() } else { survivor.base.clone() };
-            let (token, acknowledged, destination) = (token.clone(), Arc::clone(&acknowledged), destination.clone());
+            let base = if worker % 2 == 0 {
+                doomed.base.clone()
+            } else {
+                survivor.base.clone()
+            };
+            let (token, acknowledged, destination) =
+                (token.clone(), Arc::clone(&acknowledged), destination.clone());
             tokio::spawn(async move {
                 let client = client();
                 for sequence in 0..2_000 {
@@ -179,7 +199,9 @@ async fn a_node_killed_under_publish_load_loses_no_acknowledged_message() {
                         continue;
                     }
                     // Without the body, nothing was acknowledged (the kill can cut the answer).
-                    let Ok(body) = response.json::<Value>().await else { return };
+                    let Ok(body) = response.json::<Value>().await else {
+                        return;
+                    };
                     acknowledged
                         .lock()
                         .unwrap()
@@ -222,7 +244,10 @@ async fn a_node_killed_under_publish_load_loses_no_acknowledged_message() {
         !in_flight_at_kill.is_empty(),
         "the kill must cut deliveries short for the test to mean anything"
     );
-    let all_delivered = eventually(Duration::from_secs(60), || acknowledged.is_subset(&delivered(&receiver))).await;
+    let all_delivered = eventually(Duration::from_secs(60), || {
+        acknowledged.is_subset(&delivered(&receiver))
+    })
+    .await;
     let seen = delivered(&receiver);
     let missing: Vec<&String> = acknowledged.iter().filter(|id| !seen.contains(*id)).collect();
     assert!(
@@ -242,7 +267,11 @@ async fn a_schedule_fires_once_a_minute_with_three_nodes_up() {
     let nodes = [cluster.start(), cluster.start(), cluster.start()];
     let token = printed_value(&nodes[0].printed, "token:");
     let response = client()
-        .post(format!("{}/v2/schedules/{}", nodes[1].base, receiver.url("/cron")))
+        .post(format!(
+            "{}/v2/schedules/{}",
+            nodes[1].base,
+            receiver.url("/cron")
+        ))
         .bearer_auth(&token)
         .header("Svc-Cron", "* * * * *")
         .body("tick")
@@ -256,7 +285,11 @@ async fn a_schedule_fires_once_a_minute_with_three_nodes_up() {
     );
     // Every node woke for the same minute; any other firing of it would come within moments.
     tokio::time::sleep(Duration::from_secs(5)).await;
-    assert_eq!(receiver.requests().len(), 1, "one firing for the minute, not one per node");
+    assert_eq!(
+        receiver.requests().len(),
+        1,
+        "one firing for the minute, not one per node"
+    );
     for node in nodes {
         terminate(node);
     }
@@ -269,9 +302,19 @@ async fn a_flow_control_key_with_parallelism_one_never_has_two_deliveries_in_fli
     receiver.respond_with(Reply::status(200).after(Duration::from_millis(150)));
     let nodes = [cluster.start(), cluster.start(), cluster.start()];
     let token = printed_value(&nodes[0].printed, "token:");
-    let headers = [("Svc-Flow-Control-Key", "one-at-a-time"), ("Svc-Flow-Control-Value", "parallelism=1")];
+    let headers = [
+        ("Svc-Flow-Control-Key", "one-at-a-time"),
+        ("Svc-Flow-Control-Value", "parallelism=1"),
+    ];
     for n in 0..12 {
-        publish(&nodes[n % 3], &token, &receiver.url("/flow"), format!("f{n}"), &headers).await;
+        publish(
+            &nodes[n % 3],
+            &token,
+            &receiver.url("/flow"),
+            format!("f{n}"),
+            &headers,
+        )
+        .await;
     }
     assert!(
         eventually(Duration::from_secs(30), || receiver.requests().len() >= 12).await,
@@ -297,7 +340,10 @@ async fn two_nodes_starting_together_share_one_migrated_database_and_one_bootstr
             std::thread::spawn(move || serve_with(command, &["--dev"]))
         })
         .collect();
-    let nodes: Vec<Served> = spawned.into_iter().map(|t| t.join().expect("a node starts")).collect();
+    let nodes: Vec<Served> = spawned
+        .into_iter()
+        .map(|t| t.join().expect("a node starts"))
+        .collect();
     let token = printed_value(&nodes[0].printed, "token:");
     for node in &nodes {
         let answer = client()
@@ -325,7 +371,10 @@ async fn two_nodes_starting_together_share_one_migrated_database_and_one_bootstr
         .json()
         .await
         .unwrap();
-    assert_eq!(seen["name"], "shared", "a URL group made on one node is every node's: {seen}");
+    assert_eq!(
+        seen["name"], "shared",
+        "a URL group made on one node is every node's: {seen}"
+    );
     cluster.dirs.extend(dirs);
     for node in nodes {
         terminate(node);
@@ -367,7 +416,11 @@ async fn vectors(node: &Served, token: &str, path: &str, body: Value) -> Value {
 fn hit_ids(result: &Value) -> Vec<String> {
     result
         .as_array()
-        .map(|hits| hits.iter().filter_map(|h| h["id"].as_str().map(str::to_owned)).collect())
+        .map(|hits| {
+            hits.iter()
+                .filter_map(|h| h["id"].as_str().map(str::to_owned))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -377,15 +430,36 @@ async fn a_vector_written_on_one_node_is_read_at_once_and_queried_within_a_secon
     let nodes = [cluster.start(), cluster.start()];
     let token = create_index(&nodes[0]).await;
     // The second node holds the index in memory before the write, so only following the feed brings it.
-    let before = vectors(&nodes[1], &token, "/query", json!({"vector": [1.0, 0.0], "topK": 3})).await;
+    let before = vectors(
+        &nodes[1],
+        &token,
+        "/query",
+        json!({"vector": [1.0, 0.0], "topK": 3}),
+    )
+    .await;
     assert!(hit_ids(&before).is_empty());
-    vectors(&nodes[0], &token, "/upsert", json!([{"id": "v1", "vector": [1.0, 0.0]}])).await;
+    vectors(
+        &nodes[0],
+        &token,
+        "/upsert",
+        json!([{"id": "v1", "vector": [1.0, 0.0]}]),
+    )
+    .await;
     let written = Instant::now();
     let fetched = vectors(&nodes[1], &token, "/fetch", json!({"ids": ["v1"]})).await;
-    assert_eq!(fetched[0]["id"], "v1", "a fetch on another node sees an acknowledged write at once");
+    assert_eq!(
+        fetched[0]["id"], "v1",
+        "a fetch on another node sees an acknowledged write at once"
+    );
     let mut found_after = None;
     while written.elapsed() < Duration::from_secs(3) {
-        let hits = vectors(&nodes[1], &token, "/query", json!({"vector": [1.0, 0.0], "topK": 3})).await;
+        let hits = vectors(
+            &nodes[1],
+            &token,
+            "/query",
+            json!({"vector": [1.0, 0.0], "topK": 3}),
+        )
+        .await;
         if hit_ids(&hits) == ["v1"] {
             found_after = Some(written.elapsed());
             break;
@@ -393,11 +467,17 @@ async fn a_vector_written_on_one_node_is_read_at_once_and_queried_within_a_secon
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let found_after = found_after.expect("the other node's queries find the vector");
-    assert!(found_after < Duration::from_secs(1), "found after {found_after:?}");
+    assert!(
+        found_after < Duration::from_secs(1),
+        "found after {found_after:?}"
+    );
     // And back: a delete on the second node is seen on the first.
     vectors(&nodes[1], &token, "/delete", json!({"ids": ["v1"]})).await;
     let fetched = vectors(&nodes[0], &token, "/fetch", json!({"ids": ["v1"]})).await;
-    assert!(fetched[0].is_null(), "a delete on one node is seen on the other: {fetched}");
+    assert!(
+        fetched[0].is_null(),
+        "a delete on one node is seen on the other: {fetched}"
+    );
     for node in nodes {
         terminate(node);
     }
