@@ -248,34 +248,27 @@ async fn read_namespaces(
     Ok(namespaces)
 }
 
-/// The records of `ids` in a namespace as they stand, and the ids that are gone.
+/// The records of a namespace as they stand (only `ids`, when given), in load order.
 async fn records_now(
     transaction: &Transaction<'_>,
     key: &str,
     namespace: &str,
-    ids: &[String],
-) -> StoreResult<(Vec<StoredRecord>, Vec<String>)> {
+    ids: Option<&[String]>,
+) -> StoreResult<Vec<StoredRecord>> {
     let rows = transaction
         .query(
             &format!(
-                "SELECT {RECORD_COLUMNS} FROM vectors WHERE index_id = $1 AND namespace = $2 AND id = ANY($3)
+                "SELECT {RECORD_COLUMNS} FROM vectors WHERE index_id = $1 AND namespace = $2
+                     AND ($3::TEXT[] IS NULL OR id = ANY($3))
                  ORDER BY sequence"
             ),
             &[&key, &namespace, &ids],
         )
         .await
         .map_err(backend_error)?;
-    let records = rows
-        .iter()
+    rows.iter()
         .map(|row| record_from_row(row).map(|(_, stored)| stored))
-        .collect::<StoreResult<Vec<_>>>()?;
-    let present: std::collections::HashSet<&str> = records.iter().map(|r| r.record.id.as_str()).collect();
-    let gone = ids
-        .iter()
-        .filter(|id| !present.contains(id.as_str()))
-        .cloned()
-        .collect();
-    Ok((records, gone))
+        .collect()
 }
 
 /// A feed entry as changes to apply now: puts read as the records stand (a record gone since is
@@ -283,7 +276,14 @@ async fn records_now(
 async fn resolve(transaction: &Transaction<'_>, key: &str, entry: Entry) -> StoreResult<Vec<Change>> {
     Ok(match entry {
         Entry::Put { namespace, ids } => {
-            let (records, gone) = records_now(transaction, key, &namespace, &ids).await?;
+            let records = records_now(transaction, key, &namespace, Some(&ids)).await?;
+            let present: std::collections::HashSet<&str> =
+                records.iter().map(|r| r.record.id.as_str()).collect();
+            let gone: Vec<String> = ids
+                .iter()
+                .filter(|id| !present.contains(id.as_str()))
+                .cloned()
+                .collect();
             let mut changes = vec![Change::Put {
                 namespace: namespace.clone(),
                 records,
@@ -298,20 +298,7 @@ async fn resolve(transaction: &Transaction<'_>, key: &str, entry: Entry) -> Stor
         Entry::Drop { namespace } => vec![Change::DropNamespace { namespace }],
         Entry::Rename { from, to } => {
             // The records under `to` now, whatever later writes did to them.
-            let rows = transaction
-                .query(
-                    &format!(
-                        "SELECT {RECORD_COLUMNS} FROM vectors WHERE index_id = $1 AND namespace = $2
-                         ORDER BY sequence"
-                    ),
-                    &[&key, &to],
-                )
-                .await
-                .map_err(backend_error)?;
-            let records = rows
-                .iter()
-                .map(|row| record_from_row(row).map(|(_, stored)| stored))
-                .collect::<StoreResult<Vec<_>>>()?;
+            let records = records_now(transaction, key, &to, None).await?;
             vec![
                 Change::DropNamespace { namespace: from },
                 Change::Reset {

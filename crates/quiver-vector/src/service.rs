@@ -297,6 +297,10 @@ impl Vectors {
         namespace: &str,
         records: Vec<Record>,
     ) -> Result<(), VectorError> {
+        // Only a shared store can refuse a write as behind: elsewhere the records are not copied for it.
+        if self.store.feed().is_none() {
+            return self.upsert_once(index, namespace, records).await;
+        }
         feed::retry_behind(|| self.upsert_once(index, namespace, records.clone())).await
     }
 
@@ -559,6 +563,9 @@ impl Vectors {
         namespace: &str,
         update: Update,
     ) -> Result<bool, VectorError> {
+        if self.store.feed().is_none() {
+            return self.update_once(index, namespace, update).await;
+        }
         feed::retry_behind(|| self.update_once(index, namespace, update.clone())).await
     }
 

@@ -153,10 +153,15 @@ impl Vectors {
     /// Catches an index up before a read that must see every acknowledged write (fetch, range, info),
     /// where other nodes write to the store.
     pub(super) async fn fresh(&self, index: IndexId, state: &LoadedIndex) -> Result<(), VectorError> {
-        if self.store.feed().is_none() {
+        let Some(feed) = self.store.feed() else {
+            return Ok(());
+        };
+        // One look at the head (one statement) usually finds memory current; only then read the feed.
+        let head = feed.heads(&[index]).await?.first().map_or(0, |(_, head)| *head);
+        let mut position = state.writes.lock().await;
+        if *position >= head {
             return Ok(());
         }
-        let mut position = state.writes.lock().await;
         self.catch_up(index, state, &mut position).await
     }
 

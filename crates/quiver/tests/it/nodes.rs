@@ -27,7 +27,7 @@ struct Cluster {
 impl Cluster {
     fn new() -> Cluster {
         Cluster {
-            schema: format!("quiver_nodes_{}", uuid_like()),
+            schema: format!("quiver_nodes_{}", unique_suffix()),
             dirs: Vec::new(),
         }
     }
@@ -76,7 +76,7 @@ impl Drop for Cluster {
 }
 
 /// A name part unique to this test: the process and a random number.
-fn uuid_like() -> String {
+fn unique_suffix() -> String {
     use std::hash::{BuildHasher, Hasher};
     let random = std::collections::hash_map::RandomState::new()
         .build_hasher()
