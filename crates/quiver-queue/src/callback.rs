@@ -128,5 +128,6 @@ pub fn callback_message(
             created_at: now,
         },
         dedup: None,
+        leased_until: None,
     }
 }

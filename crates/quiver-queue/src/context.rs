@@ -48,6 +48,9 @@ pub(crate) struct Signals {
     /// Where other nodes share the store: how often the loops look for work those nodes made due,
     /// however long they would otherwise sleep (wake-ups between nodes are hints, not guarantees).
     pub(crate) poll: std::sync::OnceLock<std::time::Duration>,
+    /// The running delivery worker's door for messages a publish hands straight over; unset until a
+    /// worker runs.
+    pub(crate) handoff: std::sync::OnceLock<crate::handoff::Handoff>,
 }
 
 impl Signals {

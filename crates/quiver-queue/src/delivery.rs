@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use quiver_core::StoreError;
 use quiver_core::clock::wall_clock_now;
 use quiver_core::secret::random_below;
+use quiver_core::{StoreError, Timestamp};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -98,6 +98,26 @@ impl DeliveryWorker {
             warn!(%error, "could not release leases left by an earlier run");
         }
         let lease = Duration::from_millis(config.max_timeout_ms.saturating_add(config.lease_margin_ms));
+        // Only now, with the earlier run's leases released, may publishes hand messages over.
+        let worker = Arc::downgrade(&self);
+        let deliveries = tracker.clone();
+        let start: crate::handoff::Start = Box::new(move |message, handed_over, slot| {
+            let Some(worker) = worker.upgrade() else {
+                // The worker is gone (shut down): the message stays leased, and the next start
+                // releases it.
+                return;
+            };
+            deliveries.spawn(async move {
+                worker.deliver(message, Some(handed_over)).await;
+                drop(slot);
+            });
+        });
+        let _ = signals.handoff.set(crate::handoff::Handoff::new(
+            Arc::clone(&self.permits),
+            shutdown.clone(),
+            lease,
+            start,
+        ));
         loop {
             let wakeup = signals.wakeup.notified();
             tokio::pin!(wakeup);
@@ -131,7 +151,7 @@ impl DeliveryWorker {
                 };
                 let worker = Arc::clone(&self);
                 tracker.spawn(async move {
-                    worker.deliver(message).await;
+                    worker.deliver(message, None).await;
                     drop(permit);
                 });
             }
@@ -340,49 +360,54 @@ impl DeliveryWorker {
 
     /// Puts off an attempt that could not be made: the message is due again in [`POSTPONE`] with its
     /// retries untouched, and the log says why.
-    async fn postpone(&self, message: &Message, reason: String) {
+    async fn postpone(&self, message: Message, handed_over: Option<Timestamp>, reason: String) {
         let now = self.context.now();
         let at = now.saturating_add(POSTPONE);
         warn!(message.id = %message.id, %reason, "delivery put off");
+        let id = message.id.clone();
+        let mut events = Vec::with_capacity(3);
+        events.extend(handed_over.map(active));
+        events.extend([
+            NewEvent {
+                time: now,
+                state: MessageState::Error,
+                detail: EventDetail {
+                    error: Some(reason),
+                    ..EventDetail::default()
+                },
+            },
+            NewEvent {
+                time: now,
+                state: MessageState::Retry,
+                detail: EventDetail {
+                    next_delivery_time: Some(at.as_millis()),
+                    ..EventDetail::default()
+                },
+            },
+        ]);
         let record = AttemptRecord {
-            account_id: message.account_id,
-            message_id: message.id.clone(),
             resolution: AttemptResolution::Retry {
                 retried: message.retried,
                 at,
             },
-            events: vec![
-                NewEvent {
-                    time: now,
-                    state: MessageState::Error,
-                    detail: EventDetail {
-                        error: Some(reason),
-                        ..EventDetail::default()
-                    },
-                },
-                NewEvent {
-                    time: now,
-                    state: MessageState::Retry,
-                    detail: EventDetail {
-                        next_delivery_time: Some(at.as_millis()),
-                        ..EventDetail::default()
-                    },
-                },
-            ],
+            message,
+            events,
             follow_ups: Vec::new(),
             failure_callback_report: None,
         };
         if let Err(error) = self.store.record_attempt(record).await {
-            warn!(message.id = %message.id, %error, "could not put off a delivery; the lease will expire and it is retried");
+            warn!(message.id = %id, %error, "could not put off a delivery; the lease will expire and it is retried");
         }
         // The worker may be sleeping until the lease would have expired.
         self.context.signals.wake_worker();
     }
 
-    async fn deliver(&self, message: Message) {
+    /// Makes one attempt at `message` and applies its outcome. `handed_over`: the message came straight
+    /// from a publish at that time, and its ACTIVE event is still to be logged.
+    async fn deliver(&self, message: Message, handed_over: Option<Timestamp>) {
         let (report, response, error) = match self.attempt(&message).await {
             Ok(attempted) => attempted,
-            Err(reason) => return self.postpone(&message, reason).await,
+            Err(reason) => return self.postpone(message, handed_over, reason).await,
         };
         let now = self.context.now();
         let spec = &message.spec;
@@ -410,7 +435,7 @@ impl DeliveryWorker {
             state,
             detail,
         };
-        let mut events = Vec::new();
+        let mut events: Vec<NewEvent> = handed_over.map(active).into_iter().collect();
         let mut follow_ups: Vec<NewMessage> = Vec::new();
         let reports_to_callbacks = spec.kind == MessageKind::Publish;
         if reports_to_callbacks && let Some(callback) = &spec.callback {
@@ -516,40 +541,48 @@ impl DeliveryWorker {
                 AttemptResolution::Finished { dead_letter }
             }
         };
-        let has_follow_ups = !follow_ups.is_empty();
+        // A finished queued or flow-controlled message lets the next one of its queue or key go.
+        let wakes_worker = !follow_ups.is_empty()
+            || matches!(outcome, DeliveryOutcome::RetryAt(_))
+            || spec.queue_name.is_some()
+            || spec.flow_control.is_some();
+        let dead_lettered = matches!(outcome, DeliveryOutcome::DeadLettered);
+        // A step of the workflow itself that exhausted its retries ends the run as failed; its dead
+        // letter is where the run can be resumed or restarted from.
+        let failed_run = (dead_lettered && spec.workflow_history)
+            .then(|| spec.workflow_run_id.clone())
+            .flatten();
+        let (account, id) = (message.account_id, message.id.clone());
         let record = AttemptRecord {
-            account_id: message.account_id,
-            message_id: message.id.clone(),
+            message,
             resolution,
             events,
             follow_ups,
             failure_callback_report,
         };
-        let dead_lettered = matches!(outcome, DeliveryOutcome::DeadLettered);
         if let Err(error) = self.store.record_attempt(record).await {
-            warn!(message.id = %message.id, %error, "could not record a delivery attempt; the lease will expire and it is retried");
-        } else if dead_lettered
-            && spec.workflow_history
-            && let Some(run_id) = &spec.workflow_run_id
-        {
-            // A step of the workflow itself that exhausted its retries ends the run as failed; its dead
-            // letter is where the run can be resumed or restarted from.
+            warn!(message.id = %id, %error, "could not record a delivery attempt; the lease will expire and it is retried");
+        } else if let Some(run_id) = failed_run {
             let failed = match RunId::parse(run_id.as_str()) {
-                Ok(run_id) => self.runs.fail(message.account_id, &run_id, now).await,
+                Ok(run_id) => self.runs.fail(account, &run_id, now).await,
                 Err(invalid) => Err(invalid.into()),
             };
             if let Err(error) = failed {
                 warn!(workflow.run = %run_id, %error, "could not end a failed workflow run or tell its invoker");
             }
         }
-        // A finished queued or flow-controlled message lets the next one of its queue or key go.
-        if has_follow_ups
-            || matches!(outcome, DeliveryOutcome::RetryAt(_))
-            || spec.queue_name.is_some()
-            || spec.flow_control.is_some()
-        {
+        if wakes_worker {
             self.context.signals.wake_worker();
         }
+    }
+}
+
+/// The ACTIVE event of a message handed over at `at`, logged with its attempt's outcome.
+fn active(at: Timestamp) -> NewEvent {
+    NewEvent {
+        time: at,
+        state: MessageState::Active,
+        detail: EventDetail::default(),
     }
 }
 

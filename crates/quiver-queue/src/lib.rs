@@ -22,6 +22,7 @@
 //! - [`llm`]: the language-model routes, backed by the operator's OpenAI-compatible API.
 //! - [`config`]: [`QueueConfig`], the `[queue]` section.
 //! - `context` (private): the clock, configuration, policy and wake-ups every service shares.
+//! - `handoff` (private): how a publish hands a message due at once straight to the running worker.
 //!
 //! "Queue" names the message queue as a whole (this crate, [`Queue`], the `[queue]` configuration);
 //! the named, ordered lanes of the `/v2/queues` API are always "FIFO queues".
@@ -34,6 +35,7 @@ pub mod delivery;
 pub mod duration;
 pub mod error;
 pub mod flow;
+mod handoff;
 pub mod headers;
 pub mod idle;
 pub mod keys;

@@ -372,6 +372,10 @@ pub struct NewMessage {
     pub message: Message,
     /// Deduplication key and when it stops counting.
     pub dedup: Option<(String, Timestamp)>,
+    /// Stored already leased to this node until then, instead of waiting to be claimed: the publisher
+    /// hands the message straight to the running delivery worker, which logs its ACTIVE event with the
+    /// attempt's outcome. A crash leaves the lease to expire or be released like a claim's.
+    pub leased_until: Option<Timestamp>,
 }
 
 /// The result of storing one message.

@@ -163,6 +163,11 @@ impl Database {
     /// # Errors
     /// The file cannot be opened or created, or a migration fails.
     pub fn open(path: &Path, migrations: &[Migration], config: &StorageConfig) -> StoreResult<Database> {
+        if !crate::page_cache::install() {
+            tracing::debug!(
+                "SQLite started before Quiver's page cache could be installed; using its default"
+            );
+        }
         let mut writer = Connection::open(path).map_err(backend_error)?;
         let mode: String = writer
             .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))

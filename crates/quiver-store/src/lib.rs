@@ -7,12 +7,14 @@
 //!   and dead letters, schedules, FIFO queues and workflow runs, flow-control keys, waiters, the log.
 //! - [`vectors`]: [`SqliteVectorStore`], the vector engine's store (`vectors.db`).
 //! - [`config`]: [`StorageConfig`], the `[storage]` section.
+//! - `page_cache`: SQLite's page cache with page swaps kept from slowing every later commit.
 #![warn(missing_docs)]
 
 pub mod admin;
 pub mod config;
 pub mod database;
 pub mod migrations;
+mod page_cache;
 pub mod queue;
 pub mod vectors;
 

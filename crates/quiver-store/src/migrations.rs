@@ -267,6 +267,7 @@ mod tests {
                 vec![NewMessage {
                     message: new,
                     dedup: None,
+                    leased_until: None,
                 }],
                 now,
             )

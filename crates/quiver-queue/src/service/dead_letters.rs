@@ -139,6 +139,7 @@ impl DeadLetters {
                 created_at: now,
             },
             dedup: None,
+            leased_until: None,
         })
     }
 }

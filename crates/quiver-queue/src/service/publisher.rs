@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use quiver_core::{AccountId, Timestamp};
 use sha2::{Digest, Sha256};
+use tokio::sync::OwnedSemaphorePermit;
 
 use crate::context::{Context, opaque_debug};
 use crate::error::QueueError;
@@ -207,15 +208,46 @@ impl Publisher {
             .collect())
     }
 
-    async fn store_messages(&self, messages: Vec<NewMessage>) -> Result<Vec<Published>, QueueError> {
+    async fn store_messages(&self, mut messages: Vec<NewMessage>) -> Result<Vec<Published>, QueueError> {
         if messages.is_empty() {
             return Ok(Vec::new());
         }
+        let now = self.context.now();
         let urls: Vec<String> = messages.iter().map(|m| m.message.spec.url.clone()).collect();
-        let earliest = messages.iter().map(|m| m.message.not_before).min();
-        let enqueued = self.messages.enqueue(messages, self.context.now()).await?;
+        // Messages due at once, outside FIFO queues and flow control, go straight to the running worker
+        // while it has delivery slots free (see `handoff`); the rest wait to be claimed.
+        let handoff = self.context.signals.handoff.get();
+        let mut handed: Vec<Option<(Message, OwnedSemaphorePermit)>> = Vec::with_capacity(messages.len());
+        let mut earliest: Option<Timestamp> = None;
+        for new in &mut messages {
+            let message = &new.message;
+            let slot = (message.not_before <= now
+                && message.spec.queue_name.is_none()
+                && message.spec.flow_control.is_none())
+            .then(|| handoff.and_then(|h| h.slot(now)))
+            .flatten();
+            match slot {
+                Some((slot, lease_until)) => {
+                    new.leased_until = Some(lease_until);
+                    handed.push(Some((new.message.clone(), slot)));
+                }
+                None => {
+                    earliest = Some(earliest.map_or(message.not_before, |e| e.min(message.not_before)));
+                    handed.push(None);
+                }
+            }
+        }
+        let enqueued = self.messages.enqueue(messages, now).await?;
         if let Some(earliest) = earliest {
             self.context.signals.wake_worker_for(earliest);
+        }
+        for (enqueued, handed) in enqueued.iter().zip(handed) {
+            // A duplicate was not stored: its slot goes back unused.
+            if let (Some((message, slot)), false) = (handed, enqueued.deduplicated)
+                && let Some(handoff) = handoff
+            {
+                handoff.deliver(message, now, slot);
+            }
         }
         Ok(enqueued
             .into_iter()
@@ -444,6 +476,7 @@ impl Publisher {
                 created_at: now,
             },
             dedup: dedup_key.map(|key| (key, now.saturating_add(window))),
+            leased_until: None,
         })
     }
 

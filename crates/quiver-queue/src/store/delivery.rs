@@ -1,10 +1,10 @@
 //! What the delivery worker needs of storage: leases on due messages, and attempts applied atomically.
 
 use async_trait::async_trait;
+use quiver_core::Timestamp;
 use quiver_core::store::StoreResult;
-use quiver_core::{AccountId, Timestamp};
 
-use crate::message::{DeadLetter, Message, MessageId, NewEvent, NewMessage};
+use crate::message::{DeadLetter, Message, NewEvent, NewMessage};
 
 /// What happened to a claimed message, to be applied atomically.
 #[derive(Debug, Clone)]
@@ -26,10 +26,8 @@ pub enum AttemptResolution {
 /// The result of one delivery attempt, applied in one transaction.
 #[derive(Debug, Clone)]
 pub struct AttemptRecord {
-    /// Owner.
-    pub account_id: AccountId,
-    /// The attempted message.
-    pub message_id: MessageId,
+    /// The attempted message, as claimed (or handed over at publish).
+    pub message: Message,
     /// What happens to it.
     pub resolution: AttemptResolution,
     /// Log lines (ERROR, RETRY, DELIVERED, FAILED).
@@ -45,7 +43,8 @@ pub struct AttemptRecord {
 #[async_trait]
 pub trait DeliveryStore: Send + Sync + 'static {
     /// Leases up to `limit` messages due at or before `now` until `lease_until`, recording ACTIVE for
-    /// each. An expired lease makes a message due again.
+    /// each. An expired lease makes a message due again. Messages stored leased (see
+    /// `NewMessage::leased_until`) are not due until their lease ends.
     async fn claim_due(
         &self,
         now: Timestamp,
@@ -59,6 +58,8 @@ pub trait DeliveryStore: Send + Sync + 'static {
     /// Makes every leased message due at `now` (at start, when no delivery can be in flight).
     async fn release_leases(&self, now: Timestamp) -> StoreResult<u64>;
 
-    /// Applies an attempt's outcome. Does nothing if the message is gone (cancelled meanwhile).
+    /// Applies an attempt's outcome. Does nothing if the message is gone (cancelled meanwhile). A message
+    /// whose CREATED event the store still keeps unwritten (one handed over at publish) has it written
+    /// first, before the record's events.
     async fn record_attempt(&self, record: AttemptRecord) -> StoreResult<()>;
 }

@@ -35,6 +35,7 @@ pub(super) fn message(account: AccountId, url: &str, due: Timestamp) -> NewMessa
             created_at: START,
         },
         dedup: None,
+        leased_until: None,
     }
 }
 

@@ -263,8 +263,7 @@ pub(super) async fn pruning_takes_old_finished_history_and_keeps_the_rest(store:
         let dlq_id = format!("prune-{n}-{}", failed_at.as_millis());
         store
             .record_attempt(AttemptRecord {
-                account_id: account,
-                message_id: claimed.id.clone(),
+                message: claimed.clone(),
                 resolution: AttemptResolution::Finished {
                     dead_letter: Some(Box::new(DeadLetter {
                         dlq_id: dlq_id.clone(),

@@ -66,6 +66,7 @@ pub async fn message_stores(store: &dyn QueueStore) {
     released_leases_make_messages_due_at_once(store).await;
     an_attempt_record_applies_its_resolution_events_and_follow_ups_together(store).await;
     an_attempt_for_a_message_that_is_gone_changes_nothing(store).await;
+    a_message_stored_leased_waits_for_its_holder_and_logs_its_start_with_its_outcome(store).await;
     cancelling_takes_the_named_or_matching_messages_of_one_account(store).await;
     dead_letters_page_newest_first_and_are_retried_or_deleted_once(store).await;
     the_events_log_pages_newest_first(store).await;
@@ -138,6 +139,7 @@ async fn a_live_deduplication_key_returns_the_first_message(store: &dyn QueueSto
     let account = AccountId::random();
     let keyed = |until: Timestamp| NewMessage {
         dedup: Some(("key-1".into(), until)),
+        leased_until: None,
         ..message(account, "https://example.com/d", at(0))
     };
     let first = store.enqueue(vec![keyed(at(60))], START).await.expect("enqueue");
@@ -218,6 +220,128 @@ async fn released_leases_make_messages_due_at_once(store: &dyn QueueStore) {
     );
 }
 
+/// A publish that hands its message straight to the delivery worker stores it leased: no claim takes it
+/// while the lease holds, and the holder's outcome logs ACTIVE (and CREATED, where the store kept it
+/// back) before its own events.
+async fn a_message_stored_leased_waits_for_its_holder_and_logs_its_start_with_its_outcome(
+    store: &dyn QueueStore,
+) {
+    let account = AccountId::random();
+    let leased = |url: &str, until: u64| {
+        let mut new = message(account, url, at(0));
+        new.leased_until = Some(at(until));
+        new
+    };
+    let delivered = leased("https://example.com/held/delivered", 50_000);
+    let retried = leased("https://example.com/held/retried", 50_000);
+    let lapsed = leased("https://example.com/held/lapsed", 10);
+    enqueue(store, vec![delivered.clone(), retried.clone(), lapsed.clone()]).await;
+    assert_eq!(
+        states(store, account, &delivered.message.id).await,
+        [MessageState::Created],
+        "a message stored leased has its CREATED event"
+    );
+    let claimed: Vec<String> = store
+        .claim_due(at(20), 1_000, at(1_000))
+        .await
+        .expect("claim succeeds")
+        .into_iter()
+        .filter(|m| m.account_id == account)
+        .map(|m| m.spec.url)
+        .collect();
+    assert_eq!(
+        claimed,
+        ["https://example.com/held/lapsed"],
+        "only the message whose lease ended is claimed"
+    );
+    let started = |state| NewEvent {
+        time: at(0),
+        state,
+        detail: EventDetail::default(),
+    };
+    let finish = |message: &NewMessage, events: Vec<NewEvent>| AttemptRecord {
+        message: message.message.clone(),
+        resolution: AttemptResolution::Finished { dead_letter: None },
+        events,
+        follow_ups: Vec::new(),
+        failure_callback_report: None,
+    };
+    store
+        .record_attempt(finish(
+            &delivered,
+            vec![started(MessageState::Active), event(MessageState::Delivered)],
+        ))
+        .await
+        .expect("the outcome is applied");
+    assert_eq!(
+        store
+            .message(account, &delivered.message.id)
+            .await
+            .expect("read succeeds"),
+        None,
+        "a delivered message leaves the queue"
+    );
+    assert_eq!(
+        states(store, account, &delivered.message.id).await,
+        [
+            MessageState::Created,
+            MessageState::Active,
+            MessageState::Delivered
+        ]
+    );
+    store
+        .record_attempt(AttemptRecord {
+            message: retried.message.clone(),
+            resolution: AttemptResolution::Retry {
+                retried: 1,
+                at: at(60),
+            },
+            events: vec![
+                started(MessageState::Active),
+                event(MessageState::Error),
+                event(MessageState::Retry),
+            ],
+            follow_ups: Vec::new(),
+            failure_callback_report: None,
+        })
+        .await
+        .expect("the outcome is applied");
+    assert_eq!(
+        states(store, account, &retried.message.id).await,
+        [
+            MessageState::Created,
+            MessageState::Active,
+            MessageState::Error,
+            MessageState::Retry
+        ]
+    );
+    let again = store
+        .claim_due(at(70), 1_000, at(80))
+        .await
+        .expect("claim succeeds")
+        .into_iter()
+        .find(|m| m.account_id == account)
+        .expect("the retried message is due again after its retry delay");
+    assert_eq!((again.id.clone(), again.retried), (retried.message.id.clone(), 1));
+    for (new, claimed) in [(&retried, again), (&lapsed, lapsed.message.clone())] {
+        let mut record = finish(new, vec![event(MessageState::Delivered)]);
+        record.message = claimed;
+        store
+            .record_attempt(record)
+            .await
+            .expect("the outcome is applied");
+    }
+    assert_eq!(
+        states(store, account, &lapsed.message.id).await,
+        [
+            MessageState::Created,
+            MessageState::Active,
+            MessageState::Delivered
+        ],
+        "a lapsed lease is claimed like any due message"
+    );
+}
+
 fn event(state: MessageState) -> NewEvent {
     NewEvent {
         time: at(5_001),
@@ -231,8 +355,7 @@ async fn an_attempt_record_applies_its_resolution_events_and_follow_ups_together
     let claimed = claim_one(store, account, "https://example.com/attempt").await;
     store
         .record_attempt(AttemptRecord {
-            account_id: account,
-            message_id: claimed.id.clone(),
+            message: claimed.clone(),
             resolution: AttemptResolution::Retry {
                 retried: 1,
                 at: at(6_000),
@@ -293,8 +416,7 @@ async fn an_attempt_record_applies_its_resolution_events_and_follow_ups_together
     };
     store
         .record_attempt(AttemptRecord {
-            account_id: account,
-            message_id: again.id.clone(),
+            message: again.clone(),
             resolution: AttemptResolution::Finished {
                 dead_letter: Some(Box::new(dead.clone())),
             },
@@ -332,8 +454,7 @@ async fn an_attempt_for_a_message_that_is_gone_changes_nothing(store: &dyn Queue
     assert_eq!(cancelled, 1);
     store
         .record_attempt(AttemptRecord {
-            account_id: account,
-            message_id: claimed.id.clone(),
+            message: claimed.clone(),
             resolution: AttemptResolution::Finished {
                 dead_letter: Some(Box::new(DeadLetter {
                     dlq_id: "x-0".into(),
@@ -436,8 +557,7 @@ async fn dead_letters_page_newest_first_and_are_retried_or_deleted_once(store: &
         let dlq_id = format!("{}-{n}", at(5_001).as_millis());
         store
             .record_attempt(AttemptRecord {
-                account_id: account,
-                message_id: claimed.id.clone(),
+                message: claimed.clone(),
                 resolution: AttemptResolution::Finished {
                     dead_letter: Some(Box::new(DeadLetter {
                         dlq_id: dlq_id.clone(),

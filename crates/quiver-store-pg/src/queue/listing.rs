@@ -256,6 +256,7 @@ impl DeadLetterStore for PgQueueStore {
         now: Timestamp,
     ) -> StoreResult<bool> {
         let work = Arc::new((dlq_id.to_owned(), callback));
+        let node = self.database.node();
         self.database
             .write(move |t| {
                 let work = Arc::clone(&work);
@@ -270,7 +271,7 @@ impl DeadLetterStore for PgQueueStore {
                     if !set_failure_callback(t, account, dlq_id, &in_progress).await? {
                         return Ok(false);
                     }
-                    insert_messages(t, &[callback], now).await?;
+                    insert_messages(t, &[callback], now, node).await?;
                     Ok(true)
                 })
             })
@@ -286,6 +287,7 @@ impl DeadLetterStore for PgQueueStore {
         now: Timestamp,
     ) -> StoreResult<Option<MessageId>> {
         let work = Arc::new((dlq_id.to_owned(), replacement));
+        let node = self.database.node();
         self.database
             .write(move |t| {
                 let work = Arc::clone(&work);
@@ -300,7 +302,7 @@ impl DeadLetterStore for PgQueueStore {
                     if removed == 0 {
                         return Ok(None);
                     }
-                    let stored = insert_messages(t, &[replacement], now).await?;
+                    let stored = insert_messages(t, &[replacement], now, node).await?;
                     Ok(stored.into_iter().next().map(|e| e.message_id))
                 })
             })

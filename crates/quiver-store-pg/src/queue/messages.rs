@@ -128,9 +128,10 @@ pub(crate) async fn insert_messages(
     transaction: &Transaction<'_>,
     news: &[&NewMessage],
     now: Timestamp,
+    node: i32,
 ) -> Result<Vec<Enqueued>, TxError> {
     let mut outcomes = Vec::with_capacity(news.len());
-    let mut stored: Vec<&Message> = Vec::with_capacity(news.len());
+    let mut stored: Vec<&NewMessage> = Vec::with_capacity(news.len());
     if news.iter().any(|m| m.dedup.is_some()) {
         transaction
             .execute(
@@ -155,22 +156,25 @@ pub(crate) async fn insert_messages(
             message_id: message.id.clone(),
             deduplicated: false,
         });
-        stored.push(message);
+        stored.push(new);
     }
     if stored.is_empty() {
         return Ok(outcomes);
     }
     let mut rows = MessageColumns::default();
-    for message in &stored {
-        rows.push(message)?;
+    for new in &stored {
+        rows.push(new)?;
     }
+    let stored: Vec<&Message> = stored.iter().map(|new| &new.message).collect();
     let statement = transaction
         .prepare_cached(
             "INSERT INTO messages (account_id, id, due_at, retried, not_before, created_at, queue_name, flow_key,
-                 workflow_run_id, spec, body)
-             SELECT a, i, n, r, n, c, q, f, w, s, b FROM UNNEST($1::TEXT[], $2::TEXT[], $3::BIGINT[],
-                 $4::BIGINT[], $5::BIGINT[], $6::TEXT[], $7::TEXT[], $8::TEXT[], $9::TEXT[], $10::BYTEA[])
-                 AS t(a, i, n, r, c, q, f, w, s, b)",
+                 workflow_run_id, spec, body, leased, lease_node)
+             SELECT a, i, COALESCE(l, n), r, n, c, q, f, w, s, b, l IS NOT NULL,
+                 CASE WHEN l IS NOT NULL THEN $12::INT END
+             FROM UNNEST($1::TEXT[], $2::TEXT[], $3::BIGINT[], $4::BIGINT[], $5::BIGINT[], $6::TEXT[],
+                 $7::TEXT[], $8::TEXT[], $9::TEXT[], $10::BYTEA[], $11::BIGINT[])
+                 AS t(a, i, n, r, c, q, f, w, s, b, l)",
         )
         .await?;
     let r = &rows;
@@ -188,6 +192,8 @@ pub(crate) async fn insert_messages(
                 &r.run,
                 &r.spec,
                 &r.body,
+                &r.leased_until,
+                &node,
             ],
         )
         .await?;
@@ -228,11 +234,14 @@ struct MessageColumns {
     run: Vec<Option<String>>,
     spec: Vec<String>,
     body: Vec<Vec<u8>>,
+    leased_until: Vec<Option<i64>>,
 }
 
 impl MessageColumns {
-    fn push(&mut self, message: &Message) -> StoreResult<()> {
+    fn push(&mut self, new: &NewMessage) -> StoreResult<()> {
+        let message = &new.message;
         let spec = &message.spec;
+        self.leased_until.push(new.leased_until.map(Timestamp::as_millis));
         self.account.push(message.account_id.to_string());
         self.id.push(message.id.0.clone());
         self.not_before.push(message.not_before.as_millis());
@@ -416,10 +425,10 @@ impl PgQueueStore {
 /// locked in one, the finished ones deleted in one, every event appended in one. Retries, dead letters,
 /// follow-ups and failure-callback reports (the rarer outcomes) take a statement each. A record whose
 /// message is gone (cancelled meanwhile) changes nothing.
-async fn apply_attempts(t: &Transaction<'_>, records: &[AttemptRecord]) -> Result<(), TxError> {
+async fn apply_attempts(t: &Transaction<'_>, records: &[AttemptRecord], node: i32) -> Result<(), TxError> {
     let (accounts, ids): (Vec<String>, Vec<&str>) = records
         .iter()
-        .map(|r| (r.account_id.to_string(), r.message_id.0.as_str()))
+        .map(|r| (r.message.account_id.to_string(), r.message.id.0.as_str()))
         .unzip();
     let statement = t
         .prepare_cached(&format!(
@@ -437,7 +446,7 @@ async fn apply_attempts(t: &Transaction<'_>, records: &[AttemptRecord]) -> Resul
         .iter()
         .filter_map(|r| {
             found
-                .get(&(r.account_id.to_string(), r.message_id.0.clone()))
+                .get(&(r.message.account_id.to_string(), r.message.id.0.clone()))
                 .map(|m| (r, m))
         })
         .collect();
@@ -489,10 +498,10 @@ async fn apply_attempts(t: &Transaction<'_>, records: &[AttemptRecord]) -> Resul
     append_events(t, &events).await?;
     for (record, _) in &present {
         for follow_up in &record.follow_ups {
-            insert_messages(t, &[follow_up], follow_up.message.created_at).await?;
+            insert_messages(t, &[follow_up], follow_up.message.created_at, node).await?;
         }
         if let Some((dlq_id, info)) = &record.failure_callback_report {
-            set_failure_callback(t, record.account_id, dlq_id, info).await?;
+            set_failure_callback(t, record.message.account_id, dlq_id, info).await?;
         }
     }
     Ok(())
@@ -503,6 +512,7 @@ async fn apply_attempts(t: &Transaction<'_>, records: &[AttemptRecord]) -> Resul
 fn publish_batch<'a>(
     t: &'a Transaction<'a>,
     calls: Arc<Vec<(Vec<NewMessage>, Timestamp)>>,
+    node: i32,
 ) -> TxFuture<'a, Vec<Vec<Enqueued>>> {
     Box::pin(async move {
         let now = calls
@@ -511,7 +521,7 @@ fn publish_batch<'a>(
             .max()
             .unwrap_or(Timestamp::from_millis(0));
         let all: Vec<&NewMessage> = calls.iter().flat_map(|(messages, _)| messages).collect();
-        let mut outcomes = insert_messages(t, &all, now).await?.into_iter();
+        let mut outcomes = insert_messages(t, &all, now, node).await?.into_iter();
         Ok(calls
             .iter()
             .map(|(messages, _)| outcomes.by_ref().take(messages.len()).collect())
@@ -520,9 +530,13 @@ fn publish_batch<'a>(
 }
 
 /// A batch of attempt outcomes in one transaction.
-fn attempt_batch<'a>(t: &'a Transaction<'a>, records: Arc<Vec<AttemptRecord>>) -> TxFuture<'a, Vec<()>> {
+fn attempt_batch<'a>(
+    t: &'a Transaction<'a>,
+    records: Arc<Vec<AttemptRecord>>,
+    node: i32,
+) -> TxFuture<'a, Vec<()>> {
     Box::pin(async move {
-        apply_attempts(t, &records).await?;
+        apply_attempts(t, &records, node).await?;
         Ok(vec![(); records.len()])
     })
 }
@@ -532,18 +546,19 @@ const BATCH_WRITERS: usize = 4;
 const BATCH_MAX: usize = 256;
 
 fn start_batches(database: &PgDatabase) -> Batches {
+    let node = database.node();
     Batches {
         publishes: Batcher::start(
             database.clone(),
             BATCH_WRITERS,
             BATCH_MAX,
-            Arc::new(publish_batch),
+            Arc::new(move |t, calls| publish_batch(t, calls, node)),
         ),
         attempts: Batcher::start(
             database.clone(),
             BATCH_WRITERS,
             BATCH_MAX,
-            Arc::new(attempt_batch),
+            Arc::new(move |t, records| attempt_batch(t, records, node)),
         ),
     }
 }

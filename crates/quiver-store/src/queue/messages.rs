@@ -100,7 +100,7 @@ fn insert_message(
         .prepare_cached(concat!(
             "INSERT INTO messages (account_id, id, due_at, leased, retried, not_before, created_at, spec, body,
                  queue_name, flow_key, log_seq)
-             VALUES (?1, ?2, ?3, 0, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ",
+             VALUES (?1, ?2, COALESCE(?11, ?3), ?11 IS NOT NULL, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ",
             next_seq!(),
             ")"
         ))
@@ -116,6 +116,7 @@ fn insert_message(
                 message.body,
                 message.spec.queue_name,
                 message.spec.flow_control.as_ref().map(|f| &f.key),
+                new.leased_until.map(Timestamp::as_millis),
             ])
         })
         .map_err(backend_error)?;
@@ -456,43 +457,59 @@ impl DeliveryStore for SqliteQueueStore {
             .collect::<StoreResult<Vec<_>>>()?;
         self.database
             .write_repeatable(move |c| {
-                let Some(message) = load_message(c, &record.account_id.to_string(), &record.message_id.0)?
-                else {
-                    return Ok(());
-                };
+                let message = &record.message;
+                let account = message.account_id.to_string();
+                let labels = to_json(&message.spec.labels)?;
                 match &record.resolution {
                     AttemptResolution::Finished { dead_letter } => {
-                        delete_message(c, &message)?;
+                        // The row, when it still stands for the message's CREATED event (a message
+                        // handed over at publish), gives that event's place and spec.
+                        let deleted: Option<(Option<i64>, Option<String>)> = c
+                            .prepare_cached(
+                                "DELETE FROM messages WHERE account_id = ?1 AND id = ?2
+                                 RETURNING log_seq, CASE WHEN log_seq > 0 THEN spec END",
+                            )
+                            .and_then(|mut s| {
+                                s.query_row(params![account, message.id.0], |r| Ok((r.get(0)?, r.get(1)?)))
+                                    .optional()
+                            })
+                            .map_err(backend_error)?;
+                        let Some(kept) = deleted else {
+                            return Ok(());
+                        };
+                        if let (Some(seq), Some(spec)) = kept
+                            && seq > 0
+                        {
+                            insert_created(c, message, &labels, &spec, seq)?;
+                        }
                         if let Some(dead) = dead_letter {
                             insert_dead_letter(c, dead)?;
                         }
                     }
                     AttemptResolution::Retry { retried, at } => {
-                        c.prepare_cached(
-                            "UPDATE messages SET retried = ?3, due_at = ?4, not_before = ?4, leased = 0
-                             WHERE account_id = ?1 AND id = ?2",
-                        )
-                        .and_then(|mut s| {
-                            s.execute(params![
-                                message.account_id.to_string(),
-                                message.id.0,
-                                retried,
-                                at.as_millis()
-                            ])
-                        })
-                        .map_err(backend_error)?;
+                        log_created(c, message)?;
+                        let changed = c
+                            .prepare_cached(
+                                "UPDATE messages SET retried = ?3, due_at = ?4, not_before = ?4, leased = 0
+                                 WHERE account_id = ?1 AND id = ?2",
+                            )
+                            .and_then(|mut s| {
+                                s.execute(params![account, message.id.0, retried, at.as_millis()])
+                            })
+                            .map_err(backend_error)?;
+                        if changed == 0 {
+                            return Ok(());
+                        }
                     }
                 }
-                // The claim before this attempt wrote the message's CREATED event.
-                let labels = to_json(&message.spec.labels)?;
                 for event in &record.events {
-                    append_event(c, &message, &labels, event)?;
+                    append_event(c, message, &labels, event)?;
                 }
                 for (follow_up, spec) in record.follow_ups.iter().zip(&specs) {
                     insert_message(c, follow_up, spec, follow_up.message.created_at)?;
                 }
                 if let Some((dlq_id, info)) = &record.failure_callback_report {
-                    set_failure_callback(c, record.account_id, dlq_id, info)?;
+                    set_failure_callback(c, message.account_id, dlq_id, info)?;
                 }
                 Ok(())
             })

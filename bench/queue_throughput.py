@@ -1,0 +1,442 @@
+#!/usr/bin/env python3
+"""What a queue's users feel: messages in *and* out per second, with an external load generator (wrk)
+and an external sink (nginx answering 200), both from Debian's packages (installed when missing).
+
+Each round runs, alternating, on this machine:
+  baseline    wrk -> nginx, the same request shape (POST, small JSON body), no Quiver
+  publish     wrk -> Quiver, `Svc-Delay: 7d` (nothing is delivered during the load)
+  sustained   wrk -> Quiver, immediate delivery to nginx. The figure is messages acknowledged divided by
+              the time from the first publish until the last of them reached nginx (read from nginx's
+              access log), so publishes that pile up undelivered earn nothing
+  drain       a backlog of --backlog messages, published with one `Svc-Not-Before`, delivered to nginx
+  latency     an open-loop publisher at --rate msg/s for --latency-seconds; nginx logs its arrival time
+              next to the send time the message carries (a forwarded header)
+Every phase starts a fresh `quiver serve --dev` on a new data directory. For publish and sustained it
+prints the process CPU per message: Quiver's queue writer thread, the rest of Quiver (the server), and
+the rest (wrk and nginx).
+
+Usage: bench/queue_throughput.py [--binary target/release/quiver] [--rounds 5] [--seconds 5]
+                                 [--connections 32,256] [--backlog 50000] [--scratch DIR]
+With --preload N, every publish, sustained and drain phase first waits for N delayed messages (7 days)
+already in the queue, to show that costs stay flat as the backlog grows.
+"""
+
+import argparse
+import http.client
+import json
+import math
+import os
+import re
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+TOKEN = "eyJVc2VySUQiOiJkZWZhdWx0VXNlciIsIlBhc3N3b3JkIjoiZGVmYXVsdFBhc3N3b3JkIn0="
+QUIVER_PORT = 18190
+SINK_PORT = 18191
+BODY = '{"hello":"world","n":12345}'
+TICKS = os.sysconf("SC_CLK_TCK")
+
+NGINX_CONF = """
+worker_processes 2;
+pid {dir}/nginx.pid;
+error_log {dir}/error.log warn;
+events {{ worker_connections 4096; }}
+http {{
+    access_log off;
+    client_body_buffer_size 64k;
+    log_format arrival '$msec $http_x_sent $uri';
+    server {{
+        listen 127.0.0.1:{port} backlog=4096;
+        keepalive_requests 1000000;
+        location /baseline {{ return 200 "ok"; }}
+        location /hook {{
+            access_log {dir}/arrivals.log arrival buffer=256k flush=50ms;
+            return 200 "ok";
+        }}
+    }}
+}}
+"""
+
+WRK_SCRIPT = """
+wrk.method = "POST"
+wrk.path = "{path}"
+wrk.body = '{body}'
+wrk.headers["Content-Type"] = "application/json"
+{headers}
+"""
+
+
+def ensure_tools():
+    missing = [p for p, exe in (("wrk", "wrk"), ("nginx-light", "nginx")) if not shutil.which(exe)
+               and not os.path.exists("/usr/sbin/" + exe)]
+    if missing:
+        print(f"installing {' '.join(missing)} from Debian's packages", file=sys.stderr)
+        prefix = [] if os.geteuid() == 0 else ["sudo"]
+        subprocess.run(prefix + ["apt-get", "install", "-y", *missing], check=True,
+                       stdout=subprocess.DEVNULL)
+
+
+def thread_cpu(pid):
+    """CPU seconds per thread name of process `pid`."""
+    totals = {}
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except FileNotFoundError:
+        return totals
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                stat = f.read()
+        except FileNotFoundError:
+            continue
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2:].split()
+        totals[name] = totals.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / TICKS
+    return totals
+
+
+def process_cpu(pid):
+    return sum(thread_cpu(pid).values())
+
+
+class Sink:
+    """nginx on SINK_PORT: answers 200, logs each delivery's arrival on /hook/<phase>."""
+
+    def __init__(self, scratch):
+        self.dir = tempfile.mkdtemp(dir=scratch, prefix="nginx-")
+        with open(f"{self.dir}/nginx.conf", "w") as f:
+            f.write(NGINX_CONF.format(dir=self.dir, port=SINK_PORT))
+        nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+        subprocess.run([nginx, "-c", f"{self.dir}/nginx.conf", "-p", self.dir], check=True)
+        wait_port(SINK_PORT)
+        with open(f"{self.dir}/nginx.pid") as f:
+            self.master = int(f.read())
+        self.log = f"{self.dir}/arrivals.log"
+
+    def workers(self):
+        out = subprocess.run(["pgrep", "-P", str(self.master)], capture_output=True, text=True).stdout
+        return [int(p) for p in out.split()]
+
+    def cpu(self):
+        return sum(process_cpu(p) for p in self.workers())
+
+    def arrivals(self, phase):
+        """(arrival time, sent time or None) of every delivery to /hook/<phase> logged so far."""
+        out = []
+        suffix = f"/hook/{phase}"
+        try:
+            with open(self.log) as f:
+                for line in f:
+                    parts = line.split()
+                    if len(parts) == 3 and parts[2] == suffix:
+                        sent = None if parts[1] == "-" else float(parts[1])
+                        out.append((float(parts[0]), sent))
+        except FileNotFoundError:
+            pass
+        return out
+
+    def count(self, phase):
+        # A cheap count: grep is faster than parsing in Python for large logs.
+        try:
+            out = subprocess.run(["grep", "-c", f" /hook/{phase}$", self.log], capture_output=True,
+                                 text=True).stdout
+            return int(out.strip() or 0)
+        except ValueError:
+            return 0
+
+    def stop(self):
+        subprocess.run(["kill", str(self.master)])
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def wait_port(port, path=None, deadline_s=60):
+    deadline = time.time() + deadline_s
+    while True:
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            if path:
+                c.request("GET", path, headers={"Authorization": "Bearer " + TOKEN})
+                if c.getresponse().status < 500:
+                    return
+            else:
+                c.connect()
+                return
+        except OSError:
+            pass
+        if time.time() > deadline:
+            raise RuntimeError(f"nothing answers on port {port}")
+        time.sleep(0.05)
+
+
+class Quiver:
+    def __init__(self, binary, scratch):
+        self.dir = tempfile.mkdtemp(dir=scratch, prefix="quiver-")
+        self.process = subprocess.Popen(
+            [binary, "serve", "--dev", "--bind", f"127.0.0.1:{QUIVER_PORT}", "--data-dir", self.dir],
+            stdout=subprocess.DEVNULL, stderr=open(f"{self.dir}/server.log", "w"))
+        wait_port(QUIVER_PORT, "/v2/keys")
+
+    def cpu(self):
+        """(queue writer thread, everything else) CPU seconds."""
+        threads = thread_cpu(self.process.pid)
+        writer = sum(v for k, v in threads.items() if k.startswith("quiver-writer-q"))
+        return writer, sum(threads.values()) - writer
+
+    def stop(self):
+        self.process.terminate()
+        try:
+            self.process.wait(30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def request(connection, method, path, body=None, headers=None):
+    all_headers = {"Authorization": "Bearer " + TOKEN, "Content-Type": "application/json"}
+    all_headers.update(headers or {})
+    connection.request(method, path, body=body, headers=all_headers)
+    response = connection.getresponse()
+    data = response.read()
+    if response.status >= 300:
+        raise RuntimeError(f"{method} {path}: {response.status} {data[:200]!r}")
+    return data
+
+
+def wrk(url, path, headers, connections, seconds, scratch):
+    script = tempfile.NamedTemporaryFile("w", suffix=".lua", dir=scratch, delete=False)
+    lines = "\n".join(f'wrk.headers["{k}"] = "{v}"' for k, v in headers.items())
+    script.write(WRK_SCRIPT.format(path=path, body=BODY, headers=lines))
+    script.close()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.time()
+    out = subprocess.run(
+        ["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--latency", "-s", script.name, url],
+        capture_output=True, text=True, check=True).stdout
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    os.unlink(script.name)
+    total = int(re.search(r"(\d+) requests in", out).group(1))
+    bad = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    bad = int(bad.group(1)) if bad else 0
+    if bad:
+        raise RuntimeError(f"{bad} of {total} answers were not 2xx:\n{out}")
+    rate = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return {"ok": total, "rate": rate, "started": started, "wrk_cpu": cpu}
+
+
+def publish_url(path):
+    return f"/v2/publish/http://127.0.0.1:{SINK_PORT}/hook/{path}"
+
+
+def wait_arrivals(sink, phase, expected, quiet_s=2.0, deadline_s=600):
+    """Waits until `expected` deliveries reached the sink and none came for `quiet_s`."""
+    deadline = time.time() + deadline_s
+    last_count, last_change = -1, time.time()
+    while time.time() < deadline:
+        count = sink.count(phase)
+        if count != last_count:
+            last_count, last_change = count, time.time()
+        elif count >= expected and time.time() - last_change > quiet_s:
+            return count
+        time.sleep(0.1)
+    raise RuntimeError(f"{phase}: only {last_count} of {expected} deliveries arrived")
+
+
+def preload(n):
+    """Publishes n messages delayed by 7 days, in batches of 100 on four connections."""
+    if n <= 0:
+        return
+    batch = json.dumps([{"destination": f"http://127.0.0.1:{SINK_PORT}/hook/never", "body": BODY,
+                         "headers": {"Svc-Delay": "7d"}}] * 100)
+    per_thread = math.ceil(n / 100 / 4)
+
+    def run():
+        c = http.client.HTTPConnection("127.0.0.1", QUIVER_PORT)
+        for _ in range(per_thread):
+            request(c, "POST", "/v2/batch", batch)
+
+    threads = [threading.Thread(target=run) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+def phase_publish(args, sink, connections, delay, tag):
+    quiver = Quiver(args.binary, args.scratch)
+    try:
+        preload(args.preload)
+        headers = {"Authorization": "Bearer " + TOKEN}
+        if delay:
+            headers["Svc-Delay"] = "7d"
+        w0, s0 = quiver.cpu()
+        n0 = sink.cpu()
+        result = wrk(f"http://127.0.0.1:{QUIVER_PORT}", publish_url(tag), headers, connections,
+                     args.seconds, args.scratch)
+        if not delay:
+            delivered = wait_arrivals(sink, tag, result["ok"])
+            arrivals = sink.arrivals(tag)
+            last = max(t for t, _ in arrivals)
+            during = sum(1 for t, _ in arrivals if t <= result["started"] + args.seconds)
+            result["in_out"] = result["ok"] / (last - result["started"])
+            result["delivered_during"] = during / args.seconds
+            result["delivered"] = delivered
+        w1, s1 = quiver.cpu()
+        n1 = sink.cpu()
+        messages = result["ok"]
+        result["cpu_writer_us"] = (w1 - w0) / messages * 1e6
+        result["cpu_server_us"] = (s1 - s0) / messages * 1e6
+        result["cpu_rest_us"] = ((n1 - n0) + result["wrk_cpu"]) / messages * 1e6
+        return result
+    finally:
+        quiver.stop()
+
+
+def phase_drain(args, sink, tag):
+    quiver = Quiver(args.binary, args.scratch)
+    try:
+        preload(args.preload)
+        # Far enough ahead for the whole backlog to be in before it falls due.
+        due = math.ceil(time.time()) + 3 + math.ceil(args.backlog / 10_000)
+        batch = json.dumps([{"destination": f"http://127.0.0.1:{SINK_PORT}/hook/{tag}", "body": BODY,
+                             "headers": {"Svc-Not-Before": str(due)}}] * 100)
+        remaining = [args.backlog // 100]
+        lock = threading.Lock()
+
+        def run():
+            c = http.client.HTTPConnection("127.0.0.1", QUIVER_PORT)
+            while True:
+                with lock:
+                    if remaining[0] == 0:
+                        return
+                    remaining[0] -= 1
+                request(c, "POST", "/v2/batch", batch)
+
+        threads = [threading.Thread(target=run) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if time.time() >= due:
+            raise RuntimeError("the backlog was not all published before it fell due")
+        expected = (args.backlog // 100) * 100
+        wait_arrivals(sink, tag, expected)
+        arrivals = sink.arrivals(tag)
+        last = max(t for t, _ in arrivals)
+        first = min(t for t, _ in arrivals)
+        return {"rate": expected / (last - due), "rate_from_first": expected / (last - first)}
+    finally:
+        quiver.stop()
+
+
+def phase_latency(args, sink, tag):
+    quiver = Quiver(args.binary, args.scratch)
+    try:
+        total = int(args.rate * args.latency_seconds)
+        workers = 4
+        started = time.time() + 0.2
+
+        def run(k):
+            c = http.client.HTTPConnection("127.0.0.1", QUIVER_PORT)
+            for i in range(k, total, workers):
+                at = started + i / args.rate
+                pause = at - time.time()
+                if pause > 0:
+                    time.sleep(pause)
+                request(c, "POST", publish_url(tag), BODY, {"Svc-Forward-X-Sent": f"{time.time():.6f}"})
+
+        threads = [threading.Thread(target=run, args=(k,)) for k in range(workers)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        wait_arrivals(sink, tag, total, quiet_s=1.0)
+        latencies = sorted((t - s) * 1000 for t, s in sink.arrivals(tag) if s is not None)
+        pick = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))]
+        return {"p50": pick(0.50), "p99": pick(0.99), "max": latencies[-1],
+                "achieved": total / (time.time() - started)}
+    finally:
+        quiver.stop()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--binary", default=None)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--seconds", type=int, default=5)
+    parser.add_argument("--connections", default="32,256")
+    parser.add_argument("--backlog", type=int, default=50_000)
+    parser.add_argument("--rate", type=int, default=1000)
+    parser.add_argument("--latency-seconds", type=int, default=5)
+    parser.add_argument("--preload", type=int, default=0)
+    parser.add_argument("--phases", default="baseline,publish,sustained,drain,latency")
+    parser.add_argument("--scratch", default=None)
+    args = parser.parse_args()
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if args.binary is None:
+        subprocess.run(["cargo", "build", "--release", "-p", "quiver"], cwd=root, check=True)
+        target = os.environ.get("CARGO_TARGET_DIR", os.path.join(root, "target"))
+        args.binary = os.path.join(target, "release", "quiver")
+    args.scratch = args.scratch or tempfile.gettempdir()
+    os.makedirs(args.scratch, exist_ok=True)
+    ensure_tools()
+    phases = args.phases.split(",")
+    connections = [int(c) for c in args.connections.split(",")]
+    sink = Sink(args.scratch)
+    rows = {}
+
+    def record(name, value):
+        rows.setdefault(name, []).append(value)
+        print(f"  {name}: {value:,.1f}", flush=True)
+
+    try:
+        for r in range(args.rounds):
+            print(f"round {r + 1}", flush=True)
+            for c in connections:
+                if "baseline" in phases:
+                    base = wrk(f"http://127.0.0.1:{SINK_PORT}", "/baseline", {}, c, args.seconds, args.scratch)
+                    record(f"baseline req/s, {c} connections", base["rate"])
+                if "publish" in phases:
+                    p = phase_publish(args, sink, c, True, f"p{r}c{c}")
+                    record(f"publish (7d delay) msg/s, {c} connections", p["rate"])
+                    if "baseline" in phases:
+                        record(f"publish / baseline %, {c} connections", 100 * p["rate"] / base["rate"])
+                    record(f"publish CPU us/msg writer, {c}", p["cpu_writer_us"])
+                    record(f"publish CPU us/msg server, {c}", p["cpu_server_us"])
+                    record(f"publish CPU us/msg rest, {c}", p["cpu_rest_us"])
+                if "sustained" in phases:
+                    s = phase_publish(args, sink, c, False, f"s{r}c{c}")
+                    record(f"sustained in-and-out msg/s, {c} connections", s["in_out"])
+                    record(f"sustained acknowledged msg/s, {c} connections", s["rate"])
+                    record(f"sustained delivered during load msg/s, {c} connections", s["delivered_during"])
+                    if "baseline" in phases:
+                        record(f"in-and-out / baseline %, {c} connections", 100 * s["in_out"] / base["rate"])
+                    record(f"sustained CPU us/msg writer, {c}", s["cpu_writer_us"])
+                    record(f"sustained CPU us/msg server, {c}", s["cpu_server_us"])
+                    record(f"sustained CPU us/msg rest, {c}", s["cpu_rest_us"])
+            if "drain" in phases:
+                d = phase_drain(args, sink, f"d{r}")
+                record(f"drain of {args.backlog} msg/s (from due time)", d["rate"])
+                record(f"drain of {args.backlog} msg/s (from first arrival)", d["rate_from_first"])
+            if "latency" in phases:
+                lat = phase_latency(args, sink, f"l{r}")
+                record(f"latency at {args.rate} msg/s p50 ms", lat["p50"])
+                record(f"latency at {args.rate} msg/s p99 ms", lat["p99"])
+                record(f"latency at {args.rate} msg/s max ms", lat["max"])
+    finally:
+        sink.stop()
+    print(f"\nmedians of {args.rounds} rounds (binary {args.binary}, preload {args.preload}):")
+    print("| figure | median | lowest | highest |\n|---|---:|---:|---:|")
+    for name, values in rows.items():
+        print(f"| {name} | {statistics.median(values):,.1f} | {min(values):,.1f} | {max(values):,.1f} |")
+
+
+if __name__ == "__main__":
+    main()
