@@ -55,6 +55,7 @@ http {{
         listen 127.0.0.1:{port} backlog=4096;
         keepalive_requests 1000000;
         location /baseline {{ return 200 "ok"; }}
+        location = /status {{ stub_status; }}
         location /hook {{
             access_log {dir}/arrivals.log arrival buffer=256k flush=50ms;
             return 200 "ok";
@@ -149,6 +150,14 @@ class Sink:
             return int(out.strip() or 0)
         except ValueError:
             return 0
+
+    def accepted(self):
+        """Connections nginx has accepted so far."""
+        c = http.client.HTTPConnection("127.0.0.1", SINK_PORT)
+        c.request("GET", "/status")
+        text = c.getresponse().read().decode()
+        c.close()
+        return int(text.splitlines()[2].split()[0])
 
     def stop(self):
         subprocess.run(["kill", str(self.master)])
@@ -278,6 +287,7 @@ def phase_publish(args, sink, connections, delay, tag):
             headers["Svc-Delay"] = "7d"
         w0, s0 = quiver.cpu()
         n0 = sink.cpu()
+        a0 = sink.accepted()
         result = wrk(f"http://127.0.0.1:{QUIVER_PORT}", publish_url(tag), headers, connections,
                      args.seconds, args.scratch)
         if not delay:
@@ -290,6 +300,7 @@ def phase_publish(args, sink, connections, delay, tag):
             result["delivered"] = delivered
         w1, s1 = quiver.cpu()
         n1 = sink.cpu()
+        result["sink_connections"] = sink.accepted() - a0 - 1
         messages = result["ok"]
         result["cpu_writer_us"] = (w1 - w0) / messages * 1e6
         result["cpu_server_us"] = (s1 - s0) / messages * 1e6
@@ -421,6 +432,7 @@ def main():
                     record(f"sustained CPU us/msg writer, {c}", s["cpu_writer_us"])
                     record(f"sustained CPU us/msg server, {c}", s["cpu_server_us"])
                     record(f"sustained CPU us/msg rest, {c}", s["cpu_rest_us"])
+                    record(f"sustained connections opened to the sink, {c}", s["sink_connections"])
             if "drain" in phases:
                 d = phase_drain(args, sink, f"d{r}")
                 record(f"drain of {args.backlog} msg/s (from due time)", d["rate"])

@@ -70,7 +70,9 @@ impl DeliveryWorker {
             .user_agent(config.user_agent.clone())
             .redirect(reqwest::redirect::Policy::none())
             .dns_resolver(Arc::new(GuardedResolver::new(Arc::clone(queue.policy()))))
-            .pool_max_idle_per_host(64)
+            // Every delivery slot may be talking to the same host: keep as many connections to it open
+            // between deliveries, or each burst opens (and the destination accepts) new ones.
+            .pool_max_idle_per_host(config.delivery_concurrency.max(1))
             .build()
             .map_err(|e| WorkerError(e.to_string()))?;
         Ok(DeliveryWorker {

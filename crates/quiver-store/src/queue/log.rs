@@ -109,6 +109,35 @@ pub(crate) fn append_event(
     write_event(connection, message, labels, (None, None), event)
 }
 
+/// Records later events (CREATED being written already, see `log_created`), each as the next in its
+/// account's log: the account's next seq is looked up once, and the events take the seqs after it in
+/// order, instead of each event looking up the end of the log again.
+pub(crate) fn append_events<'a>(
+    connection: &Connection,
+    events: impl IntoIterator<Item = (&'a Message, &'a str, &'a NewEvent)>,
+) -> StoreResult<()> {
+    let mut next: Vec<(quiver_core::AccountId, i64)> = Vec::new();
+    for (message, labels, event) in events {
+        let seq = match next
+            .iter_mut()
+            .find(|(account, _)| *account == message.account_id)
+        {
+            Some((_, seq)) => seq,
+            None => {
+                let first: i64 = connection
+                    .prepare_cached(concat!("SELECT ", next_seq!()))
+                    .and_then(|mut s| s.query_row([message.account_id.to_string()], |r| r.get(0)))
+                    .map_err(backend_error)?;
+                next.push((message.account_id, first));
+                &mut next.last_mut().expect("just pushed").1
+            }
+        };
+        write_event(connection, message, labels, (Some(*seq), None), event)?;
+        *seq += 1;
+    }
+    Ok(())
+}
+
 /// Later events borrow the spec of their message's CREATED event. The lookup names its index: without
 /// statistics, SQLite would rather scan the account's events in the primary key, which holds every
 /// column, than use `events_by_message` and then the key.

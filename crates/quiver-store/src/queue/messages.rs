@@ -18,7 +18,8 @@ use crate::database::backend_error;
 use crate::queue::SqliteQueueStore;
 use crate::queue::listing::{filter_sql, newest, page};
 use crate::queue::log::{
-    EVENT_COLUMNS, append_event, event_from_row, insert_created, log_created, next_seq, unlogged_created,
+    EVENT_COLUMNS, append_event, append_events, event_from_row, insert_created, log_created, next_seq,
+    unlogged_created,
 };
 use crate::queue::rows::{account_of, corrupt, read_error, spec_json, to_json};
 
@@ -404,9 +405,13 @@ impl DeliveryStore for SqliteQueueStore {
                         insert_created(c, message, labels, spec, *seq)?;
                     }
                 }
-                for ((message, _), labels) in claimed.iter().zip(&labels) {
-                    append_event(c, message, labels, &active)?;
-                }
+                append_events(
+                    c,
+                    claimed
+                        .iter()
+                        .zip(&labels)
+                        .map(|((message, _), labels)| (message, labels.as_str(), &active)),
+                )?;
                 Ok(claimed.into_iter().map(|(message, _)| message).collect())
             })
             .await
@@ -502,9 +507,13 @@ impl DeliveryStore for SqliteQueueStore {
                         }
                     }
                 }
-                for event in &record.events {
-                    append_event(c, message, &labels, event)?;
-                }
+                append_events(
+                    c,
+                    record
+                        .events
+                        .iter()
+                        .map(|event| (message, labels.as_str(), event)),
+                )?;
                 for (follow_up, spec) in record.follow_ups.iter().zip(&specs) {
                     insert_message(c, follow_up, spec, follow_up.message.created_at)?;
                 }

@@ -249,6 +249,90 @@ fn help_explains_every_command() {
     );
 }
 
+/// A SIGKILL while attempts are on the wire: none of them was answered, so each message goes out again
+/// after the restart (at least once, never lost), and is then delivered for good.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_in_flight_when_the_server_is_killed_are_delivered_after_the_restart() {
+    use std::collections::HashSet;
+
+    let dir = tempfile::tempdir().unwrap();
+    let receiver = quiver_testkit::Receiver::start().await;
+    // No attempt before the kill gets its answer.
+    receiver.respond_with(quiver_testkit::Reply::status(200).after(Duration::from_secs(60)));
+    let served = serve_with(quiver(dir.path()), &["--dev"]);
+    let token = printed_value(&served.printed, "token:");
+    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    let mut published = HashSet::new();
+    for n in 0..20 {
+        let response = client
+            .post(format!(
+                "{}/v2/publish/{}",
+                served.base,
+                receiver.url("/in-flight")
+            ))
+            .bearer_auth(&token)
+            .body(format!("message {n}"))
+            .send()
+            .await
+            .unwrap();
+        assert!(response.status().is_success());
+        let body: serde_json::Value = response.json().await.unwrap();
+        published.insert(body["messageId"].as_str().unwrap().to_owned());
+    }
+    let in_flight: HashSet<String> = receiver
+        .wait_for(20, Duration::from_secs(10))
+        .await
+        .iter()
+        .filter_map(|r| r.header("upstash-message-id").map(str::to_owned))
+        .collect();
+    assert_eq!(
+        in_flight, published,
+        "every message is on the wire when the server dies"
+    );
+    let mut child = served.child;
+    child.kill().expect("SIGKILL is sent");
+    child.wait().expect("the killed process is reaped");
+
+    receiver.respond_with(quiver_testkit::Reply::status(200));
+    let restarted = serve_with(quiver(dir.path()), &["--dev"]);
+    let again: HashSet<String> = receiver
+        .wait_for(40, Duration::from_secs(30))
+        .await
+        .iter()
+        .skip(20)
+        .filter_map(|r| r.header("upstash-message-id").map(str::to_owned))
+        .collect();
+    assert_eq!(again, published, "each message goes out again after the restart");
+    // Answered this time: delivered for good, and not sent a third time.
+    for id in &published {
+        let events: serde_json::Value = client
+            .get(format!("{}/v2/events?messageId={id}", restarted.base))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let states: Vec<&str> = events["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .rev()
+            .filter_map(|e| e["state"].as_str())
+            .collect();
+        assert_eq!(states.last(), Some(&"DELIVERED"), "{id}: {states:?}");
+    }
+    assert!(
+        receiver
+            .try_wait_for(41, Duration::from_millis(500))
+            .await
+            .is_none(),
+        "no message is delivered a third time"
+    );
+    terminate(restarted);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_acknowledged_message_is_delivered_after_a_sigkill_under_load() {
     use std::collections::HashSet;
