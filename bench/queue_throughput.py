@@ -10,7 +10,8 @@ Each round runs, alternating, on this machine:
               access log), so publishes that pile up undelivered earn nothing
   drain       a backlog of --backlog messages, published with one `Svc-Not-Before`, delivered to nginx
   latency     an open-loop publisher at --rate msg/s for --latency-seconds; nginx logs its arrival time
-              next to the send time the message carries (a forwarded header)
+              next to the send time the message carries (a forwarded header), both in whole milliseconds,
+              so each latency is within a millisecond of the true one
 Every phase starts a fresh `quiver serve --dev` on a new data directory. For publish and sustained it
 prints the process CPU per message: Quiver's queue writer thread, the rest of Quiver (the server), and
 the rest (wrk and nginx).
@@ -361,7 +362,10 @@ def phase_latency(args, sink, tag):
                 pause = at - time.time()
                 if pause > 0:
                     time.sleep(pause)
-                request(c, "POST", publish_url(tag), BODY, {"Svc-Forward-X-Sent": f"{time.time():.6f}"})
+                # nginx logs arrivals in whole milliseconds: the send time is cut to
+                # milliseconds too, so each latency is the true one rounded up or down to a millisecond.
+                sent = math.floor(time.time() * 1000) / 1000
+                request(c, "POST", publish_url(tag), BODY, {"Svc-Forward-X-Sent": f"{sent:.3f}"})
 
         threads = [threading.Thread(target=run, args=(k,)) for k in range(workers)]
         for t in threads:

@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""Reading the events log and the dead letter queue when they are large: 10,000,000 events and 100,000
+dead letters by default.
+
+Starts `quiver serve --dev` on a scratch directory and publishes messages (in batches of 100) to a closed
+local port with `Svc-Retries: 0`, so each fails at once, leaving four real events (CREATED, ACTIVE, ERROR,
+FAILED) and a dead letter. It stops the server and copies those rows inside `queue.db` (new seqs, message
+ids and dead-letter ids; everything else byte for byte) until the log holds --events events and the DLQ
+--dead-letters dead letters, starts the server again, and times reads through the API, each five times:
+the newest page of the log, the log filtered by one message id and by state, and the newest page of the
+DLQ, filtered and not.
+
+Usage: bench/log_scale.py [--binary target/release/quiver] [--events 10000000] [--dead-letters 100000]
+                          [--scratch DIR]
+"""
+
+import argparse
+import http.client
+import json
+import os
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import tempfile
+import time
+
+TOKEN = "eyJVc2VySUQiOiJkZWZhdWx0VXNlciIsIlBhc3N3b3JkIjoiZGVmYXVsdFBhc3N3b3JkIn0="
+PORT = 18192
+SEED_MESSAGES = 2_500
+
+
+def request(connection, method, path, body=None):
+    headers = {"Authorization": "Bearer " + TOKEN, "Content-Type": "application/json"}
+    connection.request(method, path, body=body, headers=headers)
+    response = connection.getresponse()
+    data = response.read()
+    if response.status >= 300:
+        raise RuntimeError(f"{method} {path}: {response.status} {data[:200]!r}")
+    return json.loads(data) if data else None
+
+
+def serve(binary, directory):
+    server = subprocess.Popen(
+        [binary, "serve", "--dev", "--bind", f"127.0.0.1:{PORT}", "--data-dir", directory],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while True:
+        try:
+            connection = http.client.HTTPConnection("127.0.0.1", PORT)
+            request(connection, "GET", "/v2/keys")
+            return server, connection
+        except (OSError, RuntimeError):
+            if time.time() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+def stop(server):
+    server.terminate()
+    server.wait(60)
+
+
+def count(directory, table):
+    db = sqlite3.connect(f"file:{directory}/queue.db?mode=ro", uri=True)
+    try:
+        return db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+    finally:
+        db.close()
+
+
+def grow(directory, events, dead_letters):
+    """Copies the seeded rows until the tables hold `events` and `dead_letters` rows."""
+    db = sqlite3.connect(f"{directory}/queue.db")
+    db.execute("PRAGMA journal_mode = WAL")
+    seed_events = db.execute("SELECT COUNT(*), MAX(seq), MAX(time) - MIN(time) + 1 FROM events").fetchone()
+    n, top, span = seed_events
+    copies = events // n - 1
+    started = time.time()
+    for k in range(1, copies + 1):
+        db.execute(
+            """INSERT INTO events (account_id, seq, message_id, time, state, url, topic_name, queue_name,
+                   schedule_id, labels, spec, detail)
+               SELECT account_id, seq + ?1 * ?2, message_id || printf('x%07d', ?1), time + ?1 * ?3, state, url,
+                   topic_name, queue_name, schedule_id, labels, spec, detail
+               FROM events WHERE seq <= ?2""",
+            (k, top, span))
+        if k % 50 == 0:
+            db.commit()
+            print(f"  events: {(k + 1) * n:,} ({time.time() - started:.0f} s)", flush=True)
+    db.commit()
+    seed_dead = db.execute("SELECT COUNT(*), MAX(seq) FROM dead_letters").fetchone()
+    n_dead, top_dead = seed_dead
+    for k in range(1, dead_letters // n_dead):
+        db.execute(
+            """INSERT INTO dead_letters (dlq_id, account_id, message_id, url, topic_name, queue_name,
+                   schedule_id, labels, response_status, failed_at, retried, not_before, created_at, spec,
+                   body, response_headers, response_body, failure_callback)
+               SELECT dlq_id || printf('x%05d', ?1), account_id, message_id || printf('x%07d', ?1), url,
+                   topic_name, queue_name, schedule_id, labels, response_status, failed_at + ?1, retried,
+                   not_before, created_at, spec, body, response_headers, response_body, failure_callback
+               FROM dead_letters WHERE seq <= ?2""",
+            (k, top_dead))
+    db.commit()
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.close()
+
+
+def timed(connection, path, runs=5):
+    times = []
+    body = None
+    for _ in range(runs):
+        started = time.perf_counter()
+        body = request(connection, "GET", path)
+        times.append((time.perf_counter() - started) * 1000)
+    return times, body
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--binary", default=None)
+    parser.add_argument("--events", type=int, default=10_000_000)
+    parser.add_argument("--dead-letters", type=int, default=100_000)
+    parser.add_argument("--scratch", default=None)
+    args = parser.parse_args()
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if args.binary is None:
+        subprocess.run(["cargo", "build", "--release", "-p", "quiver"], cwd=root, check=True)
+        target = os.environ.get("CARGO_TARGET_DIR", os.path.join(root, "target"))
+        args.binary = os.path.join(target, "release", "quiver")
+    directory = tempfile.mkdtemp(dir=args.scratch or tempfile.gettempdir())
+    try:
+        server, connection = serve(args.binary, directory)
+        batch = json.dumps(
+            [{"destination": "http://127.0.0.1:9/x", "body": "x", "headers": {"Svc-Retries": "0"}}] * 100)
+        for _ in range(SEED_MESSAGES // 100):
+            request(connection, "POST", "/v2/batch", batch)
+        deadline = time.time() + 300
+        while count(directory, "events") < 4 * SEED_MESSAGES or count(directory, "dead_letters") < SEED_MESSAGES:
+            assert time.time() < deadline, "the seed messages did not all fail in time"
+            time.sleep(0.2)
+        stop(server)
+        print(f"seeded {4 * SEED_MESSAGES:,} events and {SEED_MESSAGES:,} dead letters; copying", flush=True)
+        grow(directory, args.events, args.dead_letters)
+        events, dead = count(directory, "events"), count(directory, "dead_letters")
+        size = os.path.getsize(f"{directory}/queue.db")
+        print(f"{events:,} events, {dead:,} dead letters, queue.db {size / 1e9:.2f} GB", flush=True)
+        server, connection = serve(args.binary, directory)
+        newest, page = timed(connection, "/v2/events")
+        some_id = page["events"][len(page["events"]) // 2]["messageId"]
+        oldest_id = sqlite3.connect(f"file:{directory}/queue.db?mode=ro", uri=True).execute(
+            "SELECT message_id FROM events ORDER BY seq LIMIT 1").fetchone()[0]
+        rows = [
+            ("events: newest page", newest),
+            ("events: second page (cursor)", timed(connection, f"/v2/events?cursor={page['cursor']}")[0]),
+            ("events: one message id (newest)", timed(connection, f"/v2/events?messageId={some_id}")[0]),
+            ("events: one message id (oldest)", timed(connection, f"/v2/events?messageId={oldest_id}")[0]),
+            ("events: state=FAILED", timed(connection, "/v2/events?state=FAILED")[0]),
+            ("dlq: newest page", timed(connection, "/v2/dlq")[0]),
+            ("dlq: url filter", timed(connection, "/v2/dlq?url=http://127.0.0.1:9/x")[0]),
+        ]
+        stop(server)
+        print(f"\n{events:,} events, {dead:,} dead letters; five reads each (ms):")
+        print("| read | median | lowest | highest |\n|---|---:|---:|---:|")
+        for name, times in rows:
+            print(f"| {name} | {statistics.median(times):.1f} | {min(times):.1f} | {max(times):.1f} |")
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
