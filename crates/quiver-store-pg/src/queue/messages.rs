@@ -430,25 +430,23 @@ async fn apply_attempts(t: &Transaction<'_>, records: &[AttemptRecord], node: i3
         .iter()
         .map(|r| (r.message.account_id.to_string(), r.message.id.0.as_str()))
         .unzip();
+    // Only the keys: the records carry their messages, so the rows are locked and their presence read,
+    // never their spec and body again.
     let statement = t
-        .prepare_cached(&format!(
-            "SELECT {MESSAGE_COLUMNS} FROM messages
+        .prepare_cached(
+            "SELECT account_id, id FROM messages
              WHERE (account_id, id) IN (SELECT * FROM UNNEST($1::TEXT[], $2::TEXT[]))
-             ORDER BY account_id, id FOR UPDATE"
-        ))
+             ORDER BY account_id, id FOR UPDATE",
+        )
         .await?;
-    let mut found: std::collections::HashMap<(String, String), Message> = std::collections::HashMap::new();
+    let mut found: std::collections::HashSet<(String, String)> = std::collections::HashSet::new();
     for row in t.query(&statement, &[&accounts, &ids]).await? {
-        let message = message_from_row(&row)?;
-        found.insert((message.account_id.to_string(), message.id.0.clone()), message);
+        found.insert((row.try_get(0)?, row.try_get(1)?));
     }
     let present: Vec<(&AttemptRecord, &Message)> = records
         .iter()
-        .filter_map(|r| {
-            found
-                .get(&(r.message.account_id.to_string(), r.message.id.0.clone()))
-                .map(|m| (r, m))
-        })
+        .filter(|r| found.contains(&(r.message.account_id.to_string(), r.message.id.0.clone())))
+        .map(|r| (r, &r.message))
         .collect();
     let (finished_accounts, finished_ids): (Vec<String>, Vec<&str>) = present
         .iter()
