@@ -36,6 +36,29 @@ const DELAY_HEADERS: [&str; 4] = [
     "x-ratelimit-reset-tokens",
 ];
 
+/// The headers Quiver adds to a delivery, each under the `Upstash-` and the `Svc-` prefix (names built once,
+/// not formatted and parsed again for every delivery).
+macro_rules! ours {
+    ($($constant:ident = $name:literal),+ $(,)?) => {$(
+        const $constant: [HeaderName; 2] = [
+            HeaderName::from_static(concat!("upstash-", $name)),
+            HeaderName::from_static(concat!("svc-", $name)),
+        ];
+    )+};
+}
+ours! {
+    MESSAGE_ID = "message-id",
+    RETRIED = "retried",
+    SIGNATURE = "signature",
+    TOPIC_NAME = "topic-name",
+    ENDPOINT_NAME = "endpoint-name",
+    SCHEDULE_ID = "schedule-id",
+    CALLER_IP = "caller-ip",
+    WORKFLOW_RUN_ID = "workflow-runid",
+    WORKFLOW_URL = "workflow-url",
+    WORKFLOW_CREATED_AT = "workflow-createdat",
+}
+
 /// Delivers due messages until cancelled.
 pub struct DeliveryWorker {
     store: Arc<dyn DeliveryStore>,
@@ -199,47 +222,34 @@ impl DeliveryWorker {
         run_created_at: Option<&str>,
     ) -> HeaderMap {
         let mut headers = HeaderMap::new();
-        let mut put = |name: &str, value: &str| {
+        for (name, value) in &message.spec.headers {
             if let (Ok(name), Ok(value)) = (
                 HeaderName::from_bytes(name.as_bytes()),
                 HeaderValue::from_str(value),
             ) {
                 headers.append(name, value);
             }
-        };
-        for (name, value) in &message.spec.headers {
-            put(name, value);
         }
         let spec = &message.spec;
         let retried = message.retried.to_string();
-        let mut ours: Vec<(&str, &str)> = vec![("Message-Id", &message.id.0), ("Retried", &retried)];
-        if let Some(signature) = &signature {
-            ours.push(("Signature", signature));
-        }
-        if let Some(topic) = &spec.topic_name {
-            ours.push(("Topic-Name", topic));
-        }
-        if let Some(endpoint) = &spec.endpoint_name {
-            ours.push(("Endpoint-Name", endpoint));
-        }
-        if let Some(schedule) = &spec.schedule_id {
-            ours.push(("Schedule-Id", schedule));
-        }
-        if let Some(caller) = &spec.caller_ip {
-            ours.push(("Caller-Ip", caller));
-        }
-        if let Some(run_id) = &spec.workflow_run_id {
-            ours.push(("Workflow-RunId", run_id));
-        }
-        if let Some(url) = &spec.workflow_url {
-            ours.push(("Workflow-Url", url));
-        }
-        if let Some(created_at) = run_created_at {
-            ours.push(("Workflow-CreatedAt", created_at));
-        }
-        for (name, value) in ours {
-            put(&format!("Upstash-{name}"), value);
-            put(&format!("Svc-{name}"), value);
+        let ours: [(&[HeaderName; 2], Option<&str>); 10] = [
+            (&MESSAGE_ID, Some(&message.id.0)),
+            (&RETRIED, Some(&retried)),
+            (&SIGNATURE, signature.as_deref()),
+            (&TOPIC_NAME, spec.topic_name.as_deref()),
+            (&ENDPOINT_NAME, spec.endpoint_name.as_deref()),
+            (&SCHEDULE_ID, spec.schedule_id.as_deref()),
+            (&CALLER_IP, spec.caller_ip.as_deref()),
+            (&WORKFLOW_RUN_ID, spec.workflow_run_id.as_deref()),
+            (&WORKFLOW_URL, spec.workflow_url.as_deref()),
+            (&WORKFLOW_CREATED_AT, run_created_at),
+        ];
+        for (names, value) in ours {
+            if let Some(Ok(value)) = value.map(HeaderValue::from_str) {
+                let [upstash, svc] = names;
+                headers.append(upstash.clone(), value.clone());
+                headers.append(svc.clone(), value);
+            }
         }
         headers
     }
