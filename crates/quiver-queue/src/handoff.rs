@@ -55,6 +55,7 @@ impl Handoff {
         if self.stopped.is_cancelled() {
             return None;
         }
+        // No free slot (or the slots closed): the message waits to be claimed like any other.
         let slot = Arc::clone(&self.slots).try_acquire_owned().ok()?;
         Some((slot, now.saturating_add(self.lease)))
     }

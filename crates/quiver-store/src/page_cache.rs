@@ -19,8 +19,8 @@
 )]
 
 use std::ffi::{c_int, c_uint, c_void};
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Once, OnceLock};
 
 use rusqlite::ffi;
 
@@ -56,12 +56,7 @@ fn default() -> &'static ffi::sqlite3_pcache_methods2 {
 /// something in the process initialized SQLite first, SQLite refuses, and its default cache stays.
 pub(crate) fn install() -> bool {
     static INSTALLED: OnceLock<bool> = OnceLock::new();
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        let installed = install_now();
-        INSTALLED.get_or_init(|| installed);
-    });
-    INSTALLED.get().copied().unwrap_or(false)
+    *INSTALLED.get_or_init(install_now)
 }
 
 fn install_now() -> bool {
