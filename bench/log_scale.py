@@ -16,7 +16,6 @@ Usage: bench/log_scale.py [--binary target/release/quiver] [--events 10000000] [
 
 import argparse
 import http.client
-import json
 import os
 import shutil
 import sqlite3
@@ -25,19 +24,10 @@ import subprocess
 import tempfile
 import time
 
-TOKEN = "eyJVc2VySUQiOiJkZWZhdWx0VXNlciIsIlBhc3N3b3JkIjoiZGVmYXVsdFBhc3N3b3JkIn0="
+from common import publish_batches, release_binary, request
+
 PORT = 18192
 SEED_MESSAGES = 2_500
-
-
-def request(connection, method, path, body=None):
-    headers = {"Authorization": "Bearer " + TOKEN, "Content-Type": "application/json"}
-    connection.request(method, path, body=body, headers=headers)
-    response = connection.getresponse()
-    data = response.read()
-    if response.status >= 300:
-        raise RuntimeError(f"{method} {path}: {response.status} {data[:200]!r}")
-    return json.loads(data) if data else None
 
 
 def serve(binary, directory):
@@ -123,18 +113,12 @@ def main():
     parser.add_argument("--dead-letters", type=int, default=100_000)
     parser.add_argument("--scratch", default=None)
     args = parser.parse_args()
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    if args.binary is None:
-        subprocess.run(["cargo", "build", "--release", "-p", "quiver"], cwd=root, check=True)
-        target = os.environ.get("CARGO_TARGET_DIR", os.path.join(root, "target"))
-        args.binary = os.path.join(target, "release", "quiver")
+    args.binary = release_binary(args.binary)
     directory = tempfile.mkdtemp(dir=args.scratch or tempfile.gettempdir())
     try:
         server, connection = serve(args.binary, directory)
-        batch = json.dumps(
-            [{"destination": "http://127.0.0.1:9/x", "body": "x", "headers": {"Svc-Retries": "0"}}] * 100)
-        for _ in range(SEED_MESSAGES // 100):
-            request(connection, "POST", "/v2/batch", batch)
+        entry = {"destination": "http://127.0.0.1:9/x", "body": "x", "headers": {"Svc-Retries": "0"}}
+        publish_batches(PORT, [entry] * 100, SEED_MESSAGES // 100, connections=1)
         deadline = time.time() + 300
         while count(directory, "events") < 4 * SEED_MESSAGES or count(directory, "dead_letters") < SEED_MESSAGES:
             assert time.time() < deadline, "the seed messages did not all fail in time"

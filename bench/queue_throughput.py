@@ -24,7 +24,6 @@ already in the queue, to show that costs stay flat as the backlog grows.
 
 import argparse
 import http.client
-import json
 import math
 import os
 import re
@@ -37,7 +36,8 @@ import tempfile
 import threading
 import time
 
-TOKEN = "eyJVc2VySUQiOiJkZWZhdWx0VXNlciIsIlBhc3N3b3JkIjoiZGVmYXVsdFBhc3N3b3JkIn0="
+from common import TOKEN, publish_batches, release_binary, request
+
 QUIVER_PORT = 18190
 SINK_PORT = 18191
 BODY = '{"hello":"world","n":12345}'
@@ -208,17 +208,6 @@ class Quiver:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def request(connection, method, path, body=None, headers=None):
-    all_headers = {"Authorization": "Bearer " + TOKEN, "Content-Type": "application/json"}
-    all_headers.update(headers or {})
-    connection.request(method, path, body=body, headers=all_headers)
-    response = connection.getresponse()
-    data = response.read()
-    if response.status >= 300:
-        raise RuntimeError(f"{method} {path}: {response.status} {data[:200]!r}")
-    return data
-
-
 def wrk(url, path, headers, connections, seconds, scratch):
     script = tempfile.NamedTemporaryFile("w", suffix=".lua", dir=scratch, delete=False)
     lines = "\n".join(f'wrk.headers["{k}"] = "{v}"' for k, v in headers.items())
@@ -261,22 +250,10 @@ def wait_arrivals(sink, phase, expected, quiet_s=2.0, deadline_s=600):
 
 def preload(n):
     """Publishes n messages delayed by 7 days, in batches of 100 on four connections."""
-    if n <= 0:
-        return
-    batch = json.dumps([{"destination": f"http://127.0.0.1:{SINK_PORT}/hook/never", "body": BODY,
-                         "headers": {"Svc-Delay": "7d"}}] * 100)
-    per_thread = math.ceil(n / 100 / 4)
-
-    def run():
-        c = http.client.HTTPConnection("127.0.0.1", QUIVER_PORT)
-        for _ in range(per_thread):
-            request(c, "POST", "/v2/batch", batch)
-
-    threads = [threading.Thread(target=run) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    if n > 0:
+        entry = {"destination": f"http://127.0.0.1:{SINK_PORT}/hook/never", "body": BODY,
+                 "headers": {"Svc-Delay": "7d"}}
+        publish_batches(QUIVER_PORT, [entry] * 100, math.ceil(n / 100))
 
 
 def phase_publish(args, sink, connections, delay, tag):
@@ -317,25 +294,9 @@ def phase_drain(args, sink, tag):
         preload(args.preload)
         # Far enough ahead for the whole backlog to be in before it falls due.
         due = math.ceil(time.time()) + 3 + math.ceil(args.backlog / 10_000)
-        batch = json.dumps([{"destination": f"http://127.0.0.1:{SINK_PORT}/hook/{tag}", "body": BODY,
-                             "headers": {"Svc-Not-Before": str(due)}}] * 100)
-        remaining = [args.backlog // 100]
-        lock = threading.Lock()
-
-        def run():
-            c = http.client.HTTPConnection("127.0.0.1", QUIVER_PORT)
-            while True:
-                with lock:
-                    if remaining[0] == 0:
-                        return
-                    remaining[0] -= 1
-                request(c, "POST", "/v2/batch", batch)
-
-        threads = [threading.Thread(target=run) for _ in range(4)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        entry = {"destination": f"http://127.0.0.1:{SINK_PORT}/hook/{tag}", "body": BODY,
+                 "headers": {"Svc-Not-Before": str(due)}}
+        publish_batches(QUIVER_PORT, [entry] * 100, args.backlog // 100)
         if time.time() >= due:
             raise RuntimeError("the backlog was not all published before it fell due")
         expected = (args.backlog // 100) * 100
@@ -394,11 +355,7 @@ def main():
     parser.add_argument("--phases", default="baseline,publish,sustained,drain,latency")
     parser.add_argument("--scratch", default=None)
     args = parser.parse_args()
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    if args.binary is None:
-        subprocess.run(["cargo", "build", "--release", "-p", "quiver"], cwd=root, check=True)
-        target = os.environ.get("CARGO_TARGET_DIR", os.path.join(root, "target"))
-        args.binary = os.path.join(target, "release", "quiver")
+    args.binary = release_binary(args.binary)
     args.scratch = args.scratch or tempfile.gettempdir()
     os.makedirs(args.scratch, exist_ok=True)
     ensure_tools()

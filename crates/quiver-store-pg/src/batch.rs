@@ -52,6 +52,7 @@ impl<T: Send + Sync + 'static, R: Send + 'static> Batcher<T, R> {
                         while taken.len() < max {
                             match waiting.try_recv() {
                                 Ok(next) => taken.push(next),
+                                // Nothing more waiting (or every sender gone): write what was taken.
                                 Err(_) => break,
                             }
                         }

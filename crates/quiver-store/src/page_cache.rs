@@ -6,8 +6,8 @@
 //! (`pcache1`) remembers the largest key it ever held, so after such a swap it believes pages up to
 //! 262,145 may be cached. Every commit then truncates the cache to the database's size, and for a
 //! database under 1 GiB that "shaves" more keys than the hash table has slots, so it walks every
-//! slot and every cached page: with a 64 MiB cache, about 0.5 ms per commit and, in a profile of
-//! sustained publish-and-deliver, 18 % of the queue writer's CPU.
+//! slot and every cached page (16,384 slots and 10,189 pages in one writer seen with gdb): in a
+//! profile of sustained publish-and-deliver, 18 % of the queue writer's CPU.
 //!
 //! This module installs the default cache's own methods behind thin wrappers that park the page under
 //! key 0 instead (never a real page either: page numbers start at 1, and the pager refuses to read
@@ -150,6 +150,8 @@ unsafe extern "C" fn create(page_size: c_int, extra: c_int, purgeable: c_int) ->
     if inner.is_null() {
         return inner;
     }
+    // SQLite's page sizes are powers of two from 512 to 65,536; any other value gets no parking key
+    // (`c_uint::MAX` is never a page number SQLite asks for), and the cache behaves as SQLite's own.
     let pending = u32::try_from(page_size)
         .ok()
         .filter(|&size| size > 0)

@@ -443,15 +443,14 @@ async fn apply_attempts(t: &Transaction<'_>, records: &[AttemptRecord], node: i3
     for row in t.query(&statement, &[&accounts, &ids]).await? {
         found.insert((row.try_get(0)?, row.try_get(1)?));
     }
-    let present: Vec<(&AttemptRecord, &Message)> = records
+    let present: Vec<&AttemptRecord> = records
         .iter()
         .filter(|r| found.contains(&(r.message.account_id.to_string(), r.message.id.0.clone())))
-        .map(|r| (r, &r.message))
         .collect();
     let (finished_accounts, finished_ids): (Vec<String>, Vec<&str>) = present
         .iter()
-        .filter(|(r, _)| matches!(r.resolution, AttemptResolution::Finished { .. }))
-        .map(|(_, m)| (m.account_id.to_string(), m.id.0.as_str()))
+        .filter(|r| matches!(r.resolution, AttemptResolution::Finished { .. }))
+        .map(|r| (r.message.account_id.to_string(), r.message.id.0.as_str()))
         .unzip();
     if !finished_ids.is_empty() {
         let statement = t
@@ -462,7 +461,8 @@ async fn apply_attempts(t: &Transaction<'_>, records: &[AttemptRecord], node: i3
         t.execute(&statement, &[&finished_accounts, &finished_ids])
             .await?;
     }
-    for (record, message) in &present {
+    for record in &present {
+        let message = &record.message;
         match &record.resolution {
             AttemptResolution::Finished {
                 dead_letter: Some(dead),
@@ -491,10 +491,10 @@ async fn apply_attempts(t: &Transaction<'_>, records: &[AttemptRecord], node: i3
     }
     let events: Vec<(&Message, &NewEvent)> = present
         .iter()
-        .flat_map(|(record, message)| record.events.iter().map(move |e| (*message, e)))
+        .flat_map(|record| record.events.iter().map(|e| (&record.message, e)))
         .collect();
     append_events(t, &events).await?;
-    for (record, _) in &present {
+    for record in &present {
         for follow_up in &record.follow_ups {
             insert_messages(t, &[follow_up], follow_up.message.created_at, node).await?;
         }

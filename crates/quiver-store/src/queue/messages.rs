@@ -482,9 +482,8 @@ impl DeliveryStore for SqliteQueueStore {
                         let Some(kept) = deleted else {
                             return Ok(());
                         };
-                        if let (Some(seq), Some(spec)) = kept
-                            && seq > 0
-                        {
+                        // The spec comes back only while `log_seq` is positive.
+                        if let (Some(seq), Some(spec)) = kept {
                             insert_created(c, message, &labels, &spec, seq)?;
                         }
                         if let Some(dead) = dead_letter {

@@ -55,6 +55,7 @@ impl Vectors {
                     .cloned()
                     .collect()
             })
+            // A namespace that was never written has no records.
             .unwrap_or_default())
     }
 

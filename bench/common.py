@@ -1,0 +1,56 @@
+"""What the bench scripts share: the development queue token, authorized requests, the release binary,
+and publishing many batches at once."""
+
+import http.client
+import json
+import os
+import subprocess
+import threading
+
+# `quiver serve --dev`'s queue token (README: "--dev uses fixed, public credentials").
+TOKEN = "eyJVc2VySUQiOiJkZWZhdWx0VXNlciIsIlBhc3N3b3JkIjoiZGVmYXVsdFBhc3N3b3JkIn0="
+
+
+def request(connection, method, path, body=None, headers=None):
+    """Sends an authorized request; returns the JSON answer (None when empty), raises on a non-2xx."""
+    all_headers = {"Authorization": "Bearer " + TOKEN, "Content-Type": "application/json"}
+    all_headers.update(headers or {})
+    connection.request(method, path, body=body, headers=all_headers)
+    response = connection.getresponse()
+    data = response.read()
+    if response.status >= 300:
+        raise RuntimeError(f"{method} {path}: {response.status} {data[:200]!r}")
+    return json.loads(data) if data else None
+
+
+def release_binary(given):
+    """`given`, or the release build of `quiver`, built first."""
+    if given is not None:
+        return given
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    subprocess.run(["cargo", "build", "--release", "-p", "quiver"], cwd=root, check=True)
+    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(root, "target"))
+    return os.path.join(target, "release", "quiver")
+
+
+def publish_batches(port, messages, batches, connections=4):
+    """POSTs `batches` copies of the batch `messages` (a list of batch entries) to /v2/batch on `port`,
+    over `connections` connections at once."""
+    body = json.dumps(messages)
+    remaining = [batches]
+    lock = threading.Lock()
+
+    def run():
+        connection = http.client.HTTPConnection("127.0.0.1", port)
+        while True:
+            with lock:
+                if remaining[0] == 0:
+                    return
+                remaining[0] -= 1
+            request(connection, "POST", "/v2/batch", body)
+
+    threads = [threading.Thread(target=run) for _ in range(connections)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
