@@ -13,6 +13,35 @@ pub struct HttpConfig {
     /// Whether the plans' per-second query and write rates are enforced (429). Daily and monthly quotas
     /// always are.
     pub enforce_rate_limits: bool,
+    /// Origins whose pages may call the APIs (CORS): `*` for any, else exact `scheme://host[:port]`.
+    pub cors_allowed_origins: Vec<String>,
+}
+
+impl HttpConfig {
+    /// Checks values that parse but cannot work.
+    ///
+    /// # Errors
+    /// The first allowed origin that is neither `*` nor a bare origin, named.
+    pub fn check(&self) -> Result<(), String> {
+        for origin in &self.cors_allowed_origins {
+            if origin == "*" {
+                continue;
+            }
+            // Browsers send an origin as `scheme://host[:port]`, the default port left out: a listed
+            // origin must be written the same way to ever match.
+            let is_bare_origin = url::Url::parse(origin).is_ok_and(|url| {
+                matches!(url.scheme(), "http" | "https")
+                    && url.host_str().is_some()
+                    && url.origin().ascii_serialization() == *origin
+            });
+            if !is_bare_origin {
+                return Err(format!(
+                    "http.cors_allowed_origins: `{origin}` is not `*` or an origin such as `https://app.example.com`"
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Default for HttpConfig {
@@ -21,6 +50,39 @@ impl Default for HttpConfig {
             management_body_limit_bytes: 1 << 20,
             vector_body_limit_bytes: 64 << 20,
             enforce_rate_limits: true,
+            cors_allowed_origins: vec!["*".to_owned()],
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn origins(list: &[&str]) -> Result<(), String> {
+        HttpConfig {
+            cors_allowed_origins: list.iter().map(|o| (*o).to_owned()).collect(),
+            ..HttpConfig::default()
+        }
+        .check()
+    }
+
+    #[test]
+    fn allowed_origins_are_a_star_or_origins_as_browsers_send_them() {
+        assert_eq!(origins(&["*"]), Ok(()));
+        assert_eq!(
+            origins(&["https://app.example.com", "http://127.0.0.1:3000"]),
+            Ok(())
+        );
+        for wrong in [
+            "app.example.com",
+            "https://app.example.com/",
+            "https://app.example.com/console",
+            "https://app.example.com:443",
+            "ftp://files.example.com",
+        ] {
+            let refused = origins(&[wrong]).unwrap_err();
+            assert!(refused.contains(wrong), "{refused}");
         }
     }
 }

@@ -8,6 +8,8 @@
 //! - [`extract`]: [`extract::Typed`] (a body read into a wire type whatever the content type, errors
 //!   naming the field), [`extract::RawBody`], lenient text fields.
 //! - [`auth`]: the credentials of the management and queue APIs.
+//! - `cors`: answers preflights and marks answers for the origins `http.cors_allowed_origins` allows.
+//! - [`health`]: `GET /healthz` and `GET /readyz`, and the [`health::Readiness`] the server implements.
 //!
 //! One folder per area, each with its routes (`mod.rs`), handlers by noun, and wire types:
 //! - [`management`]: `/v2/vector/index...` and `/v2/search...`, and index statistics (SPEC A1).
@@ -18,8 +20,10 @@
 
 pub mod auth;
 pub mod config;
+mod cors;
 pub mod error;
 pub mod extract;
+pub mod health;
 pub mod management;
 pub mod queue;
 pub mod router;

@@ -7,13 +7,14 @@ use axum::extract::{Request, State};
 use axum::http::{Method, StatusCode, Uri};
 use axum::middleware::{self, Next};
 use axum::response::Response;
+use axum::routing::get;
 
 use crate::error::{ApiError, Envelope};
 use crate::management;
 use crate::state::AppState;
 
 /// The envelope for a path: management and queue paths start with `/v2/`, vector paths never do.
-fn envelope_for(path: &str) -> Envelope {
+pub(crate) fn envelope_for(path: &str) -> Envelope {
     if path == "/v2" || path.starts_with("/v2/") {
         Envelope::Plain
     } else {
@@ -52,6 +53,8 @@ pub fn router(state: AppState) -> Router {
             &state,
             state.config.vector_body_limit_bytes,
         ))
+        .route("/healthz", get(crate::health::healthz))
+        .route("/readyz", get(crate::health::readyz))
         .fallback(unknown_route)
         .method_not_allowed_fallback(method_not_allowed);
     let routes = if tracing::enabled!(tracing::Level::DEBUG) {
@@ -59,5 +62,8 @@ pub fn router(state: AppState) -> Router {
     } else {
         routes
     };
-    routes.with_state(state)
+    let origins = crate::cors::AllowedOrigins::from_config(&state.config.cors_allowed_origins);
+    routes
+        .layer(middleware::from_fn_with_state(origins, crate::cors::cors))
+        .with_state(state)
 }

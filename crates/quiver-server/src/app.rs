@@ -19,6 +19,7 @@ use tracing::{info, warn};
 pub use crate::error::StartError;
 
 use crate::config::Config;
+use crate::readiness::NodeReadiness;
 use crate::stores::Stores;
 
 /// Where nodes share the store: how often each re-reads the day's and month's usage for quotas.
@@ -203,6 +204,8 @@ impl App {
                 shutdown.child_token(),
             ));
         }
+        let readiness = Arc::new(NodeReadiness::new(stores.probes(), Arc::clone(&vectors)));
+        tracker.spawn(Arc::clone(&readiness).warm_up(Arc::clone(&stores.admin), shutdown.child_token()));
         let meter = Arc::new(quiver_admin::meter::Meter::new(
             Arc::clone(&catalog.store) as Arc<dyn quiver_admin::AdminStore>,
             Arc::clone(&options.clock),
@@ -228,6 +231,7 @@ impl App {
                 }
             }),
             meter,
+            readiness,
             config: config.http.clone(),
         });
         let service = quiver_http::router(state).into_make_service_with_connect_info::<SocketAddr>();

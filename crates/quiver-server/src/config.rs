@@ -148,6 +148,7 @@ impl Config {
                 return Err(ConfigError::Invalid(format!("{key} must be at least 1")));
             }
         }
+        self.http.check().map_err(ConfigError::Invalid)?;
         let url = &self.storage.url;
         if !(url.is_empty() || url.starts_with("postgres://") || url.starts_with("postgresql://")) {
             return Err(ConfigError::Invalid(

@@ -4,6 +4,7 @@
 //!   `QUIVER__SECTION__KEY` overrides.
 //! - [`credentials`]: the fixed development credentials of `--dev`.
 //! - `stores`: the stores where `[storage]` puts them (embedded SQLite, or one PostgreSQL database).
+//! - `readiness`: what `GET /readyz` checks (stores take writes, vector indexes loaded at start).
 //! - [`app`]: [`App`]: opens the stores, bootstraps the first account, serves HTTP, supervises
 //!   background work and shuts down in order.
 #![warn(missing_docs)]
@@ -12,6 +13,7 @@ pub mod app;
 pub mod config;
 pub mod credentials;
 mod error;
+mod readiness;
 mod stores;
 
 pub use app::{App, AppOptions, Catalog, StartError};

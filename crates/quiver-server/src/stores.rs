@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use crate::error::StartError;
+use crate::readiness::StoreProbe;
 
 /// Every store of one node.
 pub(crate) struct Stores {
@@ -26,6 +27,16 @@ pub(crate) struct Stores {
     pub(crate) writers: Vec<Database>,
     /// The PostgreSQL database and queue store that other nodes may share.
     pub(crate) shared: Option<(PgDatabase, Arc<PgQueueStore>)>,
+}
+
+impl Stores {
+    /// What `GET /readyz` probes: each SQLite file, or the PostgreSQL database.
+    pub(crate) fn probes(&self) -> Vec<StoreProbe> {
+        match &self.shared {
+            Some((database, _)) => vec![StoreProbe::Postgres(database.clone())],
+            None => self.writers.iter().cloned().map(StoreProbe::Sqlite).collect(),
+        }
+    }
 }
 
 impl Stores {

@@ -196,6 +196,26 @@ impl PgDatabase {
             .map_err(|e| StoreError::Backend(format!("no PostgreSQL connection: {e}")))
     }
 
+    /// Whether the database takes writes now: a connection answers, and the server is not a read-only
+    /// standby.
+    ///
+    /// # Errors
+    /// No connection, or the server is in recovery (a standby).
+    pub async fn check_writable(&self) -> StoreResult<()> {
+        let client = self.client().await?;
+        let standby: bool = client
+            .query_one("SELECT pg_is_in_recovery()", &[])
+            .await
+            .map_err(|e| StoreError::Backend(format!("PostgreSQL did not answer: {e}")))?
+            .get(0);
+        if standby {
+            return Err(StoreError::Backend(
+                "the PostgreSQL server is a read-only standby".into(),
+            ));
+        }
+        Ok(())
+    }
+
     /// The hints other nodes (and this one) send, until `stop`, from a connection of its own that
     /// connects again when lost (see [`crate::hints`]).
     pub fn listen(

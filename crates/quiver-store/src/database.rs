@@ -289,6 +289,17 @@ impl Database {
             .map_err(|_| StoreError::Backend("the write was abandoned by a failing writer".into()))?
     }
 
+    /// Whether the database takes writes now: an empty write through the writer thread, which begins
+    /// (and commits) a write transaction, so a stopped writer, a file that became read-only or a lock
+    /// another process holds shows here.
+    ///
+    /// # Errors
+    /// Why the write could not be made.
+    pub async fn check_writable(&self) -> StoreResult<()> {
+        // Repeatable, so that a transaction that cannot begin answers with its reason.
+        self.write_repeatable(|_| Ok(())).await
+    }
+
     /// Runs `operation` on a read-only connection, off the async runtime. Sees every write whose
     /// [`Database::write`] has returned.
     ///
@@ -693,6 +704,30 @@ mod tests {
         drop(database);
         let reopened = open(&dir);
         assert_eq!(count(&reopened).await, 1);
+    }
+
+    #[tokio::test]
+    async fn the_writability_check_fails_while_another_process_holds_the_write_lock_and_after_close() {
+        let dir = tempfile::tempdir().unwrap();
+        let database = Database::open(
+            &dir.path().join("test.db"),
+            TEST_SCHEMA,
+            &StorageConfig {
+                busy_timeout_ms: 50,
+                ..StorageConfig::default()
+            },
+        )
+        .unwrap();
+        database.check_writable().await.unwrap();
+        // What `quiver accounts create` or a stuck tool would do to the file.
+        let other = Connection::open(dir.path().join("test.db")).unwrap();
+        other.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let refused = database.check_writable().await.unwrap_err();
+        assert!(refused.to_string().contains("locked"), "{refused}");
+        other.execute_batch("ROLLBACK").unwrap();
+        database.check_writable().await.unwrap();
+        database.close().await;
+        assert!(matches!(database.check_writable().await, Err(StoreError::Closed)));
     }
 
     #[tokio::test]

@@ -186,6 +186,15 @@ impl TestServer {
         self.start().await;
     }
 
+    /// Like [`TestServer::restart`], with the configuration changed by `adjust` first.
+    pub async fn restart_with(&mut self, adjust: impl FnOnce(&mut Config)) {
+        if let Some(app) = self.app.take() {
+            app.shutdown().await;
+        }
+        adjust(&mut self.config);
+        self.start().await;
+    }
+
     /// Shuts the server down in order.
     pub async fn stop(mut self) {
         if let Some(app) = self.app.take() {

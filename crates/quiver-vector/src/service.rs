@@ -256,6 +256,19 @@ impl Vectors {
         Ok(state)
     }
 
+    /// Loads `index` into memory now (as its first use would), with the dense model that embeds its
+    /// text, so the first request after a start does not wait for them. Vectors come back pending and
+    /// are searchable by scan until the indexer has put them in their graphs.
+    ///
+    /// # Errors
+    /// Store failures; the index's model is not installed or does not load.
+    pub async fn preload(&self, index: &IndexRef) -> Result<(), VectorError> {
+        if let Some(model) = index.models.dense {
+            self.embedders.load(model).await?;
+        }
+        self.loaded(index).await.map(drop)
+    }
+
     async fn load(&self, index: &IndexRef) -> Result<Arc<LoadedIndex>, VectorError> {
         // Where other nodes write too, the snapshot says where in the feed it stands.
         let (stored, position) = match self.store.feed() {

@@ -41,7 +41,7 @@ impl VectorCaller {
 }
 
 /// The engine's view of a vector index record; `None` for a search index.
-pub(crate) fn vector_index(record: &IndexRecord) -> Option<IndexRef> {
+pub fn vector_index(record: &IndexRecord) -> Option<IndexRef> {
     let IndexSettings::VectorV1(settings) = &record.settings else {
         return None;
     };

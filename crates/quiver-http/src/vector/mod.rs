@@ -21,7 +21,7 @@ use axum::{Router, middleware};
 use crate::error::with_status_envelope;
 use crate::state::AppState;
 
-pub(crate) use caller::vector_index;
+pub use caller::vector_index;
 
 /// The vector routes, at the root and under `/vector/{endpoint}`, with their layers.
 pub fn routes(state: &AppState, body_limit: usize) -> Router<AppState> {

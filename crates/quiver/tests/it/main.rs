@@ -9,6 +9,7 @@ mod limits;
 mod llm;
 mod management;
 mod nodes;
+mod operations;
 mod queue;
 mod queue_filters;
 mod queues;

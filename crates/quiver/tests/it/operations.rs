@@ -1,0 +1,221 @@
+//! What operators and browsers rely on: `/healthz` and `/readyz` without credentials, readiness that
+//! names what is wrong (and nothing of anyone's data), and CORS on every API.
+
+use quiver_testkit::TestServer;
+use quiver_testkit::calls::{index, ok, send};
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+
+/// `/readyz` once the start-up load is over: it answers "loading" until then.
+async fn readiness(server: &TestServer) -> (StatusCode, Value) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let answer = send(server.client().get(server.url("/readyz"))).await;
+        let loading = answer.1["reasons"].as_array().is_some_and(|reasons| {
+            reasons
+                .iter()
+                .any(|r| r.as_str().is_some_and(|r| r.starts_with("loading")))
+        });
+        if !loading {
+            return answer;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the vector indexes were still loading after 20 s"
+        );
+    }
+}
+
+#[tokio::test]
+async fn health_and_readiness_answer_without_credentials() {
+    let mut server = TestServer::embedded().await;
+    let (status, body) = send(server.client().get(server.url("/healthz"))).await;
+    assert_eq!((status, body), (StatusCode::OK, json!({"status": "ok"})));
+    assert_eq!(
+        readiness(&server).await,
+        (StatusCode::OK, json!({"status": "ready"}))
+    );
+
+    // After a restart, the indexes are loaded before the node says it is ready.
+    let dense = index(
+        &server,
+        json!({"name": "d", "region": "us-east-1", "similarity_function": "COSINE", "dimension_count": 2}),
+    )
+    .await;
+    ok(
+        &server,
+        &dense,
+        "/upsert",
+        json!([{"id": "a", "vector": [1.0, 0.0]}]),
+    )
+    .await;
+    server.restart().await;
+    assert_eq!(readiness(&server).await.0, StatusCode::OK);
+    let info = ok(&server, &dense, "/info", json!({})).await;
+    assert_eq!(info["vectorCount"], 1);
+}
+
+#[tokio::test]
+async fn an_index_whose_model_went_missing_makes_the_node_unready_without_naming_the_index() {
+    let Some(models) = std::env::var_os("QUIVER_MODELS_DIR") else {
+        panic!("QUIVER_MODELS_DIR must name the installed models (scripts/test sets it)");
+    };
+    let mut server = TestServer::embedded().await;
+    index(
+        &server,
+        json!({"name": "secret-project", "region": "us-east-1", "similarity_function": "COSINE", "embedding_model": "ALL_MINILM_L6_V2"}),
+    )
+    .await;
+    let empty = tempfile::tempdir().unwrap();
+    let missing = empty.path().to_owned();
+    server
+        .restart_with(move |config| config.embeddings.models_dir = missing)
+        .await;
+    let (status, body) = readiness(&server).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert_eq!(body["status"], "unavailable");
+    let reasons = body["reasons"].to_string();
+    assert!(
+        reasons.contains("1 vector index(es) cannot be loaded"),
+        "{reasons}"
+    );
+    assert!(
+        reasons.contains("quiver models pull ALL_MINILM_L6_V2"),
+        "{reasons}"
+    );
+    assert!(!reasons.contains("secret-project"), "{reasons}");
+
+    // Installing the model heals the node without a restart.
+    std::os::unix::fs::symlink(
+        std::path::Path::new(&models).join("ALL_MINILM_L6_V2"),
+        empty.path().join("ALL_MINILM_L6_V2"),
+    )
+    .unwrap();
+    assert_eq!(readiness(&server).await.0, StatusCode::OK);
+}
+
+/// A browser's preflight for `method` on `path` from `origin`.
+async fn preflight(server: &TestServer, path: &str, origin: &str) -> reqwest::Response {
+    server
+        .client()
+        .request(Method::OPTIONS, server.url(path))
+        .header("Origin", origin)
+        .header("Access-Control-Request-Method", "POST")
+        .header(
+            "Access-Control-Request-Headers",
+            "authorization, content-type, upstash-delay",
+        )
+        .send()
+        .await
+        .unwrap()
+}
+
+fn header<'a>(response: &'a reqwest::Response, name: &str) -> Option<&'a str> {
+    response.headers().get(name).map(|v| v.to_str().unwrap())
+}
+
+#[tokio::test]
+async fn every_api_answers_preflights_and_marks_its_answers_for_browsers() {
+    let server = TestServer::embedded().await;
+    let dense = index(
+        &server,
+        json!({"name": "d", "region": "us-east-1", "similarity_function": "COSINE", "dimension_count": 2}),
+    )
+    .await;
+    for path in [
+        "/v2/publish/https://example.com",
+        "/v2/vector/index",
+        "/upsert",
+        "/query/ns",
+        "/no/such/route",
+    ] {
+        let answer = preflight(&server, path, "https://app.example").await;
+        assert_eq!(answer.status(), StatusCode::NO_CONTENT, "{path}");
+        assert_eq!(
+            header(&answer, "access-control-allow-origin"),
+            Some("*"),
+            "{path}"
+        );
+        assert_eq!(
+            header(&answer, "access-control-allow-headers"),
+            Some("authorization, content-type, upstash-delay"),
+            "{path}"
+        );
+        assert!(
+            header(&answer, "access-control-allow-methods").is_some_and(|m| m.contains("POST")),
+            "{path}"
+        );
+    }
+
+    // Answers, errors included, carry the origin and expose their headers (Retry-After, Svc-...).
+    let answer = server
+        .vector(&dense.token, Method::POST, "/upsert")
+        .header("Origin", "https://app.example")
+        .json(&json!({"id": "a", "vector": [1.0, 0.0]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), StatusCode::OK);
+    assert_eq!(header(&answer, "access-control-allow-origin"), Some("*"));
+    assert_eq!(header(&answer, "access-control-expose-headers"), Some("*"));
+    let refused = server
+        .client()
+        .get(server.url("/v2/topics"))
+        .header("Origin", "https://app.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(header(&refused, "access-control-allow-origin"), Some("*"));
+
+    // An `OPTIONS` that is no preflight (no Origin) is routed as before.
+    let plain = server
+        .client()
+        .request(Method::OPTIONS, server.url("/v2/topics"))
+        .send()
+        .await
+        .unwrap();
+    assert_ne!(plain.status(), StatusCode::NO_CONTENT);
+}
+
+#[tokio::test]
+async fn listed_origins_are_echoed_and_others_are_refused_by_name() {
+    let server = TestServer::with_config(|config| {
+        config.http.cors_allowed_origins = vec!["https://console.example".to_owned()];
+    })
+    .await;
+    let allowed = preflight(
+        &server,
+        "/v2/publish/https://example.com",
+        "https://console.example",
+    )
+    .await;
+    assert_eq!(allowed.status(), StatusCode::NO_CONTENT);
+    assert_eq!(
+        header(&allowed, "access-control-allow-origin"),
+        Some("https://console.example")
+    );
+    assert_eq!(header(&allowed, "vary"), Some("Origin"));
+
+    let other = preflight(&server, "/v2/publish/https://example.com", "https://evil.example").await;
+    assert_eq!(other.status(), StatusCode::FORBIDDEN);
+    assert_eq!(header(&other, "access-control-allow-origin"), None);
+    let body: Value = other.json().await.unwrap();
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("`https://evil.example` is not allowed"),
+        "{body}"
+    );
+
+    let answer = server
+        .queue(Method::GET, "/v2/topics")
+        .header("Origin", "https://evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), StatusCode::OK);
+    assert_eq!(header(&answer, "access-control-allow-origin"), None);
+    assert_eq!(header(&answer, "vary"), Some("Origin"));
+}
