@@ -131,6 +131,14 @@ impl ApiError {
 #[derive(Debug, Clone)]
 struct RenderedError(ApiError);
 
+/// The message of the error `response` answers, if it is one.
+pub(crate) fn answered_message(response: &Response) -> Option<&str> {
+    response
+        .extensions()
+        .get::<RenderedError>()
+        .map(|RenderedError(error)| error.message.as_str())
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         self.log_server_error();

@@ -31,6 +31,24 @@ pub struct ServerConfig {
     pub shutdown_grace_ms: u64,
 }
 
+/// How log lines are written (to standard error).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// One readable line per event, fields as `key=value`.
+    Text,
+    /// One JSON object per line, with the fields of the event and of its spans (for log shippers).
+    Json,
+}
+
+/// The `[log]` section.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogConfig {
+    /// Line format.
+    pub format: LogFormat,
+}
+
 /// The whole configuration.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -45,6 +63,8 @@ pub struct Config {
     pub embeddings: EmbedConfig,
     /// Message queue.
     pub queue: QueueConfig,
+    /// Log lines.
+    pub log: LogConfig,
 }
 
 /// The configuration could not be loaded.

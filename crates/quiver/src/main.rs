@@ -1,15 +1,17 @@
 //! The `quiver` command: serve, print credentials, add accounts, check configuration, install models.
 //! Benchmarks are a binary of their own (`quiver-bench`).
 
+mod log_writer;
 mod models;
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, anyhow};
 use clap::{Parser, Subcommand};
 use quiver_admin::{Account, BootstrapCredentials, Email};
 use quiver_core::SystemClock;
+use quiver_server::config::LogFormat;
 use quiver_server::credentials::dev_credentials;
 use quiver_server::{App, AppOptions, Catalog, Config};
 
@@ -38,8 +40,20 @@ struct Cli {
     /// can share; overrides `storage.url`. Without it, the embedded store in the data directory.
     #[arg(long, global = true, value_name = "URL")]
     store: Option<String>,
+    /// How log lines are written to standard error; overrides `log.format`.
+    #[arg(long, global = true, value_enum, value_name = "FORMAT")]
+    log_format: Option<LogFormatArg>,
     #[command(subcommand)]
     command: Command,
+}
+
+/// `--log-format`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum LogFormatArg {
+    /// Readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
 }
 
 #[derive(Debug, Subcommand)]
@@ -136,6 +150,11 @@ fn load_config(cli: &Cli, environment: &Environment) -> Result<Config> {
     if let Some(url) = &cli.store {
         config.storage.url.clone_from(url);
     }
+    match cli.log_format {
+        Some(LogFormatArg::Text) => config.log.format = LogFormat::Text,
+        Some(LogFormatArg::Json) => config.log.format = LogFormat::Json,
+        None => {}
+    }
     if let Some(dir) = environment.get("QUIVER_MODELS_DIR") {
         config.embeddings.models_dir = dir.into();
     }
@@ -160,12 +179,21 @@ fn print_credentials(out: &mut impl Write, account: &Account) -> std::io::Result
     writeln!(out, "  next signing key:      {}", account.next_signing_key)
 }
 
-fn init_logging(environment: &Environment) {
+/// Logs to standard error through [`log_writer`]; lines logged before the returned guard is dropped are
+/// all written.
+fn init_logging(environment: &Environment, format: LogFormat) -> log_writer::FlushOnDrop {
     let filter = environment.get("RUST_LOG").unwrap_or_else(|| "info".to_owned());
-    tracing_subscriber::fmt()
+    let (writer, flush) = log_writer::start();
+    let lines = tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
-        .with_writer(std::io::stderr)
-        .init();
+        // Colours only for a person at a terminal: escapes in files and pipes are noise, and cost.
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(writer);
+    match format {
+        LogFormat::Text => lines.init(),
+        LogFormat::Json => lines.json().with_current_span(true).with_span_list(false).init(),
+    }
+    flush
 }
 
 async fn serve(config: Config, environment: &Environment) -> Result<()> {
@@ -257,8 +285,8 @@ fn check_config(config: &Config, environment: &Environment) {
 async fn main() -> Result<()> {
     let cli = Cli::parse();
     let environment = Environment::read();
-    init_logging(&environment);
     let config = load_config(&cli, &environment)?;
+    let _written_at_exit = init_logging(&environment, config.log.format);
     match cli.command {
         Command::Serve { .. } => serve(config, &environment).await,
         Command::Credentials { email } => credentials(&config, email).await,

@@ -19,13 +19,22 @@ use crate::queue::request::{BatchItem, PublishForm};
 use crate::queue::wire::{CancelledOut, MessageOut, PublishOutcomeOut};
 use crate::state::AppState;
 
-/// The answer to a publish: 200, or 202 when the message was deduplicated.
+/// The answer to a publish: 200, or 202 when the message was deduplicated. It carries the ids of the
+/// messages made, for the request's log line (`message.id`), which deliveries log by too.
 fn publish_answer(outcome: &PublishOutcome) -> Response {
     let status = match outcome {
         PublishOutcome::Url(published) if published.deduplicated => StatusCode::ACCEPTED,
         PublishOutcome::Url(_) | PublishOutcome::Group(_) => StatusCode::OK,
     };
-    (status, Json(PublishOutcomeOut::of(outcome))).into_response()
+    let mut response = (status, Json(PublishOutcomeOut::of(outcome))).into_response();
+    let made = match outcome {
+        PublishOutcome::Url(published) => vec![published.message_id.clone()],
+        PublishOutcome::Group(published) => published.iter().map(|p| p.message_id.clone()).collect(),
+    };
+    response
+        .extensions_mut()
+        .insert(crate::router::MessagesMade(made));
+    response
 }
 
 pub(crate) async fn publish(

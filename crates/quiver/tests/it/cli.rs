@@ -181,6 +181,67 @@ async fn environment_credentials_win_and_dev_mode_uses_the_documented_ones() {
     terminate(served);
 }
 
+#[tokio::test]
+async fn json_logs_name_every_request_by_its_id_and_a_publish_by_its_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut command = quiver(dir.path());
+    command.env("RUST_LOG", "info").stderr(Stdio::piped());
+    let mut served = serve_with(command, &["--dev", "--log-format", "json"]);
+    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    let token = printed_value(&served.printed, "token:");
+    // The caller's id is kept; a request without one gets a fresh id.
+    let published = client
+        .post(format!("{}/v2/publish/http://127.0.0.1:9/hook", served.base))
+        .bearer_auth(&token)
+        .header("Svc-Delay", "7d")
+        .header("X-Request-Id", "from-the-proxy-1")
+        .body("hi")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(published.headers()["x-request-id"], "from-the-proxy-1");
+    let message_id = published.json::<serde_json::Value>().await.unwrap()["messageId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let refused = client
+        .get(format!("{}/v2/topics", served.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), reqwest::StatusCode::UNAUTHORIZED);
+    let fresh = refused.headers()["x-request-id"].to_str().unwrap().to_owned();
+    assert!(!fresh.is_empty() && fresh != "from-the-proxy-1");
+
+    let stderr = served.child.stderr.take().unwrap();
+    terminate(served);
+    let lines: Vec<serde_json::Value> = BufReader::new(stderr)
+        .lines()
+        .map(|line| serde_json::from_str(&line.unwrap()).expect("every line is JSON"))
+        .collect();
+    let served_line = |id: &str| {
+        lines
+            .iter()
+            .find(|l| l["fields"]["message"] == "request served" && l["fields"]["request.id"] == id)
+            .unwrap_or_else(|| panic!("no request line for {id} in {lines:?}"))
+            .clone()
+    };
+    let publish = served_line("from-the-proxy-1");
+    assert_eq!(publish["level"], "INFO");
+    assert_eq!(publish["fields"]["http.method"], "POST");
+    assert_eq!(publish["fields"]["http.route"], "/v2/publish/{*destination}");
+    assert_eq!(publish["fields"]["http.status"], 200);
+    assert_eq!(publish["fields"]["message.id"], message_id.as_str());
+    let refused = served_line(&fresh);
+    assert_eq!(refused["fields"]["http.status"], 401);
+    assert!(
+        refused["fields"]["error"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("Unauthorized")),
+        "{refused}"
+    );
+}
+
 #[test]
 fn accounts_create_prints_new_credentials_and_refuses_a_taken_email() {
     let dir = tempfile::tempdir().unwrap();
