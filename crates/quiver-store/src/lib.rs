@@ -6,11 +6,13 @@
 //! - [`queue`]: [`SqliteQueueStore`], the queue domain's store (`queue.db`), a module per noun: messages
 //!   and dead letters, schedules, FIFO queues and workflow runs, flow-control keys, waiters, the log.
 //! - [`vectors`]: [`SqliteVectorStore`], the vector engine's store (`vectors.db`).
+//! - [`backup`]: consistent copies of live databases, and the checks a copy passes before a restore.
 //! - [`config`]: [`StorageConfig`], the `[storage]` section.
 //! - `page_cache`: SQLite's page cache with page swaps kept from slowing every later commit.
 #![warn(missing_docs)]
 
 pub mod admin;
+pub mod backup;
 pub mod config;
 pub mod database;
 pub mod migrations;

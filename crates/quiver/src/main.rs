@@ -1,6 +1,7 @@
 //! The `quiver` command: serve, print credentials, add accounts, check configuration, install models.
 //! Benchmarks are a binary of their own (`quiver-bench`).
 
+mod backup;
 mod log_writer;
 mod models;
 
@@ -81,6 +82,24 @@ enum Command {
     },
     /// Print the effective configuration, secrets redacted, and exit non-zero if it is invalid.
     CheckConfig,
+    /// Copy every embedded database (and the installed models) into DEST while the server runs: each
+    /// database as one consistent snapshot, with a manifest of sizes and SHA-256 sums.
+    Backup {
+        /// A new or empty directory.
+        destination: PathBuf,
+        /// Leave the models out (reinstall them with `quiver models pull`).
+        #[arg(long)]
+        skip_models: bool,
+    },
+    /// Check a backup made by `quiver backup` and restore it into the data directory (which must be
+    /// empty, unless --force; never while a server has it open).
+    Restore {
+        /// The backup directory.
+        source: PathBuf,
+        /// Replace the databases of a data directory that is not empty.
+        #[arg(long)]
+        force: bool,
+    },
     /// List and install dense text-embedding models.
     Models {
         #[command(subcommand)]
@@ -297,6 +316,11 @@ async fn main() -> Result<()> {
             check_config(&config, &environment);
             Ok(())
         }
+        Command::Backup {
+            destination,
+            skip_models,
+        } => backup::backup(&config, &destination, skip_models),
+        Command::Restore { source, force } => backup::restore(&config, &source, force),
         Command::Models { command } => models::run(command, &models::models_dir(&config)).await,
     }
 }
