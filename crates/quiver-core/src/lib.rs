@@ -4,6 +4,7 @@
 //! - [`ids`]: typed identifiers ([`AccountId`], [`IndexId`]).
 //! - [`secret`]: random tokens and keys, and constant-time comparison.
 //! - [`index`]: the closed vocabularies of index settings (regions, similarity, models, kinds).
+//! - [`observe`]: histograms and counters the domains keep for `GET /metrics`, without a metrics library.
 //! - [`plan`]: plan types and the limits each plan grants.
 //! - [`store`]: [`StoreError`], the error every storage trait returns.
 #![warn(missing_docs)]
@@ -11,6 +12,7 @@
 pub mod clock;
 pub mod ids;
 pub mod index;
+pub mod observe;
 pub mod plan;
 pub mod secret;
 pub mod store;

@@ -106,11 +106,30 @@ struct Job {
     reply: tokio::sync::oneshot::Sender<Result<Vec<Vec<f32>>, EmbedError>>,
 }
 
+/// What a model's workers did, for metrics: texts per batch and how long each batch took.
+#[derive(Debug)]
+pub struct EmbedStats {
+    /// Texts embedded together.
+    pub batch_sizes: quiver_core::observe::Histogram,
+    /// Duration of each batch, in microseconds.
+    pub batch_durations: quiver_core::observe::Histogram,
+}
+
+impl Default for EmbedStats {
+    fn default() -> Self {
+        EmbedStats {
+            batch_sizes: quiver_core::observe::Histogram::new(&quiver_core::observe::SIZE_BOUNDS),
+            batch_durations: quiver_core::observe::Histogram::new(&quiver_core::observe::DURATION_BOUNDS_US),
+        }
+    }
+}
+
 /// A loaded model with its worker threads. Dropping it stops the workers once their queue drains.
 #[derive(Debug)]
 pub struct DenseEmbedder {
     jobs: Sender<Job>,
     dimensions: usize,
+    stats: Arc<EmbedStats>,
 }
 
 impl DenseEmbedder {
@@ -120,17 +139,28 @@ impl DenseEmbedder {
         let encoder = Arc::new(encoder);
         let (jobs, queue) = mpsc::channel::<Job>();
         let queue = Arc::new(Mutex::new(queue));
+        let stats = Arc::new(EmbedStats::default());
         for i in 0..threads.max(1) {
             let encoder = Arc::clone(&encoder);
             let queue = Arc::clone(&queue);
+            let stats = Arc::clone(&stats);
             let spawned = std::thread::Builder::new()
                 .name(format!("embed-{i}"))
-                .spawn(move || work(&encoder, &queue));
+                .spawn(move || work(&encoder, &queue, &stats));
             if let Err(error) = spawned {
                 tracing::error!(%error, "could not start an embedding worker");
             }
         }
-        DenseEmbedder { jobs, dimensions }
+        DenseEmbedder {
+            jobs,
+            dimensions,
+            stats,
+        }
+    }
+
+    /// What the workers did so far.
+    pub fn stats(&self) -> &EmbedStats {
+        &self.stats
     }
 
     /// The length of the vectors.
@@ -161,7 +191,7 @@ impl DenseEmbedder {
     }
 }
 
-fn work(encoder: &TextEncoder, queue: &Mutex<Receiver<Job>>) {
+fn work(encoder: &TextEncoder, queue: &Mutex<Receiver<Job>>, stats: &EmbedStats) {
     loop {
         let mut batch = Vec::new();
         {
@@ -185,7 +215,11 @@ fn work(encoder: &TextEncoder, queue: &Mutex<Receiver<Job>>) {
             .iter()
             .flat_map(|j| j.texts.iter().map(String::as_str))
             .collect();
-        match encoder.embed(&texts) {
+        let started = std::time::Instant::now();
+        let embedded = encoder.embed(&texts);
+        stats.batch_sizes.observe(texts.len() as u64);
+        stats.batch_durations.observe_duration(started.elapsed());
+        match embedded {
             Ok(vectors) => {
                 let mut vectors = vectors.into_iter();
                 for job in batch {
@@ -223,6 +257,16 @@ impl Embedders {
     /// The models directory.
     pub fn dir(&self) -> &ModelDir {
         &self.dir
+    }
+
+    /// Every model loaded so far, with its embedder.
+    pub fn loaded_models(&self) -> Vec<(DenseModel, Arc<DenseEmbedder>)> {
+        self.loaded
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|(model, embedder)| (*model, Arc::clone(embedder)))
+            .collect()
     }
 
     fn loaded(&self, model: DenseModel) -> Option<Arc<DenseEmbedder>> {

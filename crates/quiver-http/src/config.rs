@@ -15,6 +15,8 @@ pub struct HttpConfig {
     pub enforce_rate_limits: bool,
     /// Origins whose pages may call the APIs (CORS): `*` for any, else exact `scheme://host[:port]`.
     pub cors_allowed_origins: Vec<String>,
+    /// When not empty, `GET /metrics` wants `Authorization: Bearer <this>`.
+    pub metrics_token: String,
 }
 
 impl HttpConfig {
@@ -51,6 +53,7 @@ impl Default for HttpConfig {
             vector_body_limit_bytes: 64 << 20,
             enforce_rate_limits: true,
             cors_allowed_origins: vec!["*".to_owned()],
+            metrics_token: String::new(),
         }
     }
 }

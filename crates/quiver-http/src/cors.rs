@@ -3,14 +3,13 @@
 //! lends a page nothing it did not already hold; `http.cors_allowed_origins` narrows it.
 //!
 //! - A preflight (`OPTIONS` with `Origin` and `Access-Control-Request-Method`) from an allowed origin is
-//!   answered 204 here, before routing and authentication, allowing the method and headers it asks
+//!   answered 204 by the router's outermost layer, before authentication, allowing the method and headers it asks
 //!   for; from another origin it gets a 403 that names the origin.
 //! - Any other answer to an allowed origin carries `Access-Control-Allow-Origin` and exposes every
 //!   header (the `Svc-`/`Upstash-` answer headers, `Retry-After`, rate-limit headers).
 
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use crate::error::ApiError;
@@ -58,28 +57,29 @@ impl AllowedOrigins {
     }
 }
 
-/// The middleware: answers preflights, and marks answers to allowed origins.
-pub(crate) async fn cors(State(origins): State<AllowedOrigins>, request: Request, next: Next) -> Response {
-    let Some(origin) = request.headers().get(header::ORIGIN).cloned() else {
-        // Caches must not hand this answer to a request from an origin.
-        let mut answer = next.run(request).await;
-        origins.vary(answer.headers_mut());
-        return answer;
-    };
-    let is_preflight = request.method() == Method::OPTIONS
-        && request
-            .headers()
-            .contains_key(header::ACCESS_CONTROL_REQUEST_METHOD);
-    let allowed = origins.allow(&origin);
-    if is_preflight {
-        let Some(allowed) = allowed else {
+impl AllowedOrigins {
+    /// The answer to `request` when it is a preflight (before routing and authentication): 204
+    /// allowing what it asks for, or 403 naming an origin that is not allowed. `None` for any other
+    /// request.
+    pub(crate) fn preflight(&self, request: &Request) -> Option<Response> {
+        let origin = request.headers().get(header::ORIGIN)?;
+        let is_preflight = request.method() == Method::OPTIONS
+            && request
+                .headers()
+                .contains_key(header::ACCESS_CONTROL_REQUEST_METHOD);
+        if !is_preflight {
+            return None;
+        }
+        let Some(allowed) = self.allow(origin) else {
             let shown = String::from_utf8_lossy(origin.as_bytes()).into_owned();
-            return ApiError::new(
-                StatusCode::FORBIDDEN,
-                format!("origin `{shown}` is not allowed (http.cors_allowed_origins)"),
-            )
-            .in_envelope(envelope_for(request.uri().path()))
-            .into_response();
+            return Some(
+                ApiError::new(
+                    StatusCode::FORBIDDEN,
+                    format!("origin `{shown}` is not allowed (http.cors_allowed_origins)"),
+                )
+                .in_envelope(envelope_for(request.uri().path()))
+                .into_response(),
+            );
         };
         let mut answer = StatusCode::NO_CONTENT.into_response();
         let headers = answer.headers_mut();
@@ -96,18 +96,20 @@ pub(crate) async fn cors(State(origins): State<AllowedOrigins>, request: Request
             header::ACCESS_CONTROL_MAX_AGE,
             HeaderValue::from_static(PREFLIGHT_MAX_AGE),
         );
-        origins.vary(headers);
-        return answer;
+        Some(answer)
     }
-    let mut answer = next.run(request).await;
-    if let Some(allowed) = allowed {
+
+    /// Marks the answer to a request from `origin` (its `Origin` header, if any).
+    pub(crate) fn mark(&self, origin: Option<&HeaderValue>, answer: &mut Response) {
         let headers = answer.headers_mut();
-        headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, allowed);
-        headers.insert(
-            header::ACCESS_CONTROL_EXPOSE_HEADERS,
-            HeaderValue::from_static("*"),
-        );
+        if let Some(allowed) = origin.and_then(|origin| self.allow(origin)) {
+            headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, allowed);
+            headers.insert(
+                header::ACCESS_CONTROL_EXPOSE_HEADERS,
+                HeaderValue::from_static("*"),
+            );
+        }
+        // Caches must not hand an answer made for one origin to another.
+        self.vary(headers);
     }
-    origins.vary(answer.headers_mut());
-    answer
 }

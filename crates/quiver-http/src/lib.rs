@@ -9,6 +9,8 @@
 //!   naming the field), [`extract::RawBody`], lenient text fields.
 //! - [`auth`]: the credentials of the management and queue APIs.
 //! - `cors`: answers preflights and marks answers for the origins `http.cors_allowed_origins` allows.
+//! - [`metrics`]: `GET /metrics` (Prometheus text), with request counts and durations recorded as
+//!   requests are answered and everything else read at the scrape.
 //! - [`health`]: `GET /healthz` and `GET /readyz`, and the [`health::Readiness`] the server implements.
 //!
 //! One folder per area, each with its routes (`mod.rs`), handlers by noun, and wire types:
@@ -25,6 +27,7 @@ pub mod error;
 pub mod extract;
 pub mod health;
 pub mod management;
+pub mod metrics;
 pub mod queue;
 pub mod router;
 pub mod state;

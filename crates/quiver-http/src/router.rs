@@ -74,43 +74,60 @@ const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 #[derive(Debug, Clone)]
 pub(crate) struct MessagesMade(pub(crate) Vec<quiver_queue::message::MessageId>);
 
-/// Logs every request at info once it is answered, as one line with its id, route, status and
-/// duration, the messages it made (deliveries log by message id) and the error it answered, if any (a
-/// 5xx's error id leads to the line that logged its cause); and returns the id as `X-Request-Id`. One
-/// event and no span: a span per request doubled the cost of logging.
-async fn log_request(State(ids): State<RequestIds>, request: Request, next: Next) -> Response {
-    let id = ids.for_request(request.headers());
+/// What the outermost layer needs: ids for requests, the metrics, and whether request lines are
+/// logged (decided once, as the router is built, so that a filter that drops them saves their cost).
+#[derive(Debug, Clone)]
+struct Observer {
+    ids: RequestIds,
+    origins: crate::cors::AllowedOrigins,
+    metrics: Arc<crate::metrics::Metrics>,
+    logs_requests: bool,
+}
+
+/// Answers CORS preflights and marks answers for browsers (see `cors`); counts and times every request
+/// by route template once it is answered, logs it at info as one line
+/// (its id, route, status and duration, the messages it made, since deliveries log by message id, and
+/// the error it answered: a 5xx's error id leads to the line that logged its cause), and returns its id
+/// as `X-Request-Id`. One event and no span: a span per request doubled the cost of logging.
+async fn observe_request(State(observer): State<Observer>, request: Request, next: Next) -> Response {
+    let id = observer.ids.for_request(request.headers());
+    let origin = request.headers().get(axum::http::header::ORIGIN).cloned();
     let method = request.method().clone();
-    let route = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or_else(|| "(no route)".to_owned(), |m| m.as_str().to_owned());
+    let matched = request.extensions().get::<MatchedPath>().cloned();
+    let route = matched.as_ref().map_or("(no route)", MatchedPath::as_str);
     let started = Instant::now();
-    let mut response = next.run(request).await;
-    let duration_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
-    let made = response.extensions().get::<MessagesMade>().map(|made| {
-        made.0
-            .iter()
-            .map(|id| id.0.as_str())
-            .collect::<Vec<_>>()
-            .join(",")
-    });
-    tracing::info!(
-        request.id = %String::from_utf8_lossy(id.as_bytes()),
-        http.method = %method,
-        http.route = %route,
-        http.status = response.status().as_u16(),
-        duration_us,
-        message.id = made,
-        error = crate::error::answered_message(&response),
-        "request served"
-    );
+    let mut response = match observer.origins.preflight(&request) {
+        Some(answer) => answer,
+        None => next.run(request).await,
+    };
+    observer.origins.mark(origin.as_ref(), &mut response);
+    let elapsed = started.elapsed();
+    let status = response.status().as_u16();
+    observer.metrics.observe_request(route, &method, status, elapsed);
+    if observer.logs_requests {
+        let made = response.extensions().get::<MessagesMade>().map(|made| {
+            made.0
+                .iter()
+                .map(|id| id.0.as_str())
+                .collect::<Vec<_>>()
+                .join(",")
+        });
+        tracing::info!(
+            request.id = %String::from_utf8_lossy(id.as_bytes()),
+            http.method = %method,
+            http.route = %route,
+            http.status = status,
+            duration_us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX),
+            message.id = made,
+            error = crate::error::answered_message(&response),
+            "request served"
+        );
+    }
     response.headers_mut().insert(REQUEST_ID, id);
     response
 }
 
-/// The whole application. Requests are logged (at info level, with their ids) only when info logging
-/// is on as the router is built, so a filter that turns it off also removes the layer's cost.
+/// The whole application.
 pub fn router(state: AppState) -> Router {
     let max_message_bytes = state.queue.config().max_message_bytes;
     let routes = management::routes(state.config.management_body_limit_bytes)
@@ -121,15 +138,17 @@ pub fn router(state: AppState) -> Router {
         ))
         .route("/healthz", get(crate::health::healthz))
         .route("/readyz", get(crate::health::readyz))
+        .route("/metrics", get(crate::metrics::metrics))
         .fallback(unknown_route)
         .method_not_allowed_fallback(method_not_allowed);
-    let origins = crate::cors::AllowedOrigins::from_config(&state.config.cors_allowed_origins);
-    // Outermost, so that preflights are logged too.
-    let routes = routes.layer(middleware::from_fn_with_state(origins, crate::cors::cors));
-    let routes = if tracing::enabled!(tracing::Level::INFO) {
-        routes.layer(middleware::from_fn_with_state(RequestIds::new(), log_request))
-    } else {
-        routes
+    let observer = Observer {
+        ids: RequestIds::new(),
+        origins: crate::cors::AllowedOrigins::from_config(&state.config.cors_allowed_origins),
+        metrics: Arc::clone(&state.metrics),
+        logs_requests: tracing::enabled!(tracing::Level::INFO),
     };
-    routes.with_state(state)
+    // One layer for all of it: each `from_fn` layer costs a request a clone of the service it wraps.
+    routes
+        .layer(middleware::from_fn_with_state(observer, observe_request))
+        .with_state(state)
 }

@@ -39,6 +39,8 @@ pub struct Services {
     pub limiter: std::sync::Arc<quiver_admin::limits::Limiter>,
     /// Usage metering.
     pub meter: std::sync::Arc<quiver_admin::meter::Meter>,
+    /// What `GET /metrics` shows.
+    pub metrics: std::sync::Arc<crate::metrics::Metrics>,
     /// What `GET /readyz` checks.
     pub readiness: std::sync::Arc<dyn crate::health::Readiness>,
     /// HTTP limits.

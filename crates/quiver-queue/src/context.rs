@@ -51,6 +51,8 @@ pub(crate) struct Signals {
     /// The running delivery worker's door for messages a publish hands straight over; unset until a
     /// worker runs.
     pub(crate) handoff: std::sync::OnceLock<crate::handoff::Handoff>,
+    /// What the delivery worker counts, for metrics.
+    pub(crate) deliveries: crate::observe::DeliveryStats,
 }
 
 impl Signals {

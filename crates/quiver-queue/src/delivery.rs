@@ -10,6 +10,8 @@ use quiver_core::secret::random_below;
 use quiver_core::{StoreError, Timestamp};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use tokio::sync::Semaphore;
+
+use crate::observe::{DeliveryStats, InFlight};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{debug, warn};
@@ -417,10 +419,17 @@ impl DeliveryWorker {
     /// Makes one attempt at `message` and applies its outcome. `handed_over`: the message came straight
     /// from a publish at that time, and its ACTIVE event is still to be logged.
     async fn deliver(&self, message: Message, handed_over: Option<Timestamp>) {
+        let stats = &self.context.signals.deliveries;
+        let _in_flight = InFlight::start(stats);
+        let started = std::time::Instant::now();
         let (report, response, error) = match self.attempt(&message).await {
             Ok(attempted) => attempted,
-            Err(reason) => return self.postpone(message, handed_over, reason).await,
+            Err(reason) => {
+                DeliveryStats::count(&stats.postponed);
+                return self.postpone(message, handed_over, reason).await;
+            }
         };
+        stats.attempt_durations.observe_duration(started.elapsed());
         let now = self.context.now();
         let spec = &message.spec;
         let outcome = decide(
@@ -430,6 +439,11 @@ impl DeliveryWorker {
             spec.retry_delay.as_ref(),
             now,
         );
+        DeliveryStats::count(match outcome {
+            DeliveryOutcome::Delivered => &stats.delivered,
+            DeliveryOutcome::RetryAt(_) => &stats.retried,
+            DeliveryOutcome::DeadLettered => &stats.failed,
+        });
         let response_text =
             (!response.body.is_empty()).then(|| String::from_utf8_lossy(&response.body).into_owned());
         let failed_detail = EventDetail {

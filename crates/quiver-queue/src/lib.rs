@@ -43,6 +43,7 @@ pub mod llm;
 pub mod message;
 pub mod method;
 pub mod names;
+pub mod observe;
 pub mod publish;
 pub mod retention;
 pub mod retry;

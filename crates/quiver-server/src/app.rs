@@ -231,6 +231,10 @@ impl App {
                 }
             }),
             meter,
+            metrics: Arc::new(quiver_http::metrics::Metrics::new(
+                stores.writer_sources(),
+                Some(config.http.metrics_token.clone()),
+            )),
             readiness,
             config: config.http.clone(),
         });

@@ -30,6 +30,24 @@ pub(crate) struct Stores {
 }
 
 impl Stores {
+    /// The SQLite writers, for `GET /metrics` (none with PostgreSQL).
+    pub(crate) fn writer_sources(&self) -> Vec<quiver_http::metrics::WriterSource> {
+        self.writers
+            .iter()
+            .map(|database| {
+                let queued = database.clone();
+                quiver_http::metrics::WriterSource {
+                    database: database
+                        .path()
+                        .file_name()
+                        .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+                    stats: database.writer_stats(),
+                    queued: Box::new(move || queued.queued_writes()),
+                }
+            })
+            .collect()
+    }
+
     /// What `GET /readyz` probes: each SQLite file, or the PostgreSQL database.
     pub(crate) fn probes(&self) -> Vec<StoreProbe> {
         match &self.shared {

@@ -17,6 +17,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use quiver_core::StoreError;
+use quiver_core::observe::WriterStats;
 use quiver_core::store::StoreResult;
 use rusqlite::{Connection, OpenFlags};
 use tokio::sync::{Semaphore, mpsc, oneshot};
@@ -103,6 +104,7 @@ pub struct Database {
 struct Inner {
     path: PathBuf,
     commands: mpsc::Sender<Command>,
+    stats: Arc<WriterStats>,
     readers: Mutex<Vec<Connection>>,
     read_permits: Semaphore,
     writer: Mutex<Option<JoinHandle<()>>>,
@@ -207,15 +209,18 @@ impl Database {
             path.file_stem()
                 .map_or_else(String::new, |s| s.to_string_lossy().into_owned())
         );
+        let stats = Arc::new(WriterStats::default());
+        let writer_stats = Arc::clone(&stats);
         let handle = std::thread::Builder::new()
             .name(thread_name)
-            .spawn(move || run_writer(writer, receiver, max_batch))
+            .spawn(move || run_writer(writer, receiver, max_batch, &writer_stats))
             .map_err(|e| StoreError::Backend(format!("cannot start the writer thread: {e}")))?;
 
         Ok(Database {
             inner: Arc::new(Inner {
                 path: path.to_owned(),
                 commands,
+                stats,
                 read_permits: Semaphore::new(readers.len()),
                 readers: Mutex::new(readers),
                 writer: Mutex::new(Some(handle)),
@@ -226,6 +231,16 @@ impl Database {
     /// The file this database lives in.
     pub fn path(&self) -> &Path {
         &self.inner.path
+    }
+
+    /// What the writer did so far (for `GET /metrics`).
+    pub fn writer_stats(&self) -> Arc<WriterStats> {
+        Arc::clone(&self.inner.stats)
+    }
+
+    /// Writes waiting for the writer now.
+    pub fn queued_writes(&self) -> usize {
+        self.inner.commands.max_capacity() - self.inner.commands.capacity()
     }
 
     /// Runs `operation` on the writer connection in the next group commit, and returns its result once
@@ -348,7 +363,12 @@ impl Database {
     }
 }
 
-fn run_writer(connection: Connection, mut commands: mpsc::Receiver<Command>, max_batch: usize) {
+fn run_writer(
+    connection: Connection,
+    mut commands: mpsc::Receiver<Command>,
+    max_batch: usize,
+    stats: &WriterStats,
+) {
     let mut batch = Batch::default();
     while let Some(first) = commands.blocking_recv() {
         let mut close = batch.add(first);
@@ -359,7 +379,10 @@ fn run_writer(connection: Connection, mut commands: mpsc::Receiver<Command>, max
             }
         }
         if batch.len() > 0 {
+            let started = std::time::Instant::now();
+            stats.batch_sizes.observe(batch.len() as u64);
             commit_batch(&connection, &mut batch);
+            stats.commit_durations.observe_duration(started.elapsed());
         }
         if let Some(done) = close {
             if let Err(error) = connection.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)") {

@@ -719,6 +719,43 @@ impl Vectors {
         }
         Ok(info)
     }
+
+    /// Every index loaded in this process, with its vectors and the vectors not yet in a graph (for
+    /// metrics; an index not used since the start is not loaded and not listed).
+    pub fn loaded_counts(&self) -> Vec<LoadedCounts> {
+        let states: Vec<(IndexId, Arc<LoadedIndex>)> = self
+            .loaded
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .filter_map(|(id, cell)| cell.get().map(|state| (*id, Arc::clone(state))))
+            .collect();
+        states
+            .into_iter()
+            .map(|(index, state)| {
+                let namespaces = read(&state.namespaces);
+                LoadedCounts {
+                    index,
+                    vectors: namespaces.values().map(Namespace::len).sum(),
+                    pending: namespaces.values().map(Namespace::pending_len).sum(),
+                    memory_bytes: namespaces.values().map(Namespace::dense_memory_bytes).sum(),
+                }
+            })
+            .collect()
+    }
+}
+
+/// The counts of one loaded index (see [`Vectors::loaded_counts`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoadedCounts {
+    /// The index.
+    pub index: IndexId,
+    /// Records across its namespaces.
+    pub vectors: usize,
+    /// Of those, not in a graph yet.
+    pub pending: usize,
+    /// Bytes its dense vectors and graphs hold.
+    pub memory_bytes: usize,
 }
 
 #[cfg(test)]

@@ -131,6 +131,19 @@ impl Queue {
         }
     }
 
+    /// How much work the store holds now, over every account (for `GET /metrics`).
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn depth(&self) -> Result<crate::store::QueueDepth, crate::QueueError> {
+        Ok(self.store.depth(self.context.now()).await?)
+    }
+
+    /// What this process's delivery worker has counted (for `GET /metrics`).
+    pub fn delivery_stats(&self) -> &crate::observe::DeliveryStats {
+        &self.context.signals.deliveries
+    }
+
     /// The backend, for the delivery worker.
     pub(crate) fn store(&self) -> &Arc<dyn QueueStore> {
         &self.store

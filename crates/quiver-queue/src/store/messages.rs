@@ -80,4 +80,19 @@ pub trait MessageStore: Send + Sync + 'static {
         limit: Option<usize>,
         now: Timestamp,
     ) -> StoreResult<u64>;
+
+    /// How much work the store holds, over every account (for metrics): pending messages, of them
+    /// those due at `now` and not leased, and dead letters.
+    async fn depth(&self, now: Timestamp) -> StoreResult<QueueDepth>;
+}
+
+/// Counts of what waits in a store (see [`MessageStore::depth`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct QueueDepth {
+    /// Pending messages: due, delayed, or leased by a delivery.
+    pub pending: u64,
+    /// Of those, due now and not leased.
+    pub due: u64,
+    /// Messages in the dead letter queue.
+    pub dead_letters: u64,
 }

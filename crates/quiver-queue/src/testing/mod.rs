@@ -68,6 +68,7 @@ pub async fn message_stores(store: &dyn QueueStore) {
     an_attempt_for_a_message_that_is_gone_changes_nothing(store).await;
     a_message_stored_leased_waits_for_its_holder_and_logs_its_start_with_its_outcome(store).await;
     cancelling_takes_the_named_or_matching_messages_of_one_account(store).await;
+    the_depth_counts_pending_and_due_messages(store).await;
     dead_letters_page_newest_first_and_are_retried_or_deleted_once(store).await;
     the_events_log_pages_newest_first(store).await;
     keys_and_waiters::flow_control_keys_hold_their_limits_across_claims(store).await;
@@ -199,6 +200,31 @@ async fn only_due_messages_are_claimed_and_a_lease_holds_until_it_expires(store:
         .await
         .expect("claim succeeds");
     assert!(limited.len() <= 1, "a claim takes at most its limit");
+}
+
+async fn the_depth_counts_pending_and_due_messages(store: &dyn QueueStore) {
+    // Other checks leave messages behind: count what this one adds and takes away.
+    let before = store.depth(at(10)).await.expect("depth succeeds");
+    let account = AccountId::random();
+    let ids = enqueue(
+        store,
+        vec![
+            message(account, "https://example.com/due", at(0)),
+            message(account, "https://example.com/later", at(3_600)),
+        ],
+    )
+    .await;
+    let with = store.depth(at(10)).await.expect("depth succeeds");
+    assert_eq!(with.pending, before.pending + 2, "both are pending");
+    assert_eq!(with.due, before.due + 1, "only one is due");
+    assert_eq!(with.dead_letters, before.dead_letters);
+    let later = store.depth(at(3_600)).await.expect("depth succeeds");
+    assert!(later.due >= before.due + 2, "an hour later both are due");
+    store
+        .cancel(account, Some(ids), CancelFilter::default(), None, at(11))
+        .await
+        .expect("cancel succeeds");
+    assert_eq!(store.depth(at(10)).await.expect("depth succeeds"), before);
 }
 
 async fn released_leases_make_messages_due_at_once(store: &dyn QueueStore) {

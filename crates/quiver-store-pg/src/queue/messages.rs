@@ -12,7 +12,9 @@ use quiver_queue::message::{
     DeadLetter, Enqueued, EventDetail, FailureCallbackInfo, FlowControl, Message, MessageId, MessageState,
     NewEvent, NewMessage,
 };
-use quiver_queue::store::{AttemptRecord, AttemptResolution, CancelFilter, DeliveryStore, MessageStore};
+use quiver_queue::store::{
+    AttemptRecord, AttemptResolution, CancelFilter, DeliveryStore, MessageStore, QueueDepth,
+};
 
 use crate::batch::Batcher;
 use crate::database::PgOptions;
@@ -600,6 +602,25 @@ impl MessageStore for PgQueueStore {
             .as_ref()
             .map(message_from_row)
             .transpose()
+    }
+
+    async fn depth(&self, now: Timestamp) -> StoreResult<QueueDepth> {
+        let client = self.database.client().await?;
+        let row = client
+            .query_one(
+                "SELECT (SELECT COUNT(*) FROM messages),
+                        (SELECT COUNT(*) FROM messages WHERE due_at <= $1),
+                        (SELECT COUNT(*) FROM dead_letters)",
+                &[&now.as_millis()],
+            )
+            .await
+            .map_err(backend_error)?;
+        let count = |index: usize| u64::try_from(row.get::<_, i64>(index)).unwrap_or(0);
+        Ok(QueueDepth {
+            pending: count(0),
+            due: count(1),
+            dead_letters: count(2),
+        })
     }
 
     async fn cancel(

@@ -10,7 +10,7 @@ use quiver_queue::message::{
 use quiver_queue::names::UrlGroupName;
 use quiver_queue::store::{
     AttemptRecord, AttemptResolution, CancelFilter, DeadLetterStore, DeliveryStore, Endpoint, EventLogStore,
-    Filter, LogPosition, MessageStore, Page, UrlGroup, UrlGroupStore,
+    Filter, LogPosition, MessageStore, Page, QueueDepth, UrlGroup, UrlGroupStore,
 };
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
@@ -280,6 +280,32 @@ impl MessageStore for SqliteQueueStore {
         let id = id.0.clone();
         self.database
             .read(move |c| load_message(c, &account.to_string(), &id))
+            .await
+    }
+
+    async fn depth(&self, now: Timestamp) -> StoreResult<QueueDepth> {
+        self.database
+            .read(move |c| {
+                // Counted over the narrow `messages_due` index; a leased message is due only once its
+                // lease has run out.
+                let (pending, due): (i64, i64) = c
+                    .query_row(
+                        "SELECT COUNT(*), COUNT(*) FILTER (WHERE due_at <= ?1)
+                         FROM messages INDEXED BY messages_due",
+                        [now.as_millis()],
+                        |r| Ok((r.get(0)?, r.get(1)?)),
+                    )
+                    .map_err(read_error)?;
+                let dead_letters: i64 = c
+                    .query_row("SELECT COUNT(*) FROM dead_letters", [], |r| r.get(0))
+                    .map_err(read_error)?;
+                let count = |n: i64| u64::try_from(n).unwrap_or(0);
+                Ok(QueueDepth {
+                    pending: count(pending),
+                    due: count(due),
+                    dead_letters: count(dead_letters),
+                })
+            })
             .await
     }
 

@@ -219,3 +219,122 @@ async fn listed_origins_are_echoed_and_others_are_refused_by_name() {
     assert_eq!(header(&answer, "access-control-allow-origin"), None);
     assert_eq!(header(&answer, "vary"), Some("Origin"));
 }
+
+/// The value of the sample `name{labels}` in a metrics page, if it is there.
+fn sample(page: &str, series: &str) -> Option<f64> {
+    page.lines()
+        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
+async fn metrics_page(server: &TestServer) -> String {
+    let answer = server.client().get(server.url("/metrics")).send().await.unwrap();
+    assert_eq!(answer.status(), StatusCode::OK);
+    assert!(
+        answer.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("application/openmetrics-text")
+    );
+    answer.text().await.unwrap()
+}
+
+#[tokio::test]
+async fn metrics_show_requests_the_queue_the_writers_and_the_indexes() {
+    let server = TestServer::embedded().await;
+    for _ in 0..3 {
+        let published = server
+            .queue(Method::POST, "/v2/publish/https://example.com/later")
+            .header("Svc-Delay", "1h")
+            .body("later")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(published.status(), StatusCode::OK);
+    }
+    let dense = index(
+        &server,
+        json!({"name": "d", "region": "us-east-1", "similarity_function": "COSINE", "dimension_count": 2}),
+    )
+    .await;
+    ok(
+        &server,
+        &dense,
+        "/upsert",
+        json!([{"id": "a", "vector": [1.0, 0.0]}, {"id": "b", "vector": [0.0, 1.0]}]),
+    )
+    .await;
+
+    let page = metrics_page(&server).await;
+    assert_eq!(
+        sample(
+            &page,
+            r#"quiver_http_requests_total{area="queue",route="/v2/publish/{*destination}",method="POST",status="200"}"#
+        ),
+        Some(3.0),
+        "{page}"
+    );
+    assert_eq!(
+        sample(
+            &page,
+            r#"quiver_http_request_duration_seconds_count{area="vector",route="/upsert"}"#
+        ),
+        Some(1.0),
+        "{page}"
+    );
+    assert_eq!(
+        sample(&page, r#"quiver_queue_messages{state="delayed"}"#),
+        Some(3.0),
+        "{page}"
+    );
+    assert_eq!(
+        sample(&page, r#"quiver_queue_messages{state="waiting"}"#),
+        Some(0.0)
+    );
+    assert!(
+        sample(&page, r#"quiver_store_commit_writes_count{database="queue.db"}"#)
+            .is_some_and(|commits| commits >= 1.0),
+        "{page}"
+    );
+    // Cumulative buckets end at the count.
+    assert_eq!(
+        sample(
+            &page,
+            r#"quiver_store_commit_writes_bucket{le="+Inf",database="queue.db"}"#
+        ),
+        sample(&page, r#"quiver_store_commit_writes_count{database="queue.db"}"#)
+    );
+    let index_id = dense.id.as_str();
+    assert_eq!(
+        sample(&page, &format!(r#"quiver_index_vectors{{index="{index_id}"}}"#)),
+        Some(2.0),
+        "{page}"
+    );
+    assert!(sample(&page, "process_resident_memory_bytes").is_some_and(|bytes| bytes > 0.0));
+    assert!(page.trim_end().ends_with("# EOF"));
+}
+
+#[tokio::test]
+async fn a_metrics_token_keeps_metrics_from_anyone_without_it() {
+    let server = TestServer::with_config(|config| config.http.metrics_token = "scrape-me".to_owned()).await;
+    let refused = server.client().get(server.url("/metrics")).send().await.unwrap();
+    assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
+    let wrong = server
+        .client()
+        .get(server.url("/metrics"))
+        .bearer_auth("guess")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong.status(), StatusCode::UNAUTHORIZED);
+    let allowed = server
+        .client()
+        .get(server.url("/metrics"))
+        .bearer_auth("scrape-me")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(allowed.status(), StatusCode::OK);
+    // Health stays open: balancers carry no token.
+    let health = server.client().get(server.url("/healthz")).send().await.unwrap();
+    assert_eq!(health.status(), StatusCode::OK);
+}
