@@ -12,8 +12,7 @@ use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use crate::error::ApiError;
-use crate::router::envelope_for;
+use crate::error::{ApiError, envelope_for};
 
 /// Which origins may call: every one, or those listed.
 #[derive(Debug, Clone)]

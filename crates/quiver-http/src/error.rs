@@ -23,6 +23,15 @@ pub enum Envelope {
     WithStatus,
 }
 
+/// The envelope for a path: management and queue paths start with `/v2/`, vector paths never do.
+pub(crate) fn envelope_for(path: &str) -> Envelope {
+    if path == "/v2" || path.starts_with("/v2/") {
+        Envelope::Plain
+    } else {
+        Envelope::WithStatus
+    }
+}
+
 /// An error response.
 #[derive(Debug, Clone)]
 pub struct ApiError {

@@ -11,6 +11,7 @@
 //! - `cors`: answers preflights and marks answers for the origins `http.cors_allowed_origins` allows.
 //! - [`metrics`]: `GET /metrics` (Prometheus text), with request counts and durations recorded as
 //!   requests are answered and everything else read at the scrape.
+//! - `operations`: the routes `/healthz`, `/readyz` and `/metrics`.
 //! - [`health`]: `GET /healthz` and `GET /readyz`, and the [`health::Readiness`] the server implements.
 //!
 //! One folder per area, each with its routes (`mod.rs`), handlers by noun, and wire types:
@@ -28,6 +29,7 @@ pub mod extract;
 pub mod health;
 pub mod management;
 pub mod metrics;
+mod operations;
 pub mod queue;
 pub mod router;
 pub mod state;

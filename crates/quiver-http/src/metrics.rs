@@ -1,4 +1,5 @@
-//! `GET /metrics` in the Prometheus text format (OpenMetrics), through `prometheus-client`.
+//! The metrics page (`GET /metrics`, routed in `operations`) in the Prometheus text format
+//! (OpenMetrics), written with `prometheus-client`'s encoder.
 //!
 //! Requests are counted as they are answered (by area, route template, method and status) and timed
 //! (by area and route template). Everything else is read when the metrics are scraped, from counters
@@ -13,17 +14,13 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
-use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, Method, header};
 use axum::response::{IntoResponse, Response};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, MetricEncoder};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 use quiver_core::observe::{DURATION_BOUNDS_US, HistogramSnapshot, WriterStats};
-
-use crate::error::{ApiError, Envelope};
-use crate::state::AppState;
 
 /// One route's requests: durations, and counts by method and status.
 #[derive(Debug)]
@@ -381,106 +378,105 @@ impl Collector for Scrape {
     }
 }
 
-fn is_authorised(metrics: &Metrics, headers: &HeaderMap) -> bool {
-    let Some(token) = &metrics.token else {
-        return true;
-    };
-    headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .is_some_and(|given| quiver_core::secret::constant_time_eq(given, token))
-}
+impl Metrics {
+    /// Whether `headers` carry the metrics token, when one is set.
+    pub(crate) fn is_authorised(&self, headers: &HeaderMap) -> bool {
+        let Some(token) = &self.token else {
+            return true;
+        };
+        headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .is_some_and(|given| quiver_core::secret::constant_time_eq(given, token))
+    }
 
-/// `GET /metrics`.
-pub(crate) async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    let metrics = &state.metrics;
-    if !is_authorised(metrics, &headers) {
-        return ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "metrics want `Authorization: Bearer <http.metrics_token>`",
-        )
-        .in_envelope(Envelope::WithStatus)
-        .into_response();
-    }
-    let depth = match state.queue.depth().await {
-        Ok(depth) => Some(depth),
-        Err(error) => {
-            // The rest of the metrics are still worth a scrape; the gap shows in the series.
-            tracing::warn!(%error, "counting the queue's messages for metrics failed");
-            None
+    /// The metrics page: what the domains counted, read now.
+    pub(crate) async fn render(
+        &self,
+        queue: &quiver_queue::Queue,
+        vectors: &quiver_vector::Vectors,
+        embedders: &quiver_embed::Embedders,
+    ) -> Response {
+        let metrics = self;
+        let depth = match queue.depth().await {
+            Ok(depth) => Some(depth),
+            Err(error) => {
+                // The rest of the metrics are still worth a scrape; the gap shows in the series.
+                tracing::warn!(%error, "counting the queue's messages for metrics failed");
+                None
+            }
+        };
+        let deliveries = queue.delivery_stats();
+        let count = |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
+        let scrape = Scrape {
+            depth,
+            in_flight: count(&deliveries.in_flight),
+            outcomes: [
+                ("delivered", count(&deliveries.delivered)),
+                ("retried", count(&deliveries.retried)),
+                ("failed", count(&deliveries.failed)),
+                ("postponed", count(&deliveries.postponed)),
+            ],
+            attempts: deliveries.attempt_durations.snapshot(),
+            writers: metrics
+                .writers
+                .iter()
+                .map(|w| {
+                    (
+                        w.database.clone(),
+                        w.stats.batch_sizes.snapshot(),
+                        w.stats.commit_durations.snapshot(),
+                        (w.queued)(),
+                    )
+                })
+                .collect(),
+            indexes: vectors.loaded_counts(),
+            routes: metrics
+                .routes
+                .read()
+                .unwrap_or_else(PoisonError::into_inner)
+                .iter()
+                .map(|(route, stats)| {
+                    let answers = stats
+                        .answers
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .clone();
+                    RouteScrape {
+                        area: stats.area,
+                        route: route.clone(),
+                        answers,
+                        durations: stats.durations.snapshot(),
+                    }
+                })
+                .collect(),
+            models: embedders
+                .loaded_models()
+                .into_iter()
+                .map(|(model, embedder)| {
+                    (
+                        model.as_str(),
+                        embedder.stats().batch_sizes.snapshot(),
+                        embedder.stats().batch_durations.snapshot(),
+                    )
+                })
+                .collect(),
+            process: process(),
+        };
+        let mut registry = Registry::default();
+        registry.register_collector(Box::new(scrape));
+        let mut text = String::new();
+        if let Err(error) = prometheus_client::encoding::text::encode(&mut text, &registry) {
+            let _ = write!(text, "# encoding failed: {error}");
         }
-    };
-    let deliveries = state.queue.delivery_stats();
-    let count = |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
-    let scrape = Scrape {
-        depth,
-        in_flight: count(&deliveries.in_flight),
-        outcomes: [
-            ("delivered", count(&deliveries.delivered)),
-            ("retried", count(&deliveries.retried)),
-            ("failed", count(&deliveries.failed)),
-            ("postponed", count(&deliveries.postponed)),
-        ],
-        attempts: deliveries.attempt_durations.snapshot(),
-        writers: metrics
-            .writers
-            .iter()
-            .map(|w| {
-                (
-                    w.database.clone(),
-                    w.stats.batch_sizes.snapshot(),
-                    w.stats.commit_durations.snapshot(),
-                    (w.queued)(),
-                )
-            })
-            .collect(),
-        indexes: state.vectors.loaded_counts(),
-        routes: metrics
-            .routes
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .map(|(route, stats)| {
-                let answers = stats
-                    .answers
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .clone();
-                RouteScrape {
-                    area: stats.area,
-                    route: route.clone(),
-                    answers,
-                    durations: stats.durations.snapshot(),
-                }
-            })
-            .collect(),
-        models: state
-            .embedders
-            .loaded_models()
-            .into_iter()
-            .map(|(model, embedder)| {
-                (
-                    model.as_str(),
-                    embedder.stats().batch_sizes.snapshot(),
-                    embedder.stats().batch_durations.snapshot(),
-                )
-            })
-            .collect(),
-        process: process(),
-    };
-    let mut registry = Registry::default();
-    registry.register_collector(Box::new(scrape));
-    let mut text = String::new();
-    if let Err(error) = prometheus_client::encoding::text::encode(&mut text, &registry) {
-        let _ = write!(text, "# encoding failed: {error}");
+        (
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
+            )],
+            text,
+        )
+            .into_response()
     }
-    (
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
-        )],
-        text,
-    )
-        .into_response()
 }

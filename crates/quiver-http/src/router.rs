@@ -11,18 +11,9 @@ use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::routing::get;
 
-use crate::error::{ApiError, Envelope};
+use crate::error::{ApiError, envelope_for};
 use crate::management;
 use crate::state::AppState;
-
-/// The envelope for a path: management and queue paths start with `/v2/`, vector paths never do.
-pub(crate) fn envelope_for(path: &str) -> Envelope {
-    if path == "/v2" || path.starts_with("/v2/") {
-        Envelope::Plain
-    } else {
-        Envelope::WithStatus
-    }
-}
 
 async fn unknown_route(method: Method, uri: Uri) -> ApiError {
     ApiError::not_found(format!("no route for {method} {}", uri.path())).in_envelope(envelope_for(uri.path()))
@@ -70,10 +61,6 @@ impl RequestIds {
 /// The header that carries a request's id, both ways.
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
-/// The messages a request made, left on its answer for its log line.
-#[derive(Debug, Clone)]
-pub(crate) struct MessagesMade(pub(crate) Vec<quiver_queue::message::MessageId>);
-
 /// What the outermost layer needs: ids for requests, the metrics, and whether request lines are
 /// logged (decided once, as the router is built, so that a filter that drops them saves their cost).
 #[derive(Debug, Clone)]
@@ -105,13 +92,16 @@ async fn observe_request(State(observer): State<Observer>, request: Request, nex
     let status = response.status().as_u16();
     observer.metrics.observe_request(route, &method, status, elapsed);
     if observer.logs_requests {
-        let made = response.extensions().get::<MessagesMade>().map(|made| {
-            made.0
-                .iter()
-                .map(|id| id.0.as_str())
-                .collect::<Vec<_>>()
-                .join(",")
-        });
+        let made = response
+            .extensions()
+            .get::<crate::queue::wire::MessagesMade>()
+            .map(|made| {
+                made.0
+                    .iter()
+                    .map(|id| id.0.as_str())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            });
         tracing::info!(
             request.id = %String::from_utf8_lossy(id.as_bytes()),
             http.method = %method,
@@ -136,9 +126,9 @@ pub fn router(state: AppState) -> Router {
             &state,
             state.config.vector_body_limit_bytes,
         ))
-        .route("/healthz", get(crate::health::healthz))
-        .route("/readyz", get(crate::health::readyz))
-        .route("/metrics", get(crate::metrics::metrics))
+        .route("/healthz", get(crate::operations::healthz))
+        .route("/readyz", get(crate::operations::readyz))
+        .route("/metrics", get(crate::operations::metrics))
         .fallback(unknown_route)
         .method_not_allowed_fallback(method_not_allowed);
     let observer = Observer {

@@ -33,7 +33,7 @@ fn publish_answer(outcome: &PublishOutcome) -> Response {
     };
     response
         .extensions_mut()
-        .insert(crate::router::MessagesMade(made));
+        .insert(crate::queue::wire::MessagesMade(made));
     response
 }
 

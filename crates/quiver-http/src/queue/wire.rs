@@ -636,3 +636,7 @@ mod tests {
         assert_eq!(with_run["workflowCreatedAt"], 7);
     }
 }
+
+/// The messages a request made, left on its answer for its log line (`message.id`).
+#[derive(Debug, Clone)]
+pub(crate) struct MessagesMade(pub(crate) Vec<quiver_queue::message::MessageId>);
