@@ -33,12 +33,32 @@ fn is_internal_v4(address: Ipv4Addr) -> bool {
 }
 
 fn is_internal_v6(address: Ipv6Addr) -> bool {
-    let first = address.segments()[0];
+    let segments = address.segments();
+    let first = segments[0];
+    // IPv4 carried inside IPv6: compatible (`::a.b.c.d`), NAT64 (`64:ff9b::/96`) and 6to4
+    // (`2002:AABB:CCDD::/16`) reach the IPv4 address through a gateway, so they are judged by it.
+    let embedded = |high: u16, low: u16| {
+        let [a, b] = high.to_be_bytes();
+        let [c, d] = low.to_be_bytes();
+        Ipv4Addr::new(a, b, c, d)
+    };
+    let compatible = segments[..6] == [0; 6] && !address.is_loopback() && !address.is_unspecified();
+    let nat64 = segments[..6] == [0x64, 0xff9b, 0, 0, 0, 0];
+    let carried = if compatible || nat64 {
+        Some(embedded(segments[6], segments[7]))
+    } else if first == 0x2002 {
+        Some(embedded(segments[1], segments[2]))
+    } else {
+        None
+    };
     address.is_loopback()
         || address.is_unspecified()
         || address.is_multicast()
         || (first & 0xfe00) == 0xfc00
         || (first & 0xffc0) == 0xfe80
+        // Site-local (deprecated, still routed inside some networks).
+        || (first & 0xffc0) == 0xfec0
+        || carried.is_some_and(is_internal_v4)
 }
 
 /// Which destinations deliveries may reach.
@@ -147,10 +167,20 @@ mod tests {
             "fd00::1",
             "fe80::1",
             "::ffff:127.0.0.1",
+            "::127.0.0.1",
+            "64:ff9b::a9fe:a9fe",
+            "2002:c0a8:101::1",
+            "fec0::1",
         ] {
             assert!(is_internal(internal.parse().unwrap()), "{internal}");
         }
-        for public in ["8.8.8.8", "1.1.1.1", "2606:4700::1111"] {
+        for public in [
+            "8.8.8.8",
+            "1.1.1.1",
+            "2606:4700::1111",
+            "64:ff9b::808:808",
+            "2002:808:808::1",
+        ] {
             assert!(!is_internal(public.parse().unwrap()), "{public}");
         }
     }

@@ -18,6 +18,7 @@ mod restart;
 mod retention;
 mod schedules;
 mod sdk;
+mod ssrf;
 mod stats;
 mod url_groups;
 mod vector;
