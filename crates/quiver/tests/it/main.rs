@@ -1,6 +1,7 @@
 //! Every integration test of the `quiver` crate, in one binary so CI links once: the real server on
 //! port 0 (the test kit), the `quiver` executable, and the official SDKs.
 
+mod auth_matrix;
 mod backup;
 mod cli;
 mod delivery_errors;
