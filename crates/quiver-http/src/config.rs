@@ -17,6 +17,9 @@ pub struct HttpConfig {
     pub cors_allowed_origins: Vec<String>,
     /// When not empty, `GET /metrics` wants `Authorization: Bearer <this>`.
     pub metrics_token: String,
+    /// A connection that sends no complete request head for this long (idle between requests
+    /// included) is closed.
+    pub header_read_timeout_ms: u64,
 }
 
 impl HttpConfig {
@@ -54,6 +57,7 @@ impl Default for HttpConfig {
             enforce_rate_limits: true,
             cors_allowed_origins: vec!["*".to_owned()],
             metrics_token: String::new(),
+            header_read_timeout_ms: 60_000,
         }
     }
 }

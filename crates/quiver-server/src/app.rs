@@ -116,7 +116,7 @@ pub struct App {
     bootstrap: Bootstrap,
     shutdown: CancellationToken,
     tracker: TaskTracker,
-    http: JoinHandle<std::io::Result<()>>,
+    http: JoinHandle<()>,
     grace: Duration,
 }
 
@@ -238,13 +238,13 @@ impl App {
             readiness,
             config: config.http.clone(),
         });
-        let service = quiver_http::router(state).into_make_service_with_connect_info::<SocketAddr>();
-        let stop_accepting = shutdown.child_token();
-        let http = tracker.spawn(async move {
-            axum::serve(listener, service)
-                .with_graceful_shutdown(stop_accepting.cancelled_owned())
-                .await
-        });
+        let router = quiver_http::router(state);
+        let http = tracker.spawn(crate::serve::serve(
+            listener,
+            router,
+            Duration::from_millis(config.http.header_read_timeout_ms),
+            shutdown.child_token(),
+        ));
         info!(%local_addr, storage = %config.storage_location(), dev = config.server.dev, "quiver is serving");
         Ok(App {
             local_addr,

@@ -148,6 +148,10 @@ impl Config {
             ),
             ("http.vector_body_limit_bytes", self.http.vector_body_limit_bytes),
             (
+                "http.header_read_timeout_ms",
+                usize::try_from(self.http.header_read_timeout_ms).unwrap_or(usize::MAX),
+            ),
+            (
                 "storage.group_commit_max_batch",
                 self.storage.group_commit_max_batch,
             ),

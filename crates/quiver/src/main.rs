@@ -215,7 +215,26 @@ fn init_logging(environment: &Environment, format: LogFormat) -> log_writer::Flu
     flush
 }
 
+/// Raises this process's limit of open files to the most the system lets it have. The usual soft limit
+/// (1,024 under systemd) is a few hundred idle connections away from refusing every new connection and
+/// file: the hard limit is what an operator who wants fewer will have set.
+fn raise_open_file_limit() {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let limit = getrlimit(Resource::Nofile);
+    if limit.current.is_some() && limit.current != limit.maximum {
+        let raised = rustix::process::Rlimit {
+            current: limit.maximum,
+            maximum: limit.maximum,
+        };
+        match setrlimit(Resource::Nofile, raised) {
+            Ok(()) => tracing::debug!(?limit.current, ?limit.maximum, "raised the open-file limit"),
+            Err(error) => tracing::warn!(%error, ?limit.current, "could not raise the open-file limit"),
+        }
+    }
+}
+
 async fn serve(config: Config, environment: &Environment) -> Result<()> {
+    raise_open_file_limit();
     let mut bootstrap = environment.bootstrap()?;
     if config.server.dev {
         bootstrap = bootstrap.or(dev_credentials());

@@ -2,7 +2,7 @@
 //! names what is wrong (and nothing of anyone's data), and CORS on every API.
 
 use quiver_testkit::TestServer;
-use quiver_testkit::calls::{index, ok, send};
+use quiver_testkit::calls::{index, ok, publish, send};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
@@ -337,4 +337,65 @@ async fn a_metrics_token_keeps_metrics_from_anyone_without_it() {
     // Health stays open: balancers carry no token.
     let health = server.client().get(server.url("/healthz")).send().await.unwrap();
     assert_eq!(health.status(), StatusCode::OK);
+}
+
+#[tokio::test]
+async fn hostile_clients_leave_the_server_answering_others_and_silent_ones_are_closed() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let server = TestServer::with_config(|config| config.http.header_read_timeout_ms = 300).await;
+    let address = server.url("").trim_start_matches("http://").to_owned();
+    // A thousand connections that drip half a request line, and fifty slow bodies.
+    let mut held = Vec::new();
+    for _ in 0..1_000 {
+        let mut idle = tokio::net::TcpStream::connect(&address).await.unwrap();
+        idle.write_all(b"POST /v2/publish/https://example.com/x HTTP/1.1\r\nHost: x\r\n")
+            .await
+            .unwrap();
+        held.push(idle);
+    }
+    let token = server.account().queue_token.clone();
+    for _ in 0..50 {
+        let mut slow = tokio::net::TcpStream::connect(&address).await.unwrap();
+        let head = format!(
+            "POST /v2/publish/https://example.com/x HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\nContent-Length: 1048576\r\n\r\nfirst bytes"
+        );
+        slow.write_all(head.as_bytes()).await.unwrap();
+        held.push(slow);
+    }
+    // An oversized head is refused with 431.
+    let mut big = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let head = format!(
+        "GET /v2/topics HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\n\r\n",
+        "x".repeat(1 << 20)
+    );
+    // The server may close before reading it all; the answer is what counts.
+    let _ = big.write_all(head.as_bytes()).await;
+    let mut answer = vec![0; 64];
+    let read = big.read(&mut answer).await.unwrap();
+    assert!(
+        String::from_utf8_lossy(&answer[..read]).starts_with("HTTP/1.1 431"),
+        "{}",
+        String::from_utf8_lossy(&answer[..read])
+    );
+
+    // Others are answered meanwhile.
+    let (status, published) = publish(&server, "https://example.com/x", &[("Svc-Delay", "1h")], "ok").await;
+    assert_eq!(status, StatusCode::OK, "{published}");
+
+    // A connection that says nothing is closed once the header read timeout passes.
+    let mut silent = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let mut byte = [0; 1];
+    let closed = tokio::time::timeout(std::time::Duration::from_secs(20), silent.read(&mut byte))
+        .await
+        .expect("the server closes a silent connection");
+    assert!(matches!(closed, Ok(0) | Err(_)), "{closed:?}");
+    // So are the dripping ones.
+    let closed = tokio::time::timeout(std::time::Duration::from_secs(20), held[0].read(&mut byte))
+        .await
+        .expect("the server closes a connection that never finishes its head");
+    assert!(
+        matches!(closed, Ok(0) | Err(_)) || byte.starts_with(b"H"),
+        "{closed:?}"
+    );
 }
