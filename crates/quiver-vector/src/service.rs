@@ -190,14 +190,7 @@ impl Vectors {
             let woken = self.indexing.notified();
             tokio::pin!(woken);
             woken.as_mut().enable();
-            let states: Vec<Arc<LoadedIndex>> = self
-                .loaded
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .values()
-                .filter_map(|cell| cell.get().cloned())
-                .collect();
-            for state in states {
+            for (_, state) in self.loaded_states() {
                 loop {
                     if shutdown.is_cancelled() {
                         return;
@@ -720,17 +713,20 @@ impl Vectors {
         Ok(info)
     }
 
-    /// Every index loaded in this process, with its vectors and the vectors not yet in a graph (for
-    /// metrics; an index not used since the start is not loaded and not listed).
-    pub fn loaded_counts(&self) -> Vec<LoadedCounts> {
-        let states: Vec<(IndexId, Arc<LoadedIndex>)> = self
-            .loaded
+    /// The indexes loaded so far (a cell still loading is left out), taken out of the map's lock.
+    fn loaded_states(&self) -> Vec<(IndexId, Arc<LoadedIndex>)> {
+        self.loaded
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .iter()
             .filter_map(|(id, cell)| cell.get().map(|state| (*id, Arc::clone(state))))
-            .collect();
-        states
+            .collect()
+    }
+
+    /// Every index loaded in this process, with its vectors and the vectors not yet in a graph (for
+    /// metrics; an index not used since the start is not loaded and not listed).
+    pub fn loaded_counts(&self) -> Vec<LoadedCounts> {
+        self.loaded_states()
             .into_iter()
             .map(|(index, state)| {
                 let namespaces = read(&state.namespaces);

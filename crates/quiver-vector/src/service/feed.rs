@@ -187,13 +187,7 @@ impl Vectors {
                 () = self.feed_moved.notified() => {}
                 () = tokio::time::sleep(every) => {}
             }
-            let states: Vec<(IndexId, Arc<LoadedIndex>)> = self
-                .loaded
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .iter()
-                .filter_map(|(id, cell)| cell.get().map(|state| (*id, Arc::clone(state))))
-                .collect();
+            let states = self.loaded_states();
             if states.is_empty() {
                 continue;
             }
