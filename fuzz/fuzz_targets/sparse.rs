@@ -16,7 +16,12 @@ fuzz_target!(|data: &[u8]| {
     let mut a = to_sparse(left);
     let mut b = to_sparse(right);
     for sparse in [&mut a, &mut b] {
-        let mut pairs: Vec<(u32, f32)> = sparse.indices.iter().copied().zip(sparse.values.iter().copied()).collect();
+        let mut pairs: Vec<(u32, f32)> = sparse
+            .indices
+            .iter()
+            .copied()
+            .zip(sparse.values.iter().copied())
+            .collect();
         pairs.sort_by_key(|(index, _)| *index);
         pairs.dedup_by_key(|(index, _)| *index);
         sparse.indices = pairs.iter().map(|(i, _)| *i).collect();
