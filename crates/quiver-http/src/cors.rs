@@ -36,6 +36,7 @@ impl AllowedOrigins {
         AllowedOrigins::Listed(
             origins
                 .iter()
+                // `HttpConfig::check` let only bare origins through at start, and those are valid values.
                 .filter_map(|o| HeaderValue::from_str(o).ok())
                 .collect(),
         )

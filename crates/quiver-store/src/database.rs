@@ -129,36 +129,6 @@ pub(crate) fn backend_error(error: rusqlite::Error) -> StoreError {
     StoreError::Backend(error.to_string())
 }
 
-fn configure(connection: &Connection, config: &StorageConfig) -> rusqlite::Result<()> {
-    connection.busy_timeout(Duration::from_millis(config.busy_timeout_ms))?;
-    connection.execute_batch("PRAGMA foreign_keys = ON; PRAGMA synchronous = FULL;")?;
-    stable_plans(connection)
-}
-
-/// Keeps each cached statement's query plan. Without this, SQLite re-prepares a statement whenever a new
-/// value is bound to a parameter that the planner looked at (a `LIMIT ?`, a range next to a partial
-/// index): the claim of due messages was parsed and planned again on every run.
-///
-/// Also registers `url_host(url)` and `url_path(url)`, which the event log's `host` and `path` filters
-/// use (`NULL` for text that is not a URL with a host).
-fn stable_plans(connection: &Connection) -> rusqlite::Result<()> {
-    use rusqlite::functions::FunctionFlags;
-    connection.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
-    let flags = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC;
-    connection.create_scalar_function("url_host", 1, flags, |context| {
-        let text: Option<String> = context.get(0)?;
-        Ok(text
-            .and_then(|t| url::Url::parse(&t).ok())
-            .and_then(|u| u.host_str().map(str::to_owned)))
-    })?;
-    connection.create_scalar_function("url_path", 1, flags, |context| {
-        let text: Option<String> = context.get(0)?;
-        Ok(text
-            .and_then(|t| url::Url::parse(&t).ok())
-            .map(|u| u.path().to_owned()))
-    })
-}
-
 impl Database {
     /// Opens (creating if needed) the database at `path`, applies `migrations`, and starts its writer.
     ///
@@ -180,7 +150,7 @@ impl Database {
                 path.display()
             )));
         }
-        configure(&writer, config).map_err(backend_error)?;
+        crate::connection::configure(&writer, config).map_err(backend_error)?;
         // Savepoint journals stay in memory; the writer keeps up to 64 MiB of pages cached, so index inserts
         // rarely read the file; and the WAL is checkpointed every 8,192 pages (32 MiB) instead of every
         // 1,000, so a page that many commits rewrite is copied back once.
@@ -197,7 +167,7 @@ impl Database {
             let reader = Connection::open_with_flags(path, flags).map_err(backend_error)?;
             reader
                 .busy_timeout(Duration::from_millis(config.busy_timeout_ms))
-                .and_then(|()| stable_plans(&reader))
+                .and_then(|()| crate::connection::stable_plans(&reader))
                 .map_err(backend_error)?;
             readers.push(reader);
         }

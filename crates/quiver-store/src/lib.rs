@@ -1,5 +1,6 @@
 //! The embedded storage backend: SQLite in WAL mode.
 //!
+//! - `connection`: how every connection is set up (timeouts, sync, stable plans, SQL functions).
 //! - [`database`]: [`Database`], one file with one group-committing writer thread and a read pool.
 //! - [`migrations`]: schema versions per database file, applied at open.
 //! - [`admin`]: [`SqliteAdminStore`], the management domain's store (`catalog.db`).
@@ -14,6 +15,7 @@
 pub mod admin;
 pub mod backup;
 pub mod config;
+mod connection;
 pub mod database;
 pub mod migrations;
 mod page_cache;

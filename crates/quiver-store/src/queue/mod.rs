@@ -1,6 +1,6 @@
 //! The queue domain's store in `queue.db`, one module per noun of the queue's store traits.
 //!
-//! - `messages`: messages, attempts, dead letters, URL groups (`QueueStore`).
+//! - `messages`: messages, attempts, dead letters and the log's reads; `url_groups`: URL groups.
 //! - `control`: schedules, FIFO queues and workflow runs; `flow_control`: flow-control keys; `waiters`.
 //! - `log`: the message log's events; `listing`: pages, filters and pruning; `rows`: row conversions.
 
@@ -10,6 +10,7 @@ mod listing;
 mod log;
 mod messages;
 mod rows;
+mod url_groups;
 mod waiters;
 
 use std::path::Path;
