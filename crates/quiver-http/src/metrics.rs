@@ -147,7 +147,9 @@ struct Process {
     open_files: u64,
 }
 
-/// CPU, resident memory and open files of this process, from `/proc` (Linux; `None` elsewhere).
+/// CPU, resident memory and open files of this process, from `/proc` (Linux). `None` where `/proc` is
+/// missing or reads differently: the page then leaves the process metrics out rather than fail the
+/// scrape of everything else.
 fn process() -> Option<Process> {
     let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
     // Fields after the command name, which is in parentheses and may hold spaces.

@@ -128,14 +128,9 @@ impl NodeReadiness {
             if stop.is_cancelled() {
                 return;
             }
-            let outcome = self.vectors.preload(&index).await;
-            let mut state = self.state();
-            match outcome {
-                Ok(()) => state.loaded += 1,
-                Err(error) => {
-                    warn!(index.id = %index.id, %error, "loading a vector index at start failed");
-                    state.failed.push((index, error.to_string()));
-                }
+            let id = index.id;
+            if let Err(error) = self.load(index).await {
+                warn!(index.id = %id, %error, "loading a vector index at start failed");
             }
         }
         let mut state = self.state();
@@ -152,11 +147,25 @@ impl NodeReadiness {
     async fn retry_failed(&self) {
         let failed = std::mem::take(&mut self.state().failed);
         for (index, _) in failed {
-            let outcome = self.vectors.preload(&index).await;
-            let mut state = self.state();
-            match outcome {
-                Ok(()) => state.loaded += 1,
-                Err(error) => state.failed.push((index, error.to_string())),
+            // Still failing: kept, with its error, among the reasons.
+            let _ = self.load(index).await;
+        }
+    }
+
+    /// Loads `index` and counts the outcome: loaded, or failed with its error (tried again later; the
+    /// error names the model and its install command, never the index).
+    async fn load(&self, index: IndexRef) -> Result<(), String> {
+        let outcome = self.vectors.preload(&index).await;
+        let mut state = self.state();
+        match outcome {
+            Ok(()) => {
+                state.loaded += 1;
+                Ok(())
+            }
+            Err(error) => {
+                let error = error.to_string();
+                state.failed.push((index, error.clone()));
+                Err(error)
             }
         }
     }

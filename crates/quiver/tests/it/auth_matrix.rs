@@ -5,7 +5,7 @@
 
 use quiver_admin::Account;
 use quiver_testkit::TestServer;
-use quiver_testkit::calls::{VectorIndex, index, ok, publish, send_with_text};
+use quiver_testkit::calls::{VectorIndex, dense, index, ok, publish, send_with_text};
 use reqwest::{Method, StatusCode};
 use serde_json::json;
 
@@ -322,11 +322,7 @@ async fn queue_routes_refuse_strangers_and_read_only_writers_and_hide_other_acco
 async fn vector_routes_refuse_strangers_read_only_writers_and_other_indexes() {
     let server = TestServer::embedded().await;
     let owned = lay_down(&server).await;
-    let other = index(
-        &server,
-        json!({"name": "other", "region": "us-east-1", "similarity_function": "COSINE", "dimension_count": 2}),
-    )
-    .await;
+    let other = dense(&server, "COSINE", 2).await;
     let routes: [(&str, bool, serde_json::Value); 14] = [
         ("/upsert", true, json!([{"id": "x", "vector": [0.0, 1.0]}])),
         ("/upsert-data", true, json!([{"id": "x", "data": "text"}])),

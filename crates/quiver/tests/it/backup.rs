@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
-use crate::cli::{quiver, serve_with, terminate};
+use crate::cli::{create_dense_index, fails_saying, quiver, serve_with, terminate};
 
 const QUEUE_TOKEN: &str = "eyJVc2VySUQiOiJkZWZhdWx0VXNlciIsIlBhc3N3b3JkIjoiZGVmYXVsdFBhc3N3b3JkIn0=";
 
@@ -35,17 +35,7 @@ async fn a_backup_under_load_restores_every_write_acknowledged_before_it_began()
     // The models stay out of this test: their directory is the (empty) one in the data directory.
     let served = serve_with(no_models(quiver(dir.path())), &["--dev"]);
     let client = reqwest::Client::builder().no_proxy().build().unwrap();
-    let created: Value = client
-        .post(format!("{}/v2/vector/index", served.base))
-        .basic_auth("dev@quiver.local", Some("quiver-dev-api-key"))
-        .json(&json!({"name": "kept", "region": "us-east-1", "similarity_function": "COSINE", "dimension_count": 4}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let token = created["token"].as_str().unwrap().to_owned();
+    let token = create_dense_index(&client, &served.base, "kept", 4).await;
 
     let began = Arc::new(AtomicBool::new(false));
     let stop = Arc::new(AtomicBool::new(false));
@@ -143,29 +133,15 @@ async fn a_backup_under_load_restores_every_write_acknowledged_before_it_began()
         "the backup must run under load for the test to mean anything"
     );
     // Never over the files of a running server, even when told to replace them.
-    let forced = quiver(dir.path())
-        .args(["restore", "--force"])
-        .arg(&destination)
-        .output()
-        .unwrap();
-    assert!(!forced.status.success());
-    assert!(
-        String::from_utf8_lossy(&forced.stderr).contains("stop the server before restoring"),
-        "{forced:?}"
-    );
+    let mut forced = quiver(dir.path());
+    forced.args(["restore", "--force"]).arg(&destination);
+    fails_saying(forced, "stop the server before restoring");
     terminate(served);
 
     // A data directory that is not empty is refused, and nothing in it changes.
-    let refused = quiver(dir.path())
-        .arg("restore")
-        .arg(&destination)
-        .output()
-        .unwrap();
-    assert!(!refused.status.success());
-    assert!(
-        String::from_utf8_lossy(&refused.stderr).contains("is not empty"),
-        "{refused:?}"
-    );
+    let mut refused = quiver(dir.path());
+    refused.arg("restore").arg(&destination);
+    fails_saying(refused, "is not empty");
 
     let restored = tempfile::tempdir().unwrap();
     let target = restored.path().join("data");
@@ -238,11 +214,8 @@ fn a_damaged_backup_is_refused_before_anything_is_restored() {
     std::fs::write(&catalog, bytes).unwrap();
     let restored = tempfile::tempdir().unwrap();
     let target = restored.path().join("data");
-    let output = quiver(&target).arg("restore").arg(&destination).output().unwrap();
-    assert!(!output.status.success());
-    assert!(
-        String::from_utf8_lossy(&output.stderr).contains("catalog.db does not match the manifest"),
-        "{output:?}"
-    );
+    let mut damaged = quiver(&target);
+    damaged.arg("restore").arg(&destination);
+    fails_saying(damaged, "catalog.db does not match the manifest");
     assert!(!target.exists(), "nothing was restored");
 }

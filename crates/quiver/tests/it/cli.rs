@@ -72,6 +72,37 @@ pub(crate) fn serve_with(mut command: Command, flags: &[&str]) -> Served {
     }
 }
 
+/// Creates a cosine index of `dimension` on a `quiver serve --dev` at `base`, with the development
+/// management credentials; its read-write token.
+pub(crate) async fn create_dense_index(
+    client: &reqwest::Client,
+    base: &str,
+    name: &str,
+    dimension: u32,
+) -> String {
+    let created: serde_json::Value = client
+        .post(format!("{base}/v2/vector/index"))
+        .basic_auth("dev@quiver.local", Some("quiver-dev-api-key"))
+        .json(&serde_json::json!({"name": name, "region": "us-east-1", "similarity_function": "COSINE", "dimension_count": dimension}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    created["token"].as_str().expect("an index token").to_owned()
+}
+
+/// Runs `command` and checks that it fails, saying `reason` on standard error.
+pub(crate) fn fails_saying(mut command: Command, reason: &str) {
+    let output = command.output().expect("quiver runs");
+    assert!(!output.status.success(), "{output:?}");
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains(reason),
+        "{output:?}"
+    );
+}
+
 pub(crate) fn printed_value(lines: &[String], label: &str) -> String {
     lines
         .iter()
@@ -492,17 +523,7 @@ async fn no_acknowledged_vector_is_lost_when_the_server_is_killed_during_upserts
     let dir = tempfile::tempdir().unwrap();
     let served = serve_with(quiver(dir.path()), &["--dev"]);
     let client = reqwest::Client::builder().no_proxy().build().unwrap();
-    let created: serde_json::Value = client
-        .post(format!("{}/v2/vector/index", served.base))
-        .basic_auth("dev@quiver.local", Some("quiver-dev-api-key"))
-        .json(&serde_json::json!({"name": "crash", "region": "us-east-1", "similarity_function": "COSINE", "dimension_count": 8}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let token = created["token"].as_str().unwrap().to_owned();
+    let token = create_dense_index(&client, &served.base, "crash", 8).await;
     let acknowledged: Arc<Mutex<Vec<String>>> = Arc::default();
     let writers: Vec<_> = (0..4)
         .map(|writer| {

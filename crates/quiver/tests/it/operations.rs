@@ -2,7 +2,7 @@
 //! names what is wrong (and nothing of anyone's data), and CORS on every API.
 
 use quiver_testkit::TestServer;
-use quiver_testkit::calls::{index, ok, publish, send};
+use quiver_testkit::calls::{dense, index, ok, publish, send};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
@@ -37,21 +37,27 @@ async fn health_and_readiness_answer_without_credentials() {
     );
 
     // After a restart, the indexes are loaded before the node says it is ready.
-    let dense = index(
-        &server,
-        json!({"name": "d", "region": "us-east-1", "similarity_function": "COSINE", "dimension_count": 2}),
-    )
-    .await;
+    let vectors = dense(&server, "COSINE", 2).await;
     ok(
         &server,
-        &dense,
+        &vectors,
         "/upsert",
         json!([{"id": "a", "vector": [1.0, 0.0]}]),
     )
     .await;
     server.restart().await;
     assert_eq!(readiness(&server).await.0, StatusCode::OK);
-    let info = ok(&server, &dense, "/info", json!({})).await;
+    // Loaded before any request named it: metrics list only loaded indexes.
+    let page = metrics_page(&server).await;
+    assert_eq!(
+        sample(
+            &page,
+            &format!(r#"quiver_index_vectors{{index="{}"}}"#, vectors.id)
+        ),
+        Some(1.0),
+        "{page}"
+    );
+    let info = ok(&server, &vectors, "/info", json!({})).await;
     assert_eq!(info["vectorCount"], 1);
 }
 
@@ -117,11 +123,7 @@ fn header<'a>(response: &'a reqwest::Response, name: &str) -> Option<&'a str> {
 #[tokio::test]
 async fn every_api_answers_preflights_and_marks_its_answers_for_browsers() {
     let server = TestServer::embedded().await;
-    let dense = index(
-        &server,
-        json!({"name": "d", "region": "us-east-1", "similarity_function": "COSINE", "dimension_count": 2}),
-    )
-    .await;
+    let vectors = dense(&server, "COSINE", 2).await;
     for path in [
         "/v2/publish/https://example.com",
         "/v2/vector/index",
@@ -149,7 +151,7 @@ async fn every_api_answers_preflights_and_marks_its_answers_for_browsers() {
 
     // Answers, errors included, carry the origin and expose their headers (Retry-After, Svc-...).
     let answer = server
-        .vector(&dense.token, Method::POST, "/upsert")
+        .vector(&vectors.token, Method::POST, "/upsert")
         .header("Origin", "https://app.example")
         .json(&json!({"id": "a", "vector": [1.0, 0.0]}))
         .send()
@@ -251,14 +253,10 @@ async fn metrics_show_requests_the_queue_the_writers_and_the_indexes() {
             .unwrap();
         assert_eq!(published.status(), StatusCode::OK);
     }
-    let dense = index(
-        &server,
-        json!({"name": "d", "region": "us-east-1", "similarity_function": "COSINE", "dimension_count": 2}),
-    )
-    .await;
+    let vectors = dense(&server, "COSINE", 2).await;
     ok(
         &server,
-        &dense,
+        &vectors,
         "/upsert",
         json!([{"id": "a", "vector": [1.0, 0.0]}, {"id": "b", "vector": [0.0, 1.0]}]),
     )
@@ -303,7 +301,7 @@ async fn metrics_show_requests_the_queue_the_writers_and_the_indexes() {
         ),
         sample(&page, r#"quiver_store_commit_writes_count{database="queue.db"}"#)
     );
-    let index_id = dense.id.as_str();
+    let index_id = vectors.id.as_str();
     assert_eq!(
         sample(&page, &format!(r#"quiver_index_vectors{{index="{index_id}"}}"#)),
         Some(2.0),
