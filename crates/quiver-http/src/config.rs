@@ -20,6 +20,8 @@ pub struct HttpConfig {
     /// A connection that sends no complete request head for this long (idle between requests
     /// included) is closed.
     pub header_read_timeout_ms: u64,
+    /// A request body that has not arrived whole this long after its head is answered 408.
+    pub body_read_timeout_ms: u64,
 }
 
 impl HttpConfig {
@@ -58,6 +60,7 @@ impl Default for HttpConfig {
             cors_allowed_origins: vec!["*".to_owned()],
             metrics_token: String::new(),
             header_read_timeout_ms: 60_000,
+            body_read_timeout_ms: 60_000,
         }
     }
 }

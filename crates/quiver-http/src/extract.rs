@@ -30,6 +30,8 @@ async fn body_bytes<S: Send + Sync>(
         let status = rejection.status();
         if status == StatusCode::PAYLOAD_TOO_LARGE {
             ApiError::new(status, too_large)
+        } else if let Some(timed_out) = find_cause::<BodyReadTimedOut>(&rejection) {
+            ApiError::new(StatusCode::REQUEST_TIMEOUT, timed_out.to_string())
         } else {
             ApiError::new(
                 status,
@@ -37,6 +39,37 @@ async fn body_bytes<S: Send + Sync>(
             )
         }
     })
+}
+
+/// The error a request body gives when it does not arrive in time (the listener sets the deadline,
+/// `http.body_read_timeout_ms`): answered 408.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BodyReadTimedOut(pub std::time::Duration);
+
+impl std::fmt::Display for BodyReadTimedOut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the request body did not arrive within {} ms",
+            self.0.as_millis()
+        )
+    }
+}
+
+impl std::error::Error for BodyReadTimedOut {}
+
+/// The first error of type `T` in `error`'s chain of causes.
+fn find_cause<'a, T: std::error::Error + 'static>(
+    error: &'a (dyn std::error::Error + 'static),
+) -> Option<&'a T> {
+    let mut cause = Some(error);
+    while let Some(current) = cause {
+        if let Some(found) = current.downcast_ref::<T>() {
+            return Some(found);
+        }
+        cause = current.source();
+    }
+    None
 }
 
 /// A body's JSON text: a blank body (SDKs send none where nothing is needed) reads as `null`.

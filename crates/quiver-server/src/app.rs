@@ -243,6 +243,7 @@ impl App {
             listener,
             router,
             Duration::from_millis(config.http.header_read_timeout_ms),
+            Duration::from_millis(config.http.body_read_timeout_ms),
             shutdown.child_token(),
         ));
         info!(%local_addr, storage = %config.storage_location(), dev = config.server.dev, "quiver is serving");

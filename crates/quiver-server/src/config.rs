@@ -152,6 +152,10 @@ impl Config {
                 usize::try_from(self.http.header_read_timeout_ms).unwrap_or(usize::MAX),
             ),
             (
+                "http.body_read_timeout_ms",
+                usize::try_from(self.http.body_read_timeout_ms).unwrap_or(usize::MAX),
+            ),
+            (
                 "storage.group_commit_max_batch",
                 self.storage.group_commit_max_batch,
             ),

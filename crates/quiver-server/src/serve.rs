@@ -4,20 +4,29 @@
 //!   `http.header_read_timeout_ms` (idle between keep-alive requests included) is closed, so clients
 //!   that connect and say nothing, or drip a request line, cannot hold connections (and file
 //!   descriptors) forever.
+//! - **Body read timeout.** A request body that has not arrived whole within
+//!   `http.body_read_timeout_ms` of its head ends in an error the handlers answer with 408, so a client
+//!   that drips a body cannot hold a request (and the memory of what it sent) forever. The timer is
+//!   armed only when a body has to be waited for: a body that came with its head costs nothing.
 //! - Accept errors (out of file descriptors, say) are logged and retried after a pause instead of
 //!   spinning.
 //! - On shutdown, it stops accepting, lets every request in progress finish and closes idle
 //!   connections.
 
+use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
 use axum::extract::ConnectInfo;
-use hyper::body::Incoming;
+use hyper::body::{Body, Bytes, Frame, Incoming, SizeHint};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
+use quiver_http::extract::BodyReadTimedOut;
 use tokio::net::TcpListener;
+use tokio::time::{Instant, Sleep};
 use tokio_util::sync::CancellationToken;
 use tower_service::Service;
 use tracing::{debug, warn};
@@ -30,6 +39,7 @@ pub(crate) async fn serve(
     listener: TcpListener,
     router: Router,
     header_read_timeout: Duration,
+    body_read_timeout: Duration,
     stop: CancellationToken,
 ) {
     let mut http = hyper::server::conn::http1::Builder::new();
@@ -56,7 +66,9 @@ pub(crate) async fn serve(
         let router = router.clone();
         let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
             request.extensions_mut().insert(ConnectInfo::<SocketAddr>(remote));
-            router.clone().call(request)
+            router
+                .clone()
+                .call(request.map(|body| BodyDeadline::new(body, body_read_timeout)))
         });
         let connection = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
         tokio::spawn(async move {
@@ -67,4 +79,55 @@ pub(crate) async fn serve(
     }
     drop(listener);
     graceful.shutdown().await;
+}
+
+/// A request body that fails with [`BodyReadTimedOut`] once `timeout` has passed since its head
+/// arrived. The timer is made the first time the body has to be waited for.
+struct BodyDeadline {
+    body: Incoming,
+    timeout: Duration,
+    started: Instant,
+    timer: Option<Pin<Box<Sleep>>>,
+}
+
+impl BodyDeadline {
+    fn new(body: Incoming, timeout: Duration) -> BodyDeadline {
+        BodyDeadline {
+            body,
+            timeout,
+            started: Instant::now(),
+            timer: None,
+        }
+    }
+}
+
+impl Body for BodyDeadline {
+    type Data = Bytes;
+    type Error = Box<dyn std::error::Error + Send + Sync>;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        context: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        let this = self.get_mut();
+        if let Poll::Ready(frame) = Pin::new(&mut this.body).poll_frame(context) {
+            return Poll::Ready(frame.map(|frame| frame.map_err(Into::into)));
+        }
+        let (started, timeout) = (this.started, this.timeout);
+        let timer = this
+            .timer
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(started + timeout)));
+        match timer.as_mut().poll(context) {
+            Poll::Ready(()) => Poll::Ready(Some(Err(Box::new(BodyReadTimedOut(timeout))))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
 }

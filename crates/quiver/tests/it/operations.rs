@@ -397,3 +397,52 @@ async fn hostile_clients_leave_the_server_answering_others_and_silent_ones_are_c
         "{closed:?}"
     );
 }
+
+#[tokio::test]
+async fn a_body_that_does_not_arrive_in_time_is_answered_408_and_a_prompt_one_is_served() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let server = TestServer::with_config(|config| config.http.body_read_timeout_ms = 500).await;
+    let address = server.url("").trim_start_matches("http://").to_owned();
+    let token = server.account().queue_token.clone();
+    let head = |length: usize| {
+        format!(
+            "POST /v2/publish/https://example.com/x HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\nSvc-Delay: 1h\r\nConnection: close\r\nContent-Length: {length}\r\n\r\n"
+        )
+    };
+    let answer_of = |mut stream: tokio::net::TcpStream| async move {
+        let mut answer = Vec::new();
+        tokio::time::timeout(
+            std::time::Duration::from_secs(20),
+            stream.read_to_end(&mut answer),
+        )
+        .await
+        .expect("the server answers and closes")
+        .unwrap();
+        String::from_utf8_lossy(&answer).into_owned()
+    };
+
+    // Half a body, then silence.
+    let mut dripping = tokio::net::TcpStream::connect(&address).await.unwrap();
+    dripping
+        .write_all(format!("{}first half", head(20)).as_bytes())
+        .await
+        .unwrap();
+    let answer = answer_of(dripping).await;
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(
+        answer.contains(r#""error":"the request body did not arrive within 500 ms""#),
+        "{answer}"
+    );
+
+    // A body sent in two parts that arrives in time is served.
+    let mut prompt = tokio::net::TcpStream::connect(&address).await.unwrap();
+    prompt
+        .write_all(format!("{}first half", head(20)).as_bytes())
+        .await
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    prompt.write_all(b"second hal").await.unwrap();
+    let answer = answer_of(prompt).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+}
