@@ -11,7 +11,9 @@
 //! - `cors`: answers preflights and marks answers for the origins `http.cors_allowed_origins` allows.
 //! - [`metrics`]: `GET /metrics` (Prometheus text), with request counts and durations recorded as
 //!   requests are answered and everything else read at the scrape.
-//! - `operations`: the routes `/healthz`, `/readyz` and `/metrics`.
+//! - `operations`: the routes `/healthz`, `/readyz`, `/metrics` and `/openapi.json`.
+//! - [`openapi`]: the OpenAPI 3.1 description of every route, built from each area's list of
+//!   operations and checked against the routers.
 //! - [`health`]: `GET /healthz` and `GET /readyz`, and the [`health::Readiness`] the server implements.
 //!
 //! One folder per area, each with its routes (`mod.rs`), handlers by noun, and wire types:
@@ -29,6 +31,7 @@ pub mod extract;
 pub mod health;
 pub mod management;
 pub mod metrics;
+pub mod openapi;
 mod operations;
 pub mod queue;
 pub mod router;

@@ -1,5 +1,6 @@
 //! The routes of operators' tools, without the API's credentials: `GET /healthz`, `GET /readyz` (see
-//! [`crate::health`]) and `GET /metrics` (see [`crate::metrics`]; its own optional token).
+//! [`crate::health`]), `GET /metrics` (see [`crate::metrics`]; its own optional token) and
+//! `GET /openapi.json` (see [`crate::openapi`]).
 
 use axum::Json;
 use axum::extract::State;
@@ -41,6 +42,15 @@ pub(crate) async fn readyz(State(state): State<AppState>) -> Response {
             status: "unavailable",
             reasons,
         }),
+    )
+        .into_response()
+}
+
+/// `GET /openapi.json`: the description of every route.
+pub(crate) async fn openapi() -> Response {
+    (
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        crate::openapi::document(),
     )
         .into_response()
 }

@@ -129,6 +129,7 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(crate::operations::healthz))
         .route("/readyz", get(crate::operations::readyz))
         .route("/metrics", get(crate::operations::metrics))
+        .route("/openapi.json", get(crate::operations::openapi))
         .fallback(unknown_route)
         .method_not_allowed_fallback(method_not_allowed);
     let observer = Observer {

@@ -446,3 +446,26 @@ async fn a_body_that_does_not_arrive_in_time_is_answered_408_and_a_prompt_one_is
     let answer = answer_of(prompt).await;
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
 }
+
+#[tokio::test]
+async fn the_api_description_is_served_without_credentials_and_describes_every_area() {
+    let server = TestServer::embedded().await;
+    let answer = server
+        .client()
+        .get(server.url("/openapi.json"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), StatusCode::OK);
+    let description: serde_json::Value = answer.json().await.unwrap();
+    assert_eq!(description["openapi"], "3.1.0");
+    let paths = description["paths"].as_object().unwrap();
+    for path in [
+        "/v2/vector/index",
+        "/query/{namespace}",
+        "/v2/publish/{destination}",
+        "/v2/workflows/logs",
+    ] {
+        assert!(paths.contains_key(path), "{path} is described");
+    }
+}
