@@ -1,8 +1,8 @@
 //! The OpenAPI 3.1 description of every route, served at `GET /openapi.json` and committed as
 //! `docs/openapi.json`.
 //!
-//! Each area lists its operations in a module of its own ([`management`], [`vector`], [`queue`],
-//! [`operations`]) with the builder [`Op`]; [`schemas`] holds the shapes they share. Two tests keep
+//! Each area lists its operations in a module of its own (`management`, `vector`, `queue`,
+//! `operations`) with the builder `Op`; `schemas` holds the shapes they share. Two tests keep
 //! the description honest: one compares its operations with the routes the routers register (read from
 //! their source), so neither can change without the other; the other checks that the committed file
 //! is this module's output. `scripts/schemathesis` then sends every operation generated requests and

@@ -377,10 +377,13 @@ fn workflow_operations() -> Vec<Op> {
         .raw_body()
         .answer("201", "The waiters notified.", Some(notified.clone())),
         run_op("GET", "/v2/waiters/{event}", "The runs that wait for an event.").ok(array(r("Waiter"))),
-        run_op(
+        Op::new(
             "POST",
             "/v2/workflows/hooks/{user}/{run}/{event}",
-            "A webhook that notifies a run's waiter.",
+            "workflow",
+            Auth::Open,
+            "A webhook a third party calls (no token: the user, run and random event ids in the path \
+             address the waiting run).",
         )
         .also(&["GET", "PUT", "PATCH", "DELETE"])
         .raw_body()

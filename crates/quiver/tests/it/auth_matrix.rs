@@ -1,7 +1,8 @@
 //! Authentication, route by route: every management, queue and vector route under no credentials, a
 //! wrong credential, another account's credential, another index's token and the read-only tokens on
 //! writes. The answers are the documented 401, 403 and 404, never a 2xx, never a 5xx, and never
-//! another account's data.
+//! another account's data. A last test checks the route lists against the OpenAPI description, so a
+//! route added to the API without its row here fails.
 
 use quiver_admin::Account;
 use quiver_testkit::TestServer;
@@ -221,6 +222,8 @@ fn queue_routes(owned: &Owned) -> Vec<(Method, String, bool, bool)> {
         read("/v2/dlq/some-dlq-id", true),
         write(Method::DELETE, "/v2/dlq/some-dlq-id", true),
         write(Method::POST, "/v2/dlq/retry/some-dlq-id", true),
+        write(Method::DELETE, "/v2/dlq", false),
+        write(Method::POST, "/v2/dlq/retry", false),
         read("/v2/events", false),
         read("/v2/logs", false),
         read("/v2/topics", false),
@@ -228,6 +231,7 @@ fn queue_routes(owned: &Owned) -> Vec<(Method, String, bool, bool)> {
         // Another account adds to a group of its own that has the same name.
         write(Method::POST, "/v2/topics/secret-group/endpoints", false),
         write(Method::DELETE, "/v2/topics/secret-group/endpoints", true),
+        write(Method::PATCH, "/v2/topics/secret-group", true),
         write(Method::DELETE, "/v2/topics/secret-group", true),
         read("/v2/queues", false),
         read("/v2/queues/secret-queue", true),
@@ -241,16 +245,29 @@ fn queue_routes(owned: &Owned) -> Vec<(Method, String, bool, bool)> {
         write(Method::PATCH, &format!("/v2/schedules/{schedule}/resume"), true),
         write(Method::DELETE, &format!("/v2/schedules/{schedule}"), true),
         write(Method::POST, "/v2/schedules/https://example.com/x", false),
+        write(Method::POST, &format!("/v2/schedules/{schedule}/pause"), true),
+        write(Method::POST, &format!("/v2/schedules/{schedule}/resume"), true),
         read("/v2/flowControl", false),
+        read("/v2/flowControl/some-key", true),
+        write(Method::POST, "/v2/flowControl/some-key/pause", false),
         read("/v2/globalParallelism", false),
+        write(Method::POST, "/v2/wait/some-event", false),
         read("/v2/waiters/some-event", false),
         write(Method::POST, "/v2/notify/some-event", false),
+        write(Method::POST, "/v2/notify/wfr_some-run/some-event", false),
         read("/v2/workflows/events", false),
         read("/v2/workflows/logs", false),
-        read("/v2/workflows/dlq", false),
+        read("/v2/workflows/runs/wfr_some-run", true),
+        write(Method::DELETE, "/v2/workflows/runs/wfr_some-run", true),
         write(Method::DELETE, "/v2/workflows/runs", false),
+        read("/v2/workflows/dlq", false),
+        write(Method::DELETE, "/v2/workflows/dlq", false),
+        write(Method::DELETE, "/v2/workflows/dlq/some-dlq-id", true),
+        write(Method::POST, "/v2/workflows/dlq/restart", false),
+        write(Method::POST, "/v2/workflows/dlq/restart/some-dlq-id", true),
         read("/v2/keys", false),
         write(Method::POST, "/v2/keys/rotate", false),
+        write(Method::POST, "/llm/v1/chat/completions", false),
     ]
 }
 
@@ -264,6 +281,8 @@ async fn queue_routes_refuse_strangers_and_read_only_writers_and_hide_other_acco
             json!({"endpoints": [{"url": "https://example.com/e"}]})
         } else if path == "/v2/queues" {
             json!({"queueName": "secret-queue", "parallelism": 2})
+        } else if method == Method::PATCH && path.starts_with("/v2/topics/") {
+            json!({"headers": {"X-Default": "1"}})
         } else if path == "/v2/batch" {
             json!([{"destination": "https://example.com/x", "body": "b"}])
         } else {
@@ -323,47 +342,7 @@ async fn vector_routes_refuse_strangers_read_only_writers_and_other_indexes() {
     let server = TestServer::embedded().await;
     let owned = lay_down(&server).await;
     let other = dense(&server, "COSINE", 2).await;
-    let routes: [(&str, bool, serde_json::Value); 14] = [
-        ("/upsert", true, json!([{"id": "x", "vector": [0.0, 1.0]}])),
-        ("/upsert-data", true, json!([{"id": "x", "data": "text"}])),
-        (
-            "/update",
-            true,
-            json!({"id": "secret-record", "metadata": {"owner": "b"}}),
-        ),
-        ("/delete", true, json!({"ids": ["secret-record"]})),
-        ("/reset", true, json!({})),
-        ("/delete-namespace/ns", true, json!({})),
-        (
-            "/rename-namespace",
-            true,
-            json!({"namespace": "", "newNamespace": "stolen"}),
-        ),
-        (
-            "/query",
-            false,
-            json!({"vector": [1.0, 0.0], "topK": 5, "includeMetadata": true}),
-        ),
-        (
-            "/fetch",
-            false,
-            json!({"ids": ["secret-record"], "includeMetadata": true}),
-        ),
-        (
-            "/range",
-            false,
-            json!({"cursor": "0", "limit": 10, "includeMetadata": true}),
-        ),
-        ("/random", false, json!({})),
-        ("/info", false, json!({})),
-        ("/list-namespaces", false, json!({})),
-        (
-            "/resumable-query",
-            false,
-            json!({"vector": [1.0, 0.0], "topK": 5, "maxIdle": 60}),
-        ),
-    ];
-    for (route, writes, body) in routes {
+    for (route, writes, body) in vector_routes() {
         let attempt = |path: &str, token: Option<&str>| {
             let request = server.client().post(server.url(path)).json(&body);
             match token {
@@ -371,13 +350,13 @@ async fn vector_routes_refuse_strangers_read_only_writers_and_other_indexes() {
                 None => request,
             }
         };
-        let (status, _, text) = send_with_text(attempt(route, None)).await;
-        judge(route, Caller::Nobody, status, &text, &[StatusCode::UNAUTHORIZED]);
-        let (status, _, text) = send_with_text(attempt(route, Some("not-a-token"))).await;
-        judge(route, Caller::Wrong, status, &text, &[StatusCode::UNAUTHORIZED]);
+        let (status, _, text) = send_with_text(attempt(&route, None)).await;
+        judge(&route, Caller::Nobody, status, &text, &[StatusCode::UNAUTHORIZED]);
+        let (status, _, text) = send_with_text(attempt(&route, Some("not-a-token"))).await;
+        judge(&route, Caller::Wrong, status, &text, &[StatusCode::UNAUTHORIZED]);
         if writes {
-            let (status, _, text) = send_with_text(attempt(route, Some(&owned.vector.read_only))).await;
-            judge(route, Caller::ReadOnly, status, &text, &[StatusCode::FORBIDDEN]);
+            let (status, _, text) = send_with_text(attempt(&route, Some(&owned.vector.read_only))).await;
+            judge(&route, Caller::ReadOnly, status, &text, &[StatusCode::FORBIDDEN]);
         }
         // Another index's token names that index: through the first index's explicit prefix it gets
         // nowhere.
@@ -404,4 +383,146 @@ async fn vector_routes_refuse_strangers_read_only_writers_and_other_indexes() {
     )
     .await;
     assert_eq!(fetched[0]["metadata"]["owner"], "a");
+}
+
+/// Vector routes: `(path, whether it writes, body)`; each that acts on a namespace also with one.
+fn vector_routes() -> Vec<(String, bool, serde_json::Value)> {
+    let in_namespace: [(&str, bool, serde_json::Value); 15] = [
+        ("/upsert", true, json!([{"id": "x", "vector": [0.0, 1.0]}])),
+        ("/upsert-data", true, json!([{"id": "x", "data": "text"}])),
+        (
+            "/update",
+            true,
+            json!({"id": "secret-record", "metadata": {"owner": "b"}}),
+        ),
+        ("/delete", true, json!({"ids": ["secret-record"]})),
+        ("/reset", true, json!({})),
+        (
+            "/query",
+            false,
+            json!({"vector": [1.0, 0.0], "topK": 5, "includeMetadata": true}),
+        ),
+        (
+            "/fetch",
+            false,
+            json!({"ids": ["secret-record"], "includeMetadata": true}),
+        ),
+        (
+            "/range",
+            false,
+            json!({"cursor": "0", "limit": 10, "includeMetadata": true}),
+        ),
+        ("/random", false, json!({})),
+        (
+            "/resumable-query",
+            false,
+            json!({"vector": [1.0, 0.0], "topK": 5, "maxIdle": 60}),
+        ),
+        ("/query-data", false, json!({"data": "text", "topK": 5})),
+        (
+            "/resumable-query-data",
+            false,
+            json!({"data": "text", "topK": 5, "maxIdle": 60}),
+        ),
+        ("/upsert", true, json!({"id": "y", "vector": [1.0, 1.0]})),
+        ("/fetch", false, json!({"prefix": "secret", "includeData": true})),
+        ("/delete", true, json!({"filter": "owner = 'a'"})),
+    ];
+    let mut routes = Vec::new();
+    for (route, writes, body) in in_namespace {
+        routes.push((format!("{route}/ns"), writes, body.clone()));
+        routes.push((route.to_owned(), writes, body));
+    }
+    routes.extend([
+        ("/delete-namespace/ns".to_owned(), true, json!({})),
+        ("/delete-namespace".to_owned(), true, json!({})),
+        ("/delete-namespace/".to_owned(), true, json!({})),
+        (
+            "/rename-namespace".to_owned(),
+            true,
+            json!({"namespace": "", "newNamespace": "stolen"}),
+        ),
+        ("/info".to_owned(), false, json!({})),
+        ("/list-namespaces".to_owned(), false, json!({})),
+        (
+            "/resumable-query-next".to_owned(),
+            false,
+            json!({"uuid": "00000000-0000-0000-0000-000000000000", "additionalK": 2}),
+        ),
+        (
+            "/resumable-query-end".to_owned(),
+            false,
+            json!({"uuid": "00000000-0000-0000-0000-000000000000"}),
+        ),
+    ]);
+    routes
+}
+
+/// Whether a concrete path fits a described path template: a `{parameter}` is one segment, or the rest
+/// of the path for the parameters that take a URL.
+fn fits(path: &str, template: &str) -> bool {
+    let mut path = path.split('/');
+    let mut expected_segments = template.split('/').peekable();
+    while let Some(expected) = expected_segments.next() {
+        let is_last = expected_segments.peek().is_none();
+        if is_last && matches!(expected, "{destination}" | "{url}" | "{schedule}") {
+            return path.next().is_some_and(|segment| !segment.is_empty());
+        }
+        let Some(segment) = path.next() else {
+            return false;
+        };
+        let is_parameter = expected.starts_with('{') && expected.ends_with('}');
+        if !(segment == expected || is_parameter && !segment.is_empty()) {
+            return false;
+        }
+    }
+    path.next().is_none()
+}
+
+#[test]
+fn the_matrices_try_every_described_operation_that_wants_credentials() {
+    let owned = Owned {
+        vector: VectorIndex {
+            token: String::new(),
+            read_only: String::new(),
+            endpoint: "endpoint".to_owned(),
+            id: "vector-id".to_owned(),
+        },
+        search_id: "search-id".to_owned(),
+        message: "msg_id".to_owned(),
+        schedule: "scd_id".to_owned(),
+    };
+    let mut tried: Vec<(String, String)> = management_routes(&owned)
+        .into_iter()
+        .map(|(method, path, _)| (method.to_string(), path))
+        .collect();
+    tried.extend(
+        queue_routes(&owned)
+            .into_iter()
+            .map(|(method, path, _, _)| (method.to_string(), path)),
+    );
+    tried.extend(
+        vector_routes()
+            .into_iter()
+            .map(|(path, _, _)| ("POST".to_owned(), path)),
+    );
+    let description: serde_json::Value = serde_json::from_str(quiver_http::openapi::document()).unwrap();
+    for (template, operations) in description["paths"].as_object().unwrap() {
+        for (method, operation) in operations.as_object().unwrap() {
+            let security = operation["security"].as_array().unwrap();
+            // Open routes (health, the description, webhooks) and metrics' optional token aside.
+            if security
+                .iter()
+                .all(|scheme| scheme.as_object().is_none_or(|s| s.is_empty()))
+                || security.iter().any(|scheme| scheme.get("metricsToken").is_some())
+            {
+                continue;
+            }
+            let method = method.to_ascii_uppercase();
+            assert!(
+                tried.iter().any(|(m, path)| *m == method && fits(path, template)),
+                "the authentication matrix does not try {method} {template}"
+            );
+        }
+    }
 }
