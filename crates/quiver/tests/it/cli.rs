@@ -395,25 +395,36 @@ async fn messages_in_flight_when_the_server_is_killed_are_delivered_after_the_re
         .filter_map(|r| r.header("upstash-message-id").map(str::to_owned))
         .collect();
     assert_eq!(again, published, "each message goes out again after the restart");
-    // Answered this time: delivered for good, and not sent a third time.
+    // Answered this time: delivered for good (recorded once the answer is in, so shortly after the
+    // receiver saw the request), and not sent a third time.
     for id in &published {
-        let events: serde_json::Value = client
-            .get(format!("{}/v2/events?messageId={id}", restarted.base))
-            .bearer_auth(&token)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        let states: Vec<&str> = events["events"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .rev()
-            .filter_map(|e| e["state"].as_str())
-            .collect();
-        assert_eq!(states.last(), Some(&"DELIVERED"), "{id}: {states:?}");
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let events: serde_json::Value = client
+                .get(format!("{}/v2/events?messageId={id}", restarted.base))
+                .bearer_auth(&token)
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            let states: Vec<String> = events["events"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .rev()
+                .filter_map(|e| e["state"].as_str().map(str::to_owned))
+                .collect();
+            if states.last().map(String::as_str) == Some("DELIVERED") {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{id} is not recorded as delivered: {states:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
     assert!(
         receiver
