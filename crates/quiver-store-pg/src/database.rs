@@ -2,16 +2,15 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::str::FromStr;
 use std::sync::Arc;
 
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Transaction};
 use quiver_core::StoreError;
 use quiver_core::store::StoreResult;
-use tokio_postgres::NoTls;
 use tokio_postgres::error::SqlState;
 
 use crate::hints::{Hint, Hints};
+use crate::tls::Secured;
 
 /// A step of the schema: its version and the SQL that takes the schema there.
 struct Migration {
@@ -80,7 +79,7 @@ pub struct PgDatabase {
     pool: Pool,
     presence: Arc<Presence>,
     hints: Arc<Hints>,
-    config: Arc<tokio_postgres::Config>,
+    secured: Arc<Secured>,
 }
 
 /// A node's presence: a session advisory lock on `(PRESENCE_CLASS, node)` held by a connection of its
@@ -152,20 +151,19 @@ impl PgDatabase {
     /// A malformed URL or schema name, an unreachable server, a failed migration, or a schema newer
     /// than this build.
     pub async fn open(options: &PgOptions) -> StoreResult<PgDatabase> {
-        let mut config = tokio_postgres::Config::from_str(&options.url)
-            .map_err(|e| StoreError::Backend(format!("the storage URL is not a PostgreSQL URL: {e}")))?;
+        let mut secured = crate::tls::secured(&options.url)?;
         if let Some(schema) = &options.schema {
             if !is_schema_name(schema) {
                 return Err(StoreError::Backend(format!(
                     "`{schema}` cannot name a schema: use lowercase letters, digits and `_`"
                 )));
             }
-            config.options(format!("-c search_path={schema}"));
+            secured.config.options(format!("-c search_path={schema}"));
         }
-        let presence = Arc::new(Presence::take(&config).await?);
+        let presence = Arc::new(Presence::take(&secured).await?);
         let manager = Manager::from_config(
-            config.clone(),
-            NoTls,
+            secured.config.clone(),
+            secured.connector.clone(),
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
@@ -179,7 +177,7 @@ impl PgDatabase {
             pool,
             presence,
             hints,
-            config: Arc::new(config),
+            secured: Arc::new(secured),
         };
         database.migrate(options.schema.as_deref()).await?;
         Ok(database)
@@ -222,7 +220,7 @@ impl PgDatabase {
         &self,
         stop: tokio_util::sync::CancellationToken,
     ) -> tokio::sync::mpsc::UnboundedReceiver<Hint> {
-        crate::hints::listen((*self.config).clone(), stop)
+        crate::hints::listen((*self.secured).clone(), stop)
     }
 
     /// Tells other nodes, soon and at most once per [`crate::hints::COALESCE`], that `hint` happened.
@@ -328,14 +326,14 @@ impl PgDatabase {
 
 impl Presence {
     /// Takes a presence lock under a random node number, and keeps holding it.
-    async fn take(config: &tokio_postgres::Config) -> StoreResult<Presence> {
+    async fn take(secured: &Secured) -> StoreResult<Presence> {
         loop {
             let mut bytes = [0u8; 4];
             getrandom::fill(&mut bytes).map_err(|e| StoreError::Backend(format!("no randomness: {e}")))?;
             let node = i32::from_le_bytes(bytes);
-            if let Some(held) = Presence::hold(config, node).await? {
+            if let Some(held) = Presence::hold(secured, node).await? {
                 let stop = tokio_util::sync::CancellationToken::new();
-                tokio::spawn(Presence::keep(config.clone(), node, held, stop.clone()));
+                tokio::spawn(Presence::keep(secured.clone(), node, held, stop.clone()));
                 return Ok(Presence { node, stop });
             }
         }
@@ -344,10 +342,10 @@ impl Presence {
     /// Connects and takes the lock of `node`: the connection's driver, which ends with the connection,
     /// and its client (dropping it closes the connection); `None` when another session holds the lock.
     async fn hold(
-        config: &tokio_postgres::Config,
+        secured: &Secured,
         node: i32,
     ) -> StoreResult<Option<(tokio::task::JoinHandle<()>, tokio_postgres::Client)>> {
-        let (client, connection) = config.connect(NoTls).await.map_err(backend_error)?;
+        let (client, connection) = secured.connect().await.map_err(backend_error)?;
         let driver = tokio::spawn(async move {
             if let Err(error) = connection.await {
                 tracing::warn!(%error, "the connection that holds this node's presence ended");
@@ -363,7 +361,7 @@ impl Presence {
 
     /// Holds the lock until `stop`, taking it again whenever its connection is lost.
     async fn keep(
-        config: tokio_postgres::Config,
+        secured: Secured,
         node: i32,
         mut held: (tokio::task::JoinHandle<()>, tokio_postgres::Client),
         stop: tokio_util::sync::CancellationToken,
@@ -378,7 +376,7 @@ impl Presence {
                     () = stop.cancelled() => return,
                     () = tokio::time::sleep(std::time::Duration::from_secs(1)) => {}
                 }
-                match Presence::hold(&config, node).await {
+                match Presence::hold(&secured, node).await {
                     Ok(Some(again)) => {
                         tracing::info!(node, "this node's presence is held again");
                         held = again;

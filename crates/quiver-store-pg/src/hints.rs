@@ -105,14 +105,11 @@ impl Drop for Hints {
 
 /// The hints other nodes (and this one) send, until `stop`: a connection of its own listens, and
 /// connects again a second after it is lost (hints sent meanwhile are missed; polling covers them).
-pub(crate) fn listen(
-    config: tokio_postgres::Config,
-    stop: CancellationToken,
-) -> mpsc::UnboundedReceiver<Hint> {
+pub(crate) fn listen(secured: crate::tls::Secured, stop: CancellationToken) -> mpsc::UnboundedReceiver<Hint> {
     let (sender, receiver) = mpsc::unbounded_channel();
     tokio::spawn(async move {
         while !stop.is_cancelled() {
-            if let Err(error) = listen_once(&config, &sender, &stop).await {
+            if let Err(error) = listen_once(&secured, &sender, &stop).await {
                 tracing::warn!(%error, "listening for other nodes' hints failed; connecting again");
             }
             if sender.is_closed() {
@@ -128,11 +125,11 @@ pub(crate) fn listen(
 }
 
 async fn listen_once(
-    config: &tokio_postgres::Config,
+    secured: &crate::tls::Secured,
     sender: &mpsc::UnboundedSender<Hint>,
     stop: &CancellationToken,
 ) -> Result<(), tokio_postgres::Error> {
-    let (client, mut connection) = config.connect(tokio_postgres::NoTls).await?;
+    let (client, mut connection) = secured.connect().await?;
     let (messages, mut received) = mpsc::unbounded_channel();
     let driver = tokio::spawn(async move {
         loop {

@@ -15,6 +15,7 @@ mod batch;
 pub mod database;
 pub mod hints;
 pub mod queue;
+mod tls;
 pub mod vectors;
 
 pub use admin::PgAdminStore;
