@@ -59,13 +59,13 @@ impl TopK {
         }
     }
 
-    /// Offers a candidate.
+    /// Offers a candidate. Of equal keys the lower slot is kept, whatever order they come in.
     #[inline]
     pub fn offer(&mut self, slot: usize, key: f32) {
         if self.heap.len() < self.k {
             self.heap.push(Candidate(key, slot));
         } else if let Some(worst) = self.heap.peek()
-            && key > worst.0
+            && (key > worst.0 || key == worst.0 && slot < worst.1)
         {
             self.heap.pop();
             self.heap.push(Candidate(key, slot));

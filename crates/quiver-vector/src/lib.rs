@@ -21,6 +21,7 @@ pub mod filter;
 pub mod half;
 pub mod hnsw;
 pub mod namespace;
+mod postings;
 pub mod query;
 pub mod record;
 pub mod score;

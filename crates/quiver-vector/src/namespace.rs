@@ -1,4 +1,4 @@
-//! One namespace in memory: records by id, insertion order, and the dense index.
+//! One namespace in memory: records by id, insertion order, the dense index and the sparse postings.
 //!
 //! A record is visible to fetch, range and query as soon as it is put; its dense vector joins the graph
 //! later ([`Namespace::index_pending`], run by the background indexer). Until then, queries scan the
@@ -10,7 +10,8 @@ use quiver_core::index::SimilarityFunction;
 
 use crate::dense::{DenseIndex, ExactIndex, TopK};
 use crate::hnsw::{Hnsw, HnswParams};
-use crate::record::{IndexSpec, Record, StoredRecord};
+use crate::postings::Postings;
+use crate::record::{IndexSpec, Record, SparseVector, StoredRecord};
 use crate::score::rank_key;
 
 #[derive(Debug)]
@@ -29,6 +30,8 @@ pub struct Namespace {
     similarity: SimilarityFunction,
     /// Slots whose dense vector is not in the graph yet, in slot order.
     pending: Vec<usize>,
+    /// The sparse vectors' inverted index.
+    postings: Postings,
     next_sequence: u64,
 }
 
@@ -42,6 +45,7 @@ impl Namespace {
             dense: Box::new(Hnsw::new(spec.similarity, spec.dimension, HnswParams::default())),
             similarity: spec.similarity,
             pending: Vec::new(),
+            postings: Postings::default(),
             next_sequence: 1,
         }
     }
@@ -80,6 +84,9 @@ impl Namespace {
         if record.vector.is_some() {
             self.pending.push(slot);
         }
+        if let Some(sparse) = &record.sparse {
+            self.postings.add(slot, sparse);
+        }
         self.order.insert(sequence, slot);
         self.next_sequence = self.next_sequence.max(sequence + 1);
         self.entries[slot] = Some(Entry { sequence, record });
@@ -92,6 +99,11 @@ impl Namespace {
         };
         if let Some(entry) = self.entries[slot].take() {
             self.order.remove(&entry.sequence);
+            if let Some(sparse) = &entry.record.sparse {
+                let entries = &self.entries;
+                self.postings
+                    .remove(sparse, |slot| entries.get(slot).is_some_and(Option::is_some));
+            }
         }
         self.dense.remove(slot);
         if let Ok(position) = self.pending.binary_search(&slot) {
@@ -156,6 +168,45 @@ impl Namespace {
             }
         }
         best.into_sorted()
+    }
+
+    /// Live records with a sparse vector.
+    pub fn sparse_records(&self) -> usize {
+        self.postings.records()
+    }
+
+    /// How many live records have sparse dimension `index`.
+    pub fn sparse_frequency(&self, index: u32) -> usize {
+        self.postings.frequency(index)
+    }
+
+    /// Up to `k` accepted records that share a sparse dimension with `query` (sorted by index), best
+    /// first, by their inner product with each query value weighted; of equal scores, the one inserted
+    /// first. Only the records that share a dimension are read (the postings), never the others.
+    pub fn search_sparse(
+        &self,
+        query: &SparseVector,
+        k: usize,
+        weight: impl Fn(u32) -> f32,
+        accept: impl Fn(&Record) -> bool,
+    ) -> Vec<(&Record, f32)> {
+        let live = |slot: usize| self.at(slot).is_some();
+        let mut best = TopK::new(k);
+        for (slot, score) in self.postings.scores(query, weight, self.entries.len(), live) {
+            if let Some(entry) = &self.entries[slot]
+                && accept(&entry.record)
+            {
+                // Ranked by insertion order on ties, as a scan in that order would.
+                best.offer(usize::try_from(entry.sequence).unwrap_or(usize::MAX), score);
+            }
+        }
+        best.into_sorted()
+            .into_iter()
+            .filter_map(|(sequence, score)| {
+                let slot = self.order.get(&(sequence as u64))?;
+                Some((&self.entries[*slot].as_ref()?.record, score))
+            })
+            .collect()
     }
 
     /// Dense vectors not in the graph yet.

@@ -7,7 +7,7 @@ use crate::filter::Filter;
 use crate::namespace::Namespace;
 use crate::query::{Fusion, Hit, Query, Weighting};
 use crate::record::{IndexSpec, Record, SparseVector};
-use crate::score::{score, sparse_dot};
+use crate::score::score;
 
 /// Runs a checked query against one namespace.
 pub(crate) fn run_query(spec: &IndexSpec, namespace: &Namespace, query: &Query) -> Vec<Hit> {
@@ -47,6 +47,8 @@ pub(crate) fn run_query(spec: &IndexSpec, namespace: &Namespace, query: &Query) 
     hits
 }
 
+/// The sparse part of a query: the records that share a dimension with it, read from the namespace's
+/// postings, scored by inner product (each query value weighted by its IDF when asked), best first.
 fn sparse_search(
     namespace: &Namespace,
     query: &SparseVector,
@@ -54,57 +56,20 @@ fn sparse_search(
     weighting: Weighting,
     filter: Option<&Filter>,
 ) -> Vec<Hit> {
-    let idf: HashMap<u32, f32> = match weighting {
-        Weighting::None => HashMap::new(),
+    let total = namespace.sparse_records() as f64;
+    let weight = |index: u32| match weighting {
+        Weighting::None => 1.0,
         Weighting::Idf => {
-            let total = namespace.records().filter(|r| r.sparse.is_some()).count() as f64;
-            query
-                .indices
-                .iter()
-                .map(|index| {
-                    let containing = namespace
-                        .records()
-                        .filter(|r| {
-                            r.sparse
-                                .as_ref()
-                                .is_some_and(|s| s.indices.binary_search(index).is_ok())
-                        })
-                        .count() as f64;
-                    (
-                        *index,
-                        (1.0 + (total - containing + 0.5) / (containing + 0.5)).ln() as f32,
-                    )
-                })
-                .collect()
+            let containing = namespace.sparse_frequency(index) as f64;
+            (1.0 + (total - containing + 0.5) / (containing + 0.5)).ln() as f32
         }
     };
-    let weight = |index: u32| {
-        if weighting == Weighting::Idf {
-            idf.get(&index).copied().unwrap_or(0.0)
-        } else {
-            1.0
-        }
-    };
-    let mut best = crate::dense::TopK::new(k);
-    let records: Vec<&Record> = namespace.records().collect();
-    for (position, record) in records.iter().enumerate() {
-        let Some(document) = &record.sparse else { continue };
-        if !record.passes(filter) {
-            continue;
-        }
-        if let Some(value) = sparse_dot(
-            (&query.indices, &query.values),
-            (&document.indices, &document.values),
-            weight,
-        ) {
-            best.offer(position, value);
-        }
-    }
-    best.into_sorted()
+    namespace
+        .search_sparse(query, k, weight, |record| record.passes(filter))
         .into_iter()
-        .map(|(position, score)| Hit {
+        .map(|(record, score)| Hit {
             score,
-            record: records[position].clone(),
+            record: record.clone(),
         })
         .collect()
 }
@@ -159,7 +124,148 @@ pub fn fuse(dense: Vec<Hit>, sparse: Vec<Hit>, fusion: Fusion) -> Vec<Hit> {
 
 #[cfg(test)]
 mod tests {
+    use quiver_core::index::{IndexType, SimilarityFunction};
+
     use super::*;
+    use crate::record::StoredRecord;
+    use crate::score::sparse_dot;
+
+    /// The sparse part as a scan of every record in insertion order would find it.
+    fn scanned(
+        namespace: &Namespace,
+        query: &SparseVector,
+        k: usize,
+        weighting: Weighting,
+        filter: Option<&Filter>,
+    ) -> Vec<(String, f32)> {
+        let with_sparse = namespace.records().filter(|r| r.sparse.is_some()).count() as f64;
+        let weight = |index: u32| match weighting {
+            Weighting::None => 1.0,
+            Weighting::Idf => {
+                let containing = namespace
+                    .records()
+                    .filter(|r| {
+                        r.sparse
+                            .as_ref()
+                            .is_some_and(|s| s.indices.binary_search(&index).is_ok())
+                    })
+                    .count() as f64;
+                (1.0 + (with_sparse - containing + 0.5) / (containing + 0.5)).ln() as f32
+            }
+        };
+        let records: Vec<&Record> = namespace.records().collect();
+        let mut best = crate::dense::TopK::new(k);
+        for (position, record) in records.iter().enumerate() {
+            let Some(document) = &record.sparse else { continue };
+            if let Some(value) = sparse_dot(
+                (&query.indices, &query.values),
+                (&document.indices, &document.values),
+                weight,
+            ) && record.passes(filter)
+            {
+                best.offer(position, value);
+            }
+        }
+        best.into_sorted()
+            .into_iter()
+            .map(|(p, score)| (records[p].id.clone(), score))
+            .collect()
+    }
+
+    /// A sparse vector of `entries` distinct dimensions below `dimensions`, from a simple generator.
+    fn sparse(seed: &mut u64, dimensions: u32, entries: usize) -> SparseVector {
+        let mut next = || {
+            *seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (*seed >> 33) as u32
+        };
+        let mut indices: Vec<u32> = (0..entries).map(|_| next() % dimensions).collect();
+        indices.sort_unstable();
+        indices.dedup();
+        let values = indices
+            .iter()
+            .map(|_| (next() % 1000) as f32 / 997.0 + 0.01)
+            .collect();
+        SparseVector { indices, values }
+    }
+
+    #[test]
+    fn sparse_search_by_postings_finds_what_a_scan_finds_bit_for_bit() {
+        let spec = IndexSpec {
+            dimension: 0,
+            similarity: SimilarityFunction::DotProduct,
+            index_type: IndexType::Sparse,
+        };
+        let mut namespace = Namespace::new(&spec);
+        let mut seed = 7;
+        let put = |namespace: &mut Namespace, id: String, sequence: u64, sparse: SparseVector, group: u64| {
+            namespace.put(StoredRecord {
+                sequence,
+                record: Record {
+                    id,
+                    vector: None,
+                    sparse: Some(sparse),
+                    metadata: Some(serde_json::json!({"group": group})),
+                    data: None,
+                },
+            });
+        };
+        for n in 0..3_000_u64 {
+            let vector = sparse(&mut seed, 200, 1 + (n % 12) as usize);
+            put(&mut namespace, format!("r{n}"), n + 1, vector, n % 7);
+        }
+        // Ties: copies of one vector, and records replaced (a fresh slot, their old place in order) or
+        // removed (postings left behind, then dropped).
+        let copied = sparse(&mut seed, 200, 6);
+        for n in 0..30_u64 {
+            put(
+                &mut namespace,
+                format!("copy{n}"),
+                10_000 + n,
+                copied.clone(),
+                n % 7,
+            );
+        }
+        // Put again last to first: their slots now run against their order.
+        for n in (0..30_u64).rev() {
+            put(
+                &mut namespace,
+                format!("copy{n}"),
+                10_000 + n,
+                copied.clone(),
+                n % 7,
+            );
+        }
+        for n in (0..3_000_u64).step_by(3) {
+            let vector = sparse(&mut seed, 200, 5);
+            put(&mut namespace, format!("r{n}"), n + 1, vector, n % 7);
+        }
+        for n in (1..3_000_u64).step_by(4) {
+            namespace.remove(&format!("r{n}"));
+        }
+        let filter = Filter::parse("group = 3").unwrap();
+        let mut queries: Vec<SparseVector> = (0..24).map(|n| sparse(&mut seed, 210, 1 + n % 8)).collect();
+        queries.push(copied);
+        for query in &queries {
+            for weighting in [Weighting::None, Weighting::Idf] {
+                for filter in [None, filter.as_ref()] {
+                    for k in [3, 5_000] {
+                        let found: Vec<(String, f32)> =
+                            sparse_search(&namespace, query, k, weighting, filter)
+                                .into_iter()
+                                .map(|hit| (hit.record.id, hit.score))
+                                .collect();
+                        assert_eq!(
+                            found,
+                            scanned(&namespace, query, k, weighting, filter),
+                            "{query:?} {weighting:?} k={k}"
+                        );
+                    }
+                }
+            }
+        }
+    }
 
     fn hit(id: &str, score: f32) -> Hit {
         Hit {
