@@ -28,6 +28,27 @@ pub(crate) enum BenchCommand {
         #[arg(long)]
         dir: Option<PathBuf>,
     },
+    /// BM25 through sparse search against bm25s, one thread.
+    Sparse {
+        /// Documents in the corpus.
+        #[arg(long, default_value_t = 100_000)]
+        documents: usize,
+        /// Distinct tokens.
+        #[arg(long, default_value_t = 30_000)]
+        vocabulary: usize,
+        /// Queries.
+        #[arg(long, default_value_t = 2_000)]
+        queries: usize,
+        /// Passes over the queries; the best counts (for both engines).
+        #[arg(long, default_value_t = 3)]
+        passes: usize,
+        /// Python with bm25s, to run the peer in the same run.
+        #[arg(long)]
+        peer_python: Option<PathBuf>,
+        /// Directory for scratch files.
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
     /// Quiver's HNSW against hnswlib on the same clustered vectors (one thread): QPS and recall@10,
     /// build rate, filtered search, memory per vector, durable upsert throughput.
     Vector {
@@ -319,6 +340,21 @@ pub(crate) async fn run(command: BenchCommand, config: &Config) -> Result<()> {
             };
             crate::bench_embed::embed(config, bench).await
         }
+        BenchCommand::Sparse {
+            documents,
+            vocabulary,
+            queries,
+            passes,
+            peer_python,
+            dir,
+        } => crate::bench_sparse::run(&crate::bench_sparse::SparseBench {
+            documents,
+            vocabulary,
+            queries,
+            passes,
+            peer_python,
+            dir,
+        }),
         BenchCommand::Vector {
             count,
             dimension,

@@ -34,10 +34,11 @@ pub(crate) struct VectorBench {
 }
 
 /// SplitMix64 and Box-Muller: deterministic Gaussian samples.
-struct Gaussian(u64);
+pub(crate) struct Gaussian(pub(crate) u64);
 
 impl Gaussian {
-    fn uniform(&mut self) -> f64 {
+    /// A uniform sample in [0, 1).
+    pub(crate) fn uniform(&mut self) -> f64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);

@@ -7,6 +7,7 @@ mod bench_embed;
 mod bench_nodes;
 mod bench_queue;
 mod bench_scheduler;
+mod bench_sparse;
 mod bench_stats;
 mod bench_vector;
 mod figures;

@@ -32,6 +32,8 @@ pub struct Namespace {
     pending: Vec<usize>,
     /// The sparse vectors' inverted index.
     postings: Postings,
+    /// Each slot's sequence (slots are never reused, so it never changes).
+    sequences: Vec<u64>,
     next_sequence: u64,
 }
 
@@ -46,6 +48,7 @@ impl Namespace {
             similarity: spec.similarity,
             pending: Vec::new(),
             postings: Postings::default(),
+            sequences: Vec::new(),
             next_sequence: 1,
         }
     }
@@ -80,6 +83,7 @@ impl Namespace {
         self.remove(&record.id);
         let slot = self.entries.len();
         self.entries.push(None);
+        self.sequences.push(sequence);
         self.by_id.insert(record.id.clone(), slot);
         if record.vector.is_some() {
             self.pending.push(slot);
@@ -100,9 +104,7 @@ impl Namespace {
         if let Some(entry) = self.entries[slot].take() {
             self.order.remove(&entry.sequence);
             if let Some(sparse) = &entry.record.sparse {
-                let entries = &self.entries;
-                self.postings
-                    .remove(sparse, |slot| entries.get(slot).is_some_and(Option::is_some));
+                self.postings.remove(slot, sparse);
             }
         }
         self.dense.remove(slot);
@@ -180,25 +182,26 @@ impl Namespace {
         self.postings.frequency(index)
     }
 
-    /// Up to `k` accepted records that share a sparse dimension with `query` (sorted by index), best
-    /// first, by their inner product with each query value weighted; of equal scores, the one inserted
-    /// first. Only the records that share a dimension are read (the postings), never the others.
+    /// Up to `k` accepted records (all, without `accept`) that share a sparse dimension with `query`
+    /// (sorted by index), best first, by their inner product with each query value weighted; of equal
+    /// scores, the one inserted first. Only the records that share a dimension are read (the
+    /// postings), and of those only the ones kept are looked at when nothing is to be filtered.
     pub fn search_sparse(
         &self,
         query: &SparseVector,
         k: usize,
         weight: impl Fn(u32) -> f32,
-        accept: impl Fn(&Record) -> bool,
+        accept: Option<&dyn Fn(&Record) -> bool>,
     ) -> Vec<(&Record, f32)> {
-        let live = |slot: usize| self.at(slot).is_some();
         let mut best = TopK::new(k);
-        for (slot, score) in self.postings.scores(query, weight, self.entries.len(), live) {
-            if let Some(entry) = &self.entries[slot]
-                && accept(&entry.record)
+        for (slot, score) in self.postings.scores(query, weight) {
+            if let Some(accept) = accept
+                && !self.at(slot).is_some_and(accept)
             {
-                // Ranked by insertion order on ties, as a scan in that order would.
-                best.offer(usize::try_from(entry.sequence).unwrap_or(usize::MAX), score);
+                continue;
             }
+            // Ranked by insertion order on ties, as a scan in that order would.
+            best.offer(usize::try_from(self.sequences[slot]).unwrap_or(usize::MAX), score);
         }
         best.into_sorted()
             .into_iter()

@@ -7,6 +7,7 @@
 //! skipped by its empty slot and dropped when they become half of all postings.
 
 use std::collections::HashMap;
+use std::sync::Mutex;
 
 use crate::record::SparseVector;
 
@@ -20,6 +21,18 @@ pub(crate) struct Postings {
     /// Postings in `lists`, and how many of them belong to removed records.
     total: usize,
     stale: usize,
+    /// Which slots hold a live record with a sparse vector.
+    live: Vec<bool>,
+    /// Accumulators that queries borrow, so that a query neither allocates nor clears one per slot.
+    scratch: Mutex<Vec<Scratch>>,
+}
+
+/// Running totals by slot; a slot's total counts only when its stamp is this query's.
+#[derive(Debug, Default)]
+struct Scratch {
+    totals: Vec<f32>,
+    stamps: Vec<u32>,
+    stamp: u32,
 }
 
 /// Stale postings are dropped once they are at least this many and half of all.
@@ -28,6 +41,10 @@ const COMPACT_AFTER: usize = 4_096;
 impl Postings {
     /// Adds the sparse vector of the record in `slot`.
     pub(crate) fn add(&mut self, slot: usize, sparse: &SparseVector) {
+        if self.live.len() <= slot {
+            self.live.resize(slot + 1, false);
+        }
+        self.live[slot] = true;
         let slot = u32::try_from(slot).unwrap_or(u32::MAX);
         for (index, value) in sparse.indices.iter().zip(&sparse.values) {
             self.lists.entry(*index).or_default().push((slot, *value));
@@ -37,8 +54,11 @@ impl Postings {
         self.total += sparse.indices.len();
     }
 
-    /// Forgets the sparse vector of a removed record; `live` tells whether a slot still holds a record.
-    pub(crate) fn remove(&mut self, sparse: &SparseVector, live: impl Fn(usize) -> bool) {
+    /// Forgets the sparse vector of the record removed from `slot`.
+    pub(crate) fn remove(&mut self, slot: usize, sparse: &SparseVector) {
+        if let Some(live) = self.live.get_mut(slot) {
+            *live = false;
+        }
         for index in &sparse.indices {
             if let Some(count) = self.frequency.get_mut(index) {
                 *count -= 1;
@@ -50,8 +70,9 @@ impl Postings {
         self.records = self.records.saturating_sub(1);
         self.stale += sparse.indices.len();
         if self.stale >= COMPACT_AFTER && self.stale * 2 >= self.total {
+            let live = &self.live;
             self.lists.retain(|_, list| {
-                list.retain(|(slot, _)| live(*slot as usize));
+                list.retain(|(slot, _)| live.get(*slot as usize).copied().unwrap_or(false));
                 !list.is_empty()
             });
             self.total -= self.stale;
@@ -71,15 +92,29 @@ impl Postings {
 
     /// The inner product of `query` (sorted by index) with every live record that shares a dimension
     /// with it, each query value weighted: `(slot, score)`, in no particular order.
-    pub(crate) fn scores(
-        &self,
-        query: &SparseVector,
-        weight: impl Fn(u32) -> f32,
-        slots: usize,
-        live: impl Fn(usize) -> bool,
-    ) -> Vec<(usize, f32)> {
-        let mut totals = vec![0.0_f32; slots];
-        let mut touched = vec![false; slots];
+    pub(crate) fn scores(&self, query: &SparseVector, weight: impl Fn(u32) -> f32) -> Vec<(usize, f32)> {
+        let mut scratch = self
+            .scratch
+            .lock()
+            .map(|mut pool| pool.pop())
+            .ok()
+            .flatten()
+            .unwrap_or_default();
+        let slots = self.live.len();
+        if scratch.totals.len() < slots {
+            scratch.totals.resize(slots, 0.0);
+            scratch.stamps.resize(slots, 0);
+        }
+        scratch.stamp = scratch.stamp.wrapping_add(1);
+        if scratch.stamp == 0 {
+            scratch.stamps.iter_mut().for_each(|stamp| *stamp = 0);
+            scratch.stamp = 1;
+        }
+        let Scratch {
+            totals,
+            stamps,
+            stamp,
+        } = &mut scratch;
         let mut found = Vec::new();
         for (index, value) in query.indices.iter().zip(&query.values) {
             let Some(list) = self.lists.get(index) else {
@@ -88,20 +123,27 @@ impl Postings {
             let weighted = value * weight(*index);
             for &(slot, document) in list {
                 let slot = slot as usize;
-                let Some(total) = totals.get_mut(slot) else {
+                if slot >= slots {
                     continue;
-                };
-                *total += weighted * document;
-                if !touched[slot] {
-                    touched[slot] = true;
+                }
+                if stamps[slot] == *stamp {
+                    totals[slot] += weighted * document;
+                } else {
+                    stamps[slot] = *stamp;
+                    // As a scan adds: from 0.
+                    totals[slot] = 0.0 + weighted * document;
                     found.push(slot);
                 }
             }
         }
-        found
+        let scores = found
             .into_iter()
-            .filter(|slot| live(*slot))
+            .filter(|slot| self.live[*slot])
             .map(|slot| (slot, totals[slot]))
-            .collect()
+            .collect();
+        if let Ok(mut pool) = self.scratch.lock() {
+            pool.push(scratch);
+        }
+        scores
     }
 }

@@ -49,7 +49,7 @@ pub(crate) fn run_query(spec: &IndexSpec, namespace: &Namespace, query: &Query) 
 
 /// The sparse part of a query: the records that share a dimension with it, read from the namespace's
 /// postings, scored by inner product (each query value weighted by its IDF when asked), best first.
-fn sparse_search(
+pub fn sparse_search(
     namespace: &Namespace,
     query: &SparseVector,
     k: usize,
@@ -64,8 +64,14 @@ fn sparse_search(
             (1.0 + (total - containing + 0.5) / (containing + 0.5)).ln() as f32
         }
     };
+    let passes = |record: &Record| record.passes(filter);
     namespace
-        .search_sparse(query, k, weight, |record| record.passes(filter))
+        .search_sparse(
+            query,
+            k,
+            weight,
+            filter.map(|_| &passes as &dyn Fn(&Record) -> bool),
+        )
         .into_iter()
         .map(|(record, score)| Hit {
             score,
@@ -218,17 +224,9 @@ mod tests {
         // Ties: copies of one vector, and records replaced (a fresh slot, their old place in order) or
         // removed (postings left behind, then dropped).
         let copied = sparse(&mut seed, 200, 6);
-        for n in 0..30_u64 {
-            put(
-                &mut namespace,
-                format!("copy{n}"),
-                10_000 + n,
-                copied.clone(),
-                n % 7,
-            );
-        }
-        // Put again last to first: their slots now run against their order.
-        for n in (0..30_u64).rev() {
+        // Then put again last to first: their slots now run against their order.
+        let ascending: Vec<u64> = (0..30).collect();
+        for n in ascending.iter().chain(ascending.iter().rev()) {
             put(
                 &mut namespace,
                 format!("copy{n}"),
