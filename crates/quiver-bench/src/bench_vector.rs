@@ -57,16 +57,25 @@ fn normalise(vector: &mut [f32]) {
     vector.iter_mut().for_each(|x| *x /= length);
 }
 
-/// `count` unit vectors around `centroids` Gaussian centres (coordinates N(0,1)), noise N(0, sigma^2).
-fn clustered(random: &mut Gaussian, centres: &[Vec<f32>], count: usize, sigma: f32) -> Vec<Vec<f32>> {
+/// `count` unit vectors around `centroids` Gaussian centres (coordinates N(0,1)), noise N(0, sigma^2),
+/// with the number of each one's centre.
+fn clustered(
+    random: &mut Gaussian,
+    centres: &[Vec<f32>],
+    count: usize,
+    sigma: f32,
+) -> (Vec<Vec<f32>>, Vec<usize>) {
     (0..count)
         .map(|_| {
-            let centre = &centres[(random.uniform() * centres.len() as f64) as usize % centres.len().max(1)];
-            let mut v: Vec<f32> = centre.iter().map(|c| c + sigma * random.sample()).collect();
+            let cluster = (random.uniform() * centres.len() as f64) as usize % centres.len().max(1);
+            let mut v: Vec<f32> = centres[cluster]
+                .iter()
+                .map(|c| c + sigma * random.sample())
+                .collect();
             normalise(&mut v);
-            v
+            (v, cluster)
         })
-        .collect()
+        .unzip()
 }
 
 fn write_f32(path: &Path, vectors: &[Vec<f32>]) -> Result<()> {
@@ -128,28 +137,16 @@ pub(crate) async fn run(config: &Config, bench: VectorBench) -> Result<()> {
     let centres: Vec<Vec<f32>> = (0..bench.centroids)
         .map(|_| (0..bench.dimension).map(|_| random.sample()).collect())
         .collect();
-    let base = clustered(&mut random, &centres, bench.count, bench.sigma);
-    let queries = clustered(&mut random, &centres, bench.queries, bench.sigma);
+    let (base, clusters) = clustered(&mut random, &centres, bench.count, bench.sigma);
+    let (queries, _) = clustered(&mut random, &centres, bench.queries, bench.sigma);
     eprintln!(
         "generated {} x {} vectors and {} queries",
         bench.count, bench.dimension, bench.queries
     );
 
     // Ground truth, exhaustive.
-    let mut exact = ExactIndex::new(SimilarityFunction::DotProduct, bench.dimension);
-    for (slot, vector) in base.iter().enumerate() {
-        exact.insert(slot, vector);
-    }
-    let truth: Vec<Vec<usize>> = queries
-        .iter()
-        .map(|q| {
-            exact
-                .search(q, k, &|_| true)
-                .into_iter()
-                .map(|(s, _)| s)
-                .collect()
-        })
-        .collect();
+    let exact = exact_index(&base);
+    let truth = exact_truth(&exact, &queries, k, &|_| true);
     write_f32(&scratch.path().join("base.f32"), &base)?;
     write_f32(&scratch.path().join("queries.f32"), &queries)?;
     let mut truth_file = std::io::BufWriter::new(std::fs::File::create(scratch.path().join("truth.u32"))?);
@@ -180,15 +177,31 @@ pub(crate) async fn run(config: &Config, bench: VectorBench) -> Result<()> {
         ours.push((ef, qps, recall(&results, &truth)));
     }
 
-    // Filtered search at 1 %, 10 % and 50 % selectivity (ef 64), against filtered ground truth.
+    // Filtered search (ef 64), against filtered ground truth: records picked by a hash of the slot, so
+    // that the filter ignores the clusters, and whole clusters kept or dropped by a hash of their number.
     graph.set_ef_search(64);
     let mut filtered = Vec::new();
-    for (label, modulus) in [("1 %", 100), ("10 %", 10), ("50 %", 2)] {
-        let accept = move |slot: usize| keeps(slot, modulus);
-        let filtered_truth: Vec<Vec<usize>> = queries
-            .iter()
-            .map(|q| exact.search(q, k, &accept).into_iter().map(|(s, _)| s).collect())
-            .collect();
+    let rows: [(&str, usize, bool, bool); 8] = [
+        ("0.1 %", 1_000, false, true),
+        ("1 %", 100, false, true),
+        ("10 %", 10, false, true),
+        ("50 %", 2, false, true),
+        ("1 % (whole clusters kept)", 100, true, true),
+        ("10 % (whole clusters kept)", 10, true, true),
+        ("50 % (whole clusters kept)", 2, true, true),
+        ("90 % (10 % of clusters dropped)", 10, true, false),
+    ];
+    for (label, modulus, by_cluster, kept) in rows {
+        let clusters = &clusters;
+        let accept = move |slot: usize| {
+            let picked = if by_cluster {
+                keeps(clusters[slot], modulus)
+            } else {
+                keeps(slot, modulus)
+            };
+            picked == kept
+        };
+        let filtered_truth = exact_truth(&exact, &queries, k, &accept);
         let (qps, results) = timed_queries(|q| graph.search(q, k, &accept), &queries);
         filtered.push((label, qps, recall(&results, &filtered_truth)));
     }
@@ -235,11 +248,11 @@ pub(crate) async fn run(config: &Config, bench: VectorBench) -> Result<()> {
     let store = SqliteVectorStore::open(scratch.path(), &config.storage)?;
     // The benchmark's index has no models: nothing is embedded.
     let embedders = quiver_embed::Embedders::new(quiver_embed::ModelDir::new(std::env::temp_dir()), 1);
-    let vectors = Vectors::new(
+    let vectors = Arc::new(Vectors::new(
         Arc::new(store.clone()),
         SystemClock::shared(),
         Arc::new(embedders),
-    );
+    ));
     let index = IndexRef {
         id: IndexId::random(),
         name: "bench".into(),
@@ -260,17 +273,21 @@ pub(crate) async fn run(config: &Config, bench: VectorBench) -> Result<()> {
         let records = chunk
             .iter()
             .enumerate()
-            .map(|(i, v)| Record {
-                id: format!("v{}", batch_number * 1000 + i),
-                vector: Some(v.clone()),
-                sparse: None,
-                metadata: None,
-                data: None,
+            .map(|(i, v)| {
+                let n = batch_number * 1000 + i;
+                Record {
+                    id: format!("v{n}"),
+                    vector: Some(v.clone()),
+                    sparse: None,
+                    metadata: Some(serde_json::json!({"cluster": clusters[n], "tag": n % 10})),
+                    data: None,
+                }
             })
             .collect();
         vectors.upsert(&index, "", records).await?;
     }
     let upsert_rate = upsert_count as f64 / started.elapsed().as_secs_f64();
+    let language = filter_language_row(&vectors, &index, &base[..upsert_count], &queries, k).await?;
     store.database().close().await;
 
     println!(
@@ -306,9 +323,90 @@ pub(crate) async fn run(config: &Config, bench: VectorBench) -> Result<()> {
             None => println!("| {label} | {qps:.0} | {recall:.3} | - |"),
         }
     }
+    let (unfiltered_service, filtered_service, service_recall) = language;
+    println!(
+        "through the service, {upsert_count} records with metadata, filter `tag = 3` (10 %): {filtered_service:.0} QPS, recall@10 {service_recall:.3}, {:.2}x the unfiltered {unfiltered_service:.0} QPS",
+        filtered_service / unfiltered_service
+    );
     println!("memory: {memory_per_vector:.0} bytes per vector (vectors and graph)");
     println!(
         "durable acknowledged upserts (batches of 1,000, {upsert_count} vectors; acknowledged after the commit, the graph catches up in the background): {upsert_rate:.0} vectors/s"
     );
     Ok(())
+}
+
+/// Queries through the service, unfiltered and with a filter of the filter language on the records'
+/// metadata (`tag = 3`, one record in ten), once the indexer has put every vector in the graph: the
+/// QPS of each, and the filtered recall@10 against an exhaustive search.
+async fn filter_language_row(
+    vectors: &Arc<Vectors>,
+    index: &IndexRef,
+    base: &[Vec<f32>],
+    queries: &[Vec<f32>],
+    k: usize,
+) -> Result<(f64, f64, f64)> {
+    let stop = tokio_util::sync::CancellationToken::new();
+    let indexer = tokio::spawn(Arc::clone(vectors).run_indexer(stop.clone()));
+    while vectors.info(index).await?.pending_vector_count > 0 {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    stop.cancel();
+    indexer.await?;
+    let truth = exact_truth(&exact_index(base), queries, k, &|slot| slot % 10 == 3);
+    let filter = quiver_vector::filter::Filter::parse("tag = 3")?;
+    let mut rates = [0.0_f64; 2];
+    let mut results = Vec::new();
+    for (at, filter) in [None, filter].into_iter().enumerate() {
+        for _ in 0..PASSES {
+            let started = Instant::now();
+            let mut found = Vec::new();
+            for query in queries {
+                let hits = vectors
+                    .query(
+                        index,
+                        "",
+                        quiver_vector::query::Query {
+                            input: quiver_vector::query::QueryInput::Vectors {
+                                dense: Some(query.clone()),
+                                sparse: None,
+                            },
+                            top_k: k,
+                            filter: filter.clone(),
+                            ..Default::default()
+                        },
+                    )
+                    .await?;
+                found.push(
+                    hits.iter()
+                        .filter_map(|hit| hit.record.id.strip_prefix('v')?.parse().ok())
+                        .collect::<Vec<usize>>(),
+                );
+            }
+            rates[at] = rates[at].max(queries.len() as f64 / started.elapsed().as_secs_f64());
+            results = found;
+        }
+    }
+    Ok((rates[0], rates[1], recall(&results, &truth)))
+}
+
+/// Exhaustive search over `base`, slot by slot.
+fn exact_index(base: &[Vec<f32>]) -> ExactIndex {
+    let mut exact = ExactIndex::new(SimilarityFunction::DotProduct, base.first().map_or(0, Vec::len));
+    for (slot, vector) in base.iter().enumerate() {
+        exact.insert(slot, vector);
+    }
+    exact
+}
+
+/// The true `k` nearest accepted slots of each query.
+fn exact_truth(
+    exact: &ExactIndex,
+    queries: &[Vec<f32>],
+    k: usize,
+    accept: &dyn Fn(usize) -> bool,
+) -> Vec<Vec<usize>> {
+    queries
+        .iter()
+        .map(|q| exact.search(q, k, accept).into_iter().map(|(s, _)| s).collect())
+        .collect()
 }

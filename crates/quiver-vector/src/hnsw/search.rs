@@ -299,7 +299,8 @@ impl Hnsw {
             Some(filter) => {
                 // The planner: exhaustive search costs one distance per passing record; a walk costs
                 // about `ef * m` distances whatever the filter, once enough records pass to walk on.
-                let selectivity = self.selectivity(filter);
+                let walk_from = MIN_WALK_SELECTIVITY.max((ef * self.params.m) as f64 / self.live as f64);
+                let selectivity = self.selectivity(filter, walk_from);
                 let passing = selectivity * self.live as f64;
                 if selectivity < MIN_WALK_SELECTIVITY || passing <= (ef * self.params.m) as f64 {
                     return self.exact(&query, k, filter);
@@ -321,9 +322,13 @@ impl Hnsw {
         self.rerank(&query, k, found.iter().take(2 * k).map(|near| near.1))
     }
 
-    /// The share of live vectors that pass `accept`, estimated from a sample of up to 1,024 slots.
-    fn selectivity(&self, accept: &dyn Fn(usize) -> bool) -> f64 {
+    /// The share of live vectors that pass `accept`, estimated from a sample of up to 1,024 slots. The
+    /// sample stops early, from 128 slots on, once the share is clearly (three standard errors) above or
+    /// below `decides`, the share where the planner turns from scanning to walking: a filter is judged
+    /// on far fewer slots when the choice is plain, which matters when judging one reads metadata.
+    fn selectivity(&self, accept: &dyn Fn(usize) -> bool, decides: f64) -> f64 {
         const SAMPLE: usize = 1024;
+        const FIRST_LOOK: usize = 128;
         let nodes = self.levels.len();
         let (mut live, mut passing) = (0_usize, 0_usize);
         // Pseudo-random positions (a multiplicative hash of the draw number): an evenly strided sample
@@ -341,6 +346,13 @@ impl Hnsw {
                     passing += 1;
                 }
             }
+            if live >= FIRST_LOOK && live % 64 == 0 {
+                let share = passing as f64 / live as f64;
+                let error = (share * (1.0 - share) / live as f64).sqrt();
+                if share - 3.0 * error > decides || share + 3.0 * error < decides {
+                    break;
+                }
+            }
         }
         if live == 0 {
             1.0
@@ -353,6 +365,47 @@ impl Hnsw {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_planner_sample_stops_once_the_choice_is_plain() {
+        use quiver_core::index::SimilarityFunction;
+
+        use crate::dense::DenseIndex;
+        use crate::hnsw::HnswParams;
+
+        let params = HnswParams {
+            exact_below: 0,
+            ..HnswParams::default()
+        };
+        let mut graph = Hnsw::new(SimilarityFunction::Cosine, 4, params);
+        for slot in 0..5_000 {
+            graph.insert(slot, &[slot as f32 + 1.0, 1.0, 0.5, 0.25]);
+        }
+        let judged = std::cell::Cell::new(0);
+        let counted = |passes: bool| {
+            judged.set(judged.get() + 1);
+            passes
+        };
+        let every = graph.selectivity(&|_| counted(true), 0.05);
+        assert_eq!(
+            (every, judged.replace(0)),
+            (1.0, 128),
+            "all pass: decided at the first look"
+        );
+        let none = graph.selectivity(&|_| counted(false), 0.05);
+        assert_eq!(
+            (none, judged.replace(0)),
+            (0.0, 128),
+            "none pass: decided at the first look"
+        );
+        let near = graph.selectivity(&|slot| counted(slot % 20 == 0), 0.05);
+        assert_eq!(
+            judged.get(),
+            1_024,
+            "a share near where the choice turns is sampled whole"
+        );
+        assert!((0.03..0.07).contains(&near), "{near}");
+    }
 
     #[test]
     fn marks_from_before_a_generation_wraps_do_not_count() {
