@@ -201,13 +201,15 @@ pub(crate) fn run(bench: &SparseBench) -> Result<()> {
         .lines()
         .map(|line| {
             line.split_whitespace()
-                .filter_map(|pair| {
-                    let (id, score) = pair.split_once(':')?;
-                    Some((id.to_owned(), score.parse().ok()?))
+                .map(|pair| {
+                    let (id, score) = pair
+                        .split_once(':')
+                        .with_context(|| format!("the peer wrote `{pair}`, not document:score"))?;
+                    Ok((id.to_owned(), score.parse()?))
                 })
-                .collect()
+                .collect::<Result<Vec<_>>>()
         })
-        .collect();
+        .collect::<Result<_>>()?;
     // bm25s fills a short result with documents that score 0; Quiver answers only those that match.
     // Equal scores (common: short documents with one rare term) may come in either order.
     let close = |a: f32, b: f32| (a - b).abs() <= 1e-5 * a.abs().max(b.abs()).max(1.0);

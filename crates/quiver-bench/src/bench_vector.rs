@@ -378,8 +378,13 @@ async fn filter_language_row(
                     .await?;
                 found.push(
                     hits.iter()
-                        .filter_map(|hit| hit.record.id.strip_prefix('v')?.parse().ok())
-                        .collect::<Vec<usize>>(),
+                        .map(|hit| {
+                            let unexpected =
+                                || format!("a hit with an id the benchmark did not write: {}", hit.record.id);
+                            let slot = hit.record.id.strip_prefix('v').with_context(unexpected)?;
+                            slot.parse::<usize>().with_context(unexpected)
+                        })
+                        .collect::<Result<Vec<usize>>>()?,
                 );
             }
             rates[at] = rates[at].max(queries.len() as f64 / started.elapsed().as_secs_f64());
