@@ -4,7 +4,7 @@
 //! A query adds up, term at a time, the products of the records that share a dimension with it, in
 //! ascending dimension order, which is the order `score::sparse_dot` adds them in: scores are bitwise
 //! the ones a scan of every record gives. Slots are never reused, so a removed record's postings are
-//! skipped by its empty slot and dropped when they become half of all postings.
+//! skipped by the map of live slots and dropped when they become half of all postings.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
