@@ -117,25 +117,26 @@ pub(crate) fn secured(url: &str) -> Result<Secured, StoreError> {
     })
 }
 
-/// The URL without `sslmode` and `sslrootcert`, and their values.
+/// The URL without `sslmode` and `sslrootcert`, and their values. The other query pairs are kept as
+/// written: the driver decodes them itself (and reads `+` as a plus, not a space).
 fn take_tls_keys(url: &str) -> (String, Option<String>, Option<String>) {
     let (mut mode, mut root) = (None, None);
     if let Some((base, query)) = url.split_once('?') {
         let mut kept = Vec::new();
-        for (key, value) in url::form_urlencoded::parse(query.as_bytes()) {
+        for pair in query.split('&') {
+            let Some((key, value)) = url::form_urlencoded::parse(pair.as_bytes()).next() else {
+                continue;
+            };
             match key.as_ref() {
                 "sslmode" => mode = Some(value.into_owned()),
                 "sslrootcert" => root = Some(value.into_owned()),
-                _ => kept.push((key.into_owned(), value.into_owned())),
+                _ => kept.push(pair),
             }
         }
-        let query = url::form_urlencoded::Serializer::new(String::new())
-            .extend_pairs(kept)
-            .finish();
-        let rest = if query.is_empty() {
+        let rest = if kept.is_empty() {
             base.to_owned()
         } else {
-            format!("{base}?{query}")
+            format!("{base}?{}", kept.join("&"))
         };
         return (rest, mode, root);
     }
@@ -372,6 +373,17 @@ mod tests {
         assert_eq!(
             take_tls_keys("postgres://u@h/db"),
             ("postgres://u@h/db".to_owned(), None, None)
+        );
+        assert_eq!(
+            take_tls_keys(
+                "postgres://u@h/db?options=-c%20search_path%3Dq&sslmode=require&application_name=a+b"
+            ),
+            (
+                "postgres://u@h/db?options=-c%20search_path%3Dq&application_name=a+b".to_owned(),
+                Some("require".to_owned()),
+                None
+            ),
+            "the other pairs are passed on as written"
         );
         assert_eq!(
             take_tls_keys("host=h user=u sslmode=require"),
