@@ -82,16 +82,18 @@ impl FromRequestParts<AppState> for QueueWriter {
     }
 }
 
+/// The token of an `Authorization: Bearer <token>` header (the scheme in any case). A header that is
+/// not text carries no token: the caller answers as it does to a missing one.
+pub fn bearer_header(headers: &axum::http::HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.trim().split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+}
+
 /// The bearer token of a request: the `Authorization` header, else a token query parameter.
 pub fn bearer_token(parts: &Parts, query_names: &[&str]) -> Option<String> {
-    if let Some(value) = parts
-        .headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        && let Some((scheme, token)) = value.trim().split_once(' ')
-        && scheme.eq_ignore_ascii_case("bearer")
-    {
-        return Some(token.trim().to_owned());
+    if let Some(token) = bearer_header(&parts.headers) {
+        return Some(token.to_owned());
     }
     let query = parts.uri.query()?;
     url::form_urlencoded::parse(query.as_bytes())

@@ -386,10 +386,7 @@ impl Metrics {
         let Some(token) = &self.token else {
             return true;
         };
-        headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
+        crate::auth::bearer_header(headers)
             .is_some_and(|given| quiver_core::secret::constant_time_eq(given, token))
     }
 

@@ -200,7 +200,8 @@ impl Namespace {
             {
                 continue;
             }
-            // Ranked by insertion order on ties, as a scan in that order would.
+            // Ranked by insertion order on ties, as a scan in that order would (a sequence fits a usize
+            // on the 64-bit targets Quiver builds for).
             best.offer(usize::try_from(self.sequences[slot]).unwrap_or(usize::MAX), score);
         }
         best.into_sorted()

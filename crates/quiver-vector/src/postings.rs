@@ -45,6 +45,7 @@ impl Postings {
             self.live.resize(slot + 1, false);
         }
         self.live[slot] = true;
+        // A namespace of more than 4 billion slots is far beyond memory; postings keep slots as u32.
         let slot = u32::try_from(slot).unwrap_or(u32::MAX);
         for (index, value) in sparse.indices.iter().zip(&sparse.values) {
             self.lists.entry(*index).or_default().push((slot, *value));

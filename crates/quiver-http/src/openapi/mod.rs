@@ -257,9 +257,8 @@ fn document_value() -> Value {
 pub fn document() -> &'static str {
     static DOCUMENT: OnceLock<String> = OnceLock::new();
     DOCUMENT.get_or_init(|| {
-        let mut text = serde_json::to_string_pretty(&document_value()).unwrap_or_default();
-        text.push('\n');
-        text
+        // A JSON value's alternate form is its pretty text, and writing it cannot fail.
+        format!("{:#}\n", document_value())
     })
 }
 
