@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
-use axum::http::{HeaderMap, HeaderValue, Method, header};
+use axum::http::{HeaderValue, Method, header};
 use axum::response::{IntoResponse, Response};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, MetricEncoder};
@@ -381,13 +381,12 @@ impl Collector for Scrape {
 }
 
 impl Metrics {
-    /// Whether `headers` carry the metrics token, when one is set.
-    pub(crate) fn is_authorised(&self, headers: &HeaderMap) -> bool {
+    /// Whether `given` (a request's bearer token) is the metrics token, when one is set.
+    pub(crate) fn is_authorised(&self, given: Option<&str>) -> bool {
         let Some(token) = &self.token else {
             return true;
         };
-        crate::auth::bearer_header(headers)
-            .is_some_and(|given| quiver_core::secret::constant_time_eq(given, token))
+        given.is_some_and(|given| quiver_core::secret::constant_time_eq(given, token))
     }
 
     /// The metrics page: what the domains counted, read now.

@@ -57,7 +57,7 @@ pub(crate) async fn openapi() -> Response {
 
 /// `GET /metrics`.
 pub(crate) async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    if !state.metrics.is_authorised(&headers) {
+    if !state.metrics.is_authorised(crate::auth::bearer_header(&headers)) {
         return ApiError::new(
             StatusCode::UNAUTHORIZED,
             "metrics want `Authorization: Bearer <http.metrics_token>`",
