@@ -180,11 +180,14 @@ impl App {
             config.embeddings.models_dir(&config.server.data_dir),
             config.embeddings.threads,
         ));
-        let vectors = Arc::new(quiver_vector::Vectors::new(
-            Arc::clone(&stores.vectors),
-            Arc::clone(&options.clock),
-            Arc::clone(&embedders),
-        ));
+        let vectors = Arc::new(
+            quiver_vector::Vectors::new(
+                Arc::clone(&stores.vectors),
+                Arc::clone(&options.clock),
+                Arc::clone(&embedders),
+            )
+            .with_snapshots(config.server.data_dir.join("snapshots")),
+        );
         tracker.spawn(Arc::clone(&vectors).run_indexer(shutdown.child_token()));
         // Other nodes' vector writes reach this node's memory within a poll interval (at once for reads
         // by id); a store no other node shares has no feed, and this returns at once.

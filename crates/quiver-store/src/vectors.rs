@@ -282,6 +282,16 @@ mod loading_tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn graphs_come_back_from_their_snapshots_over_the_sqlite_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let open = || async {
+            let store = SqliteVectorStore::open(dir.path(), &StorageConfig::default()).unwrap();
+            Arc::new(store) as Arc<dyn quiver_vector::VectorStore>
+        };
+        quiver_vector::testing::snapshots_bring_graphs_back(open, dir.path()).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_cold_load_of_one_index_does_not_hold_up_another() {
         let dir = tempfile::tempdir().unwrap();
         let (slow, fast) = (index(), index());

@@ -72,6 +72,13 @@ impl TopK {
         }
     }
 
+    /// The worst kept key once `k` are kept (a candidate must beat it to get in).
+    pub fn threshold(&self) -> Option<f32> {
+        (self.heap.len() >= self.k)
+            .then(|| self.heap.peek().map(|worst| worst.0))
+            .flatten()
+    }
+
     /// The kept candidates, best first.
     pub fn into_sorted(self) -> Vec<(usize, f32)> {
         let mut items: Vec<(usize, f32)> = self

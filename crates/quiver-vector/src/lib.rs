@@ -4,6 +4,7 @@
 //! - [`namespace`]: one namespace's records, insertion order and dense index.
 //! - [`dense`]: the [`dense::DenseIndex`] trait and exact search.
 //! - [`hnsw`]: the HNSW graph used for dense search.
+//! - [`snapshot`]: graph snapshots in the data directory, so a restart does not rebuild the graphs.
 //! - [`half`]: half-precision vector copies and their distance kernels, for graph traversal.
 //! - [`search`]: one query against one namespace, and hybrid fusion.
 //! - [`score`]: distance kernels and the wire's normalised scores.
@@ -15,6 +16,7 @@
 //! - [`mod@error`]: [`VectorError`], every way a vector operation fails.
 #![warn(missing_docs)]
 
+mod codec;
 pub mod dense;
 pub mod error;
 pub mod filter;
@@ -27,6 +29,7 @@ pub mod record;
 pub mod score;
 pub mod search;
 pub mod service;
+pub mod snapshot;
 pub mod store;
 #[cfg(feature = "testing")]
 pub mod testing;

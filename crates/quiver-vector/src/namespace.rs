@@ -5,6 +5,7 @@
 //! pending vectors exhaustively, so nothing acknowledged is ever missing from results.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use quiver_core::index::SimilarityFunction;
 
@@ -26,7 +27,7 @@ pub struct Namespace {
     entries: Vec<Option<Entry>>,
     by_id: HashMap<String, usize>,
     order: BTreeMap<u64, usize>,
-    dense: Box<dyn DenseIndex>,
+    dense: Hnsw,
     similarity: SimilarityFunction,
     /// Slots whose dense vector is not in the graph yet, in slot order.
     pending: Vec<usize>,
@@ -35,6 +36,29 @@ pub struct Namespace {
     /// Each slot's sequence (slots are never reused, so it never changes).
     sequences: Vec<u64>,
     next_sequence: u64,
+    /// Vectors inserted into the graph since this namespace was made (or restored).
+    graph_inserts: u64,
+    /// `graph_inserts` when the last snapshot image was taken.
+    saved_inserts: AtomicU64,
+}
+
+/// What a snapshot keeps of a namespace: its graph, and for each live node the id of the record it
+/// stands for.
+#[derive(Debug)]
+pub struct GraphImage {
+    /// The graph.
+    pub graph: Hnsw,
+    /// By node: the record's id where the node is live.
+    pub ids: Vec<Option<String>>,
+}
+
+/// How a namespace came back from its records and a snapshot.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Restored {
+    /// Records whose vector took its node from the snapshot.
+    pub from_snapshot: usize,
+    /// Records whose vector waits for the indexer (new or changed since the snapshot, or no snapshot).
+    pub pending: usize,
 }
 
 impl Namespace {
@@ -44,13 +68,129 @@ impl Namespace {
             entries: Vec::new(),
             by_id: HashMap::new(),
             order: BTreeMap::new(),
-            dense: Box::new(Hnsw::new(spec.similarity, spec.dimension, HnswParams::default())),
+            dense: Hnsw::new(spec.similarity, spec.dimension, HnswParams::default()),
             similarity: spec.similarity,
             pending: Vec::new(),
             postings: Postings::default(),
             sequences: Vec::new(),
             next_sequence: 1,
+            graph_inserts: 0,
+            saved_inserts: AtomicU64::new(0),
         }
+    }
+
+    /// A namespace holding `records`, whose dense vectors take their nodes in `image`'s graph where the
+    /// node was made for that record's id and exactly that vector (as prepared for ranking); every
+    /// other vector is pending, and every node no record claims is deleted (a waypoint). Nothing of
+    /// the image is trusted beyond that check, so an image from any earlier moment (a stale snapshot)
+    /// is safe, and saves the work for what did not change since.
+    pub fn restore(
+        spec: &IndexSpec,
+        records: Vec<StoredRecord>,
+        image: Option<GraphImage>,
+    ) -> (Namespace, Restored) {
+        let mut namespace = Namespace::new(spec);
+        let mut restored = Restored::default();
+        let mut later = Vec::new();
+        if let Some(GraphImage { graph, ids }) = image {
+            let nodes = graph.node_count();
+            let mut node_of: HashMap<&str, usize> = HashMap::with_capacity(ids.len());
+            for (node, id) in ids.iter().enumerate().take(nodes) {
+                if let Some(id) = id
+                    && graph.is_live(node)
+                {
+                    node_of.entry(id.as_str()).or_insert(node);
+                }
+            }
+            let mut claimed = vec![false; nodes];
+            let mut placed: Vec<(usize, StoredRecord)> = Vec::with_capacity(records.len());
+            for stored in records {
+                let node = node_of.get(stored.record.id.as_str()).copied().filter(|&node| {
+                    !claimed[node]
+                        && stored.record.vector.as_ref().is_some_and(|vector| {
+                            let prepared = ExactIndex::prepare(spec.similarity, vector);
+                            prepared.len() == spec.dimension
+                                && prepared
+                                    .iter()
+                                    .zip(graph.prepared_vector(node))
+                                    .all(|(a, b)| a.to_bits() == b.to_bits())
+                        })
+                });
+                match node {
+                    Some(node) => {
+                        claimed[node] = true;
+                        placed.push((node, stored));
+                    }
+                    None => later.push(stored),
+                }
+            }
+            namespace.dense = graph;
+            namespace.dense.derive_halves();
+            for (node, is_claimed) in claimed.iter().enumerate() {
+                if !is_claimed {
+                    namespace.dense.remove(node);
+                }
+            }
+            namespace.entries.resize_with(nodes, || None);
+            namespace.sequences.resize(nodes, 0);
+            restored.from_snapshot = placed.len();
+            for (slot, StoredRecord { sequence, record }) in placed {
+                namespace.by_id.insert(record.id.clone(), slot);
+                if let Some(sparse) = &record.sparse {
+                    namespace.postings.add(slot, sparse);
+                }
+                namespace.order.insert(sequence, slot);
+                namespace.sequences[slot] = sequence;
+                namespace.next_sequence = namespace.next_sequence.max(sequence + 1);
+                namespace.entries[slot] = Some(Entry { sequence, record });
+            }
+        } else {
+            later = records;
+        }
+        for stored in later {
+            namespace.put(stored);
+        }
+        restored.pending = namespace.pending.len();
+        (namespace, restored)
+    }
+
+    /// Vectors moved into the graph since the last [`Namespace::image`] (or since it was made).
+    pub fn unsaved_inserts(&self) -> u64 {
+        self.graph_inserts
+            .saturating_sub(self.saved_inserts.load(Ordering::Relaxed))
+    }
+
+    /// Nodes of the graph (live or not).
+    pub fn graph_nodes(&self) -> usize {
+        self.dense.node_count()
+    }
+
+    /// A copy of the graph and its nodes' ids, for a snapshot written after the caller lets go of the
+    /// namespace; its inserts count as saved from now on (see [`Namespace::unsave`]). Pending vectors
+    /// are not in it: they are pending again after a restart from it.
+    pub fn image(&self) -> (GraphImage, u64) {
+        let ids = (0..self.dense.node_count())
+            .map(|node| {
+                self.dense
+                    .is_live(node)
+                    .then(|| self.at(node).map(|record| record.id.clone()))
+                    .flatten()
+            })
+            .collect();
+        let previous = self.saved_inserts.swap(self.graph_inserts, Ordering::Relaxed);
+        (
+            GraphImage {
+                graph: self.dense.copy_for_image(),
+                ids,
+            },
+            previous,
+        )
+    }
+
+    /// Counts an image's inserts as unsaved again (its snapshot could not be written): `previous` is
+    /// what [`Namespace::image`] returned with it.
+    pub fn unsave(&self, previous: u64) {
+        self.saved_inserts.store(previous, Ordering::Relaxed);
     }
 
     /// How many records it holds.
@@ -228,6 +368,7 @@ impl Namespace {
                 .and_then(|e| e.record.vector.as_ref())
             {
                 self.dense.insert(*slot, vector);
+                self.graph_inserts += 1;
             }
         }
         batch.len()

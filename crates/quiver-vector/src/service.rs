@@ -25,6 +25,7 @@ mod feed;
 mod namespaces;
 mod reads;
 mod resumable;
+mod snapshots;
 
 use checks::{check_dense, check_record, normalise_sparse};
 use resumable::Resumable;
@@ -125,6 +126,8 @@ pub struct Vectors {
     /// Wakes the feed follower (`feed::follow_feed`) before its next poll.
     feed_moved: tokio::sync::Notify,
     embedders: Arc<Embedders>,
+    /// Where graph snapshots live (none: graphs are built from the store at each load).
+    snapshots: Option<crate::snapshot::Snapshots>,
 }
 
 /// Vectors moved into a graph per write-lock hold, so queries never wait long behind the indexer.
@@ -177,20 +180,29 @@ impl Vectors {
             resumable: std::sync::Mutex::new(HashMap::new()),
             indexing: tokio::sync::Notify::new(),
             feed_moved: tokio::sync::Notify::new(),
+            snapshots: None,
         }
     }
 
     /// Moves acknowledged vectors into their namespaces' graphs, a chunk per write-lock hold, until
-    /// `shutdown`. Queries see pending vectors meanwhile (scanned exhaustively).
+    /// `shutdown`, writing graph snapshots as they fall due and, at shutdown, those that are behind.
+    /// Queries see pending vectors meanwhile (scanned exhaustively).
     ///
     /// # Cancel safety
     /// Stopping between chunks loses nothing: pending vectors stay pending (and searchable).
     pub async fn run_indexer(self: Arc<Self>, shutdown: tokio_util::sync::CancellationToken) {
+        self.index_until(&shutdown).await;
+        for (index, state) in self.loaded_states() {
+            self.write_snapshots(index, &state, true).await;
+        }
+    }
+
+    async fn index_until(&self, shutdown: &tokio_util::sync::CancellationToken) {
         loop {
             let woken = self.indexing.notified();
             tokio::pin!(woken);
             woken.as_mut().enable();
-            for (_, state) in self.loaded_states() {
+            for (index, state) in self.loaded_states() {
                 loop {
                     if shutdown.is_cancelled() {
                         return;
@@ -211,6 +223,7 @@ impl Vectors {
                             0
                         }
                     };
+                    self.write_snapshots(index, &state, false).await;
                     if indexed == 0 {
                         break;
                     }
@@ -222,6 +235,14 @@ impl Vectors {
                 () = &mut woken => {}
             }
         }
+    }
+
+    /// Whether `index` is loaded (or loading).
+    fn is_loaded(&self, index: IndexId) -> bool {
+        self.loaded
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains_key(&index)
     }
 
     /// The index in memory, loaded from the store on first use. Concurrent first uses of one index wait
@@ -269,10 +290,7 @@ impl Vectors {
             None => (self.store.load(index.id).await?, 0),
         };
         let spec = index.spec;
-        // Rebuilding the graphs is CPU work: keep it off the async runtime.
-        let namespaces = tokio::task::spawn_blocking(move || feed::build_namespaces(&spec, stored))
-            .await
-            .map_err(|e| VectorError::Internal(format!("loading task failed: {e}")))?;
+        let namespaces = self.build(index.id, spec, stored).await?;
         Ok(Arc::new(LoadedIndex {
             writes: Mutex::new(position),
             namespaces: RwLock::new(namespaces),
@@ -290,6 +308,7 @@ impl Vectors {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .remove(&index);
         self.store.drop_index(index).await?;
+        self.remove_snapshots(index);
         Ok(())
     }
 

@@ -7,6 +7,7 @@
 //! filtered search is planned is described in `hnsw/search.rs`.
 
 mod candidates;
+mod image;
 mod search;
 
 use std::collections::HashMap;
@@ -15,7 +16,7 @@ use quiver_core::index::SimilarityFunction;
 
 use crate::dense::{DenseIndex, ExactIndex};
 use crate::half;
-use crate::score::{dot, squared_distance};
+use crate::score::{dot, norm, squared_distance};
 use candidates::{Accept, Near};
 
 /// Graph parameters.
@@ -62,6 +63,8 @@ pub struct Hnsw {
     max_level: u8,
     live: usize,
     random_state: u64,
+    /// The largest norm of a prepared vector: bounds what half precision gets wrong (see `rerank`).
+    max_norm: f32,
 }
 
 impl Hnsw {
@@ -83,6 +86,7 @@ impl Hnsw {
             max_level: 0,
             live: 0,
             random_state: 0x9E37_79B9_7F4A_7C15,
+            max_norm: 0.0,
         }
     }
 
@@ -283,6 +287,7 @@ impl DenseIndex for Hnsw {
         self.halves[slot * self.half_words..(slot + 1) * self.half_words].copy_from_slice(&packed);
         self.deleted[slot] = false;
         self.live += 1;
+        self.max_norm = self.max_norm.max(norm(&prepared));
         self.add(slot as u32, &prepared);
     }
 
@@ -442,6 +447,35 @@ mod tests {
                 "ef {ef}, 1/{modulus}: judged {} of 5,000 slots: a scan, not a walk",
                 judged.len()
             );
+        }
+    }
+
+    #[test]
+    fn an_identical_vector_comes_first_among_near_parallel_ones() {
+        // Directions a few thousandths of a radian apart: half precision cannot order them, so only the
+        // f32 re-ranking of every near tie finds the vector itself, walking or scanning.
+        let data: Vec<Vec<f32>> = (0..3_000)
+            .map(|i| {
+                let (a, b, c) = ((i % 50) as f32, (i / 50 % 12) as f32, (i / 600) as f32);
+                vec![1.0, a, b, c, 0.5, 0.25, 0.125, 1.0]
+            })
+            .collect();
+        for exact_below in [0, 1_000_000] {
+            let params = HnswParams {
+                exact_below,
+                ..HnswParams::default()
+            };
+            let mut graph = Hnsw::new(SimilarityFunction::Cosine, 8, params);
+            for (slot, vector) in data.iter().enumerate() {
+                graph.insert(slot, vector);
+            }
+            for (slot, vector) in data.iter().enumerate().step_by(7) {
+                assert_eq!(
+                    graph.search_all(vector, 1)[0].0,
+                    slot,
+                    "exhaustive below {exact_below}"
+                );
+            }
         }
     }
 

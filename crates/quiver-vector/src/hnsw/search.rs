@@ -11,11 +11,13 @@ use std::cell::RefCell;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+use quiver_core::index::SimilarityFunction;
+
 use super::Hnsw;
 use super::candidates::{Accept, Near};
 use crate::dense::{ExactIndex, TopK};
 use crate::half;
-use crate::score::prefetch;
+use crate::score::{norm, prefetch};
 
 /// Below this share of passing records a walk, even through bridges, cannot find enough of them nearby.
 const MIN_WALK_SELECTIVITY: f64 = 0.02;
@@ -241,11 +243,13 @@ impl Hnsw {
 
     /// Exhaustive search over the live nodes that `accept` passes: the passing nodes are gathered first,
     /// then scored by their half-precision copies, loaded a few nodes ahead, and the best are re-ranked
-    /// with f32 vectors as after a walk.
+    /// with f32 vectors as after a walk. Where the nodes left out could still beat the f32 `k`-th best
+    /// by what half precision gets wrong (a run of near ties longer than `2 k`), the passing nodes
+    /// within that band are gathered again and re-ranked.
     fn exact(&self, query: &[f32], k: usize, accept: impl Fn(usize) -> bool) -> Vec<(usize, f32)> {
         const AHEAD: usize = 4;
         let padded = half::pad_query(query);
-        let nearest = SCRATCH.with(|cell| {
+        let nearest: Vec<Near> = SCRATCH.with(|cell| {
             let passing = &mut cell.borrow_mut().fresh;
             passing.clear();
             passing.extend(
@@ -262,21 +266,66 @@ impl Hnsw {
                 }
                 nearest.offer(node as usize, -self.traversal_distance(&padded, node));
             }
-            nearest.into_sorted()
+            nearest
+                .into_sorted()
+                .into_iter()
+                .map(|(node, key)| Near(-key, node as u32))
+                .collect()
         });
-        self.rerank(query, k, nearest.into_iter().map(|(node, _)| node as u32))
+        let best = self.rerank(query, k, &nearest);
+        let error = self.half_error_bound(query);
+        let is_band_wider = nearest.len() == 2 * k
+            && best.len() == k
+            && nearest.last().is_some_and(|last| last.0 - error < -best[k - 1].1);
+        if !is_band_wider {
+            return best;
+        }
+        let worst = -best[k - 1].1;
+        let mut band: Vec<Near> = (0..self.levels.len())
+            .filter(|&node| !self.deleted[node] && accept(node))
+            .filter_map(|node| {
+                let distance = self.traversal_distance(&padded, node as u32);
+                (distance - error < worst).then_some(Near(distance, node as u32))
+            })
+            .collect();
+        band.sort();
+        self.rerank(query, k, &band)
     }
 
-    /// The `k` best of `nodes` by f32 distance to `query`.
-    fn rerank(&self, query: &[f32], k: usize, nodes: impl Iterator<Item = u32> + Clone) -> Vec<(usize, f32)> {
-        for node in nodes.clone() {
-            prefetch(self.vector(node));
+    /// The `k` best of `found` (ordered by half-precision distance) by f32 distance to `query`. The
+    /// first `2 k` are always re-ranked; after them, each next candidate while its half-precision
+    /// distance is within what rounding to half precision can get wrong of the `k`-th best so far, so a
+    /// run of near ties (near-parallel vectors) cannot hide the true nearest behind its look-alikes.
+    fn rerank(&self, query: &[f32], k: usize, found: &[Near]) -> Vec<(usize, f32)> {
+        for near in found.iter().take(2 * k) {
+            prefetch(self.vector(near.1));
         }
+        let error = self.half_error_bound(query);
         let mut best = TopK::new(k);
-        for node in nodes {
-            best.offer(node as usize, -self.distance(query, node));
+        for (rank, near) in found.iter().enumerate() {
+            if rank >= 2 * k && best.threshold().is_some_and(|worst| near.0 - error >= -worst) {
+                break;
+            }
+            best.offer(near.1 as usize, -self.distance(query, near.1));
         }
         best.into_sorted()
+    }
+
+    /// How far a half-precision distance from `query` can be from the f32 one, for any node. Rounding
+    /// to half precision changes each coordinate by at most 2^-11 of itself (2^-10 here, to be safe),
+    /// so a dot product moves by at most that share of |q| |x| (Cauchy-Schwarz), and a squared
+    /// distance by twice that share of |q - x| |x|; values below half precision's normal range add
+    /// at most 2^-24 each.
+    fn half_error_bound(&self, query: &[f32]) -> f32 {
+        const SHARE: f32 = 1.0 / 1024.0;
+        let (query_norm, largest) = (norm(query), self.max_norm);
+        let subnormal = self.dimension as f32 * (query_norm + largest) / 16_777_216.0;
+        match self.similarity {
+            SimilarityFunction::Cosine | SimilarityFunction::DotProduct => {
+                SHARE * query_norm * largest + subnormal
+            }
+            SimilarityFunction::Euclidean => 2.0 * SHARE * (query_norm + largest) * largest + subnormal,
+        }
     }
 
     /// Searches with an optional filter: without one, no selectivity estimate is needed.
@@ -317,9 +366,7 @@ impl Hnsw {
             current = self.greedy(&padded, current, level);
         }
         let found = self.search_level(&padded, current, ef, 0, accept);
-        // Re-rank with the f32 vectors: the half-precision order is exact but for near ties, which a
-        // margin of twice k covers.
-        self.rerank(&query, k, found.iter().take(2 * k).map(|near| near.1))
+        self.rerank(&query, k, &found)
     }
 
     /// The share of live vectors that pass `accept`, estimated from a sample of up to 1,024 slots. The

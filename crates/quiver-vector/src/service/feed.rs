@@ -13,7 +13,7 @@ use quiver_core::{IndexId, StoreError};
 use super::{LoadedIndex, Vectors, write};
 use crate::error::VectorError;
 use crate::namespace::Namespace;
-use crate::record::{IndexSpec, StoredRecord};
+use crate::record::IndexSpec;
 use crate::store::{Change, FEED_BEHIND, FeedPosition};
 
 /// Writes read from the feed per round trip while catching up.
@@ -40,22 +40,6 @@ where
             outcome => return outcome,
         }
     }
-}
-
-/// Namespaces built from stored records (the default one always there).
-pub(super) fn build_namespaces(
-    spec: &IndexSpec,
-    stored: Vec<(String, Vec<StoredRecord>)>,
-) -> BTreeMap<String, Namespace> {
-    let mut namespaces = BTreeMap::new();
-    namespaces.insert(String::new(), Namespace::new(spec));
-    for (name, records) in stored {
-        let namespace = namespaces.entry(name).or_insert_with(|| Namespace::new(spec));
-        for record in records {
-            namespace.put(record);
-        }
-    }
-    namespaces
 }
 
 /// Applies one change of the feed to memory, as the store applied it.
@@ -109,10 +93,7 @@ impl Vectors {
             let Some(writes) = feed.changes_after(index, *position, CATCH_UP_BATCH).await? else {
                 // The feed no longer reaches back to this memory: load the index afresh.
                 let (stored, at) = feed.load_at(index).await?;
-                let spec = state.spec;
-                let namespaces = tokio::task::spawn_blocking(move || build_namespaces(&spec, stored))
-                    .await
-                    .map_err(|e| VectorError::Internal(format!("loading task failed: {e}")))?;
+                let namespaces = self.build(index, state.spec, stored).await?;
                 *write(&state.namespaces) = namespaces;
                 *position = at;
                 self.indexing.notify_one();

@@ -527,8 +527,24 @@ async fn every_acknowledged_message_is_delivered_after_a_sigkill_under_load() {
     terminate(restarted);
 }
 
+/// A vector in a direction of its own, drawn from its id (splitmix64 of the id's bytes).
+fn crash_vector(id: &str) -> Vec<f32> {
+    let mut state = id.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x100_0000_01b3)
+    });
+    (0..8)
+        .map(|_| {
+            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            ((z ^ (z >> 31)) >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+        })
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn no_acknowledged_vector_is_lost_when_the_server_is_killed_during_upserts() {
+async fn no_acknowledged_vector_is_lost_when_the_server_is_killed_during_upserts_and_snapshots() {
     use std::sync::{Arc, Mutex};
 
     let dir = tempfile::tempdir().unwrap();
@@ -545,10 +561,11 @@ async fn no_acknowledged_vector_is_lost_when_the_server_is_killed_during_upserts
                     let ids: Vec<String> = (0..50).map(|i| format!("w{writer}-b{batch}-{i}")).collect();
                     let body: Vec<serde_json::Value> = ids
                         .iter()
-                        .enumerate()
-                        .map(|(i, id)| serde_json::json!({"id": id, "vector": [1.0, i as f32, batch as f32, writer as f32, 0.5, 0.25, 0.125, 1.0]}))
+                        .map(|id| serde_json::json!({"id": id, "vector": crash_vector(id)}))
                         .collect();
-                    let Ok(response) = client.post(&url).bearer_auth(&token).json(&body).send().await else { return };
+                    let Ok(response) = client.post(&url).bearer_auth(&token).json(&body).send().await else {
+                        return;
+                    };
                     if response.status().is_success() {
                         acknowledged.lock().unwrap().extend(ids);
                     }
@@ -556,8 +573,26 @@ async fn no_acknowledged_vector_is_lost_when_the_server_is_killed_during_upserts
             })
         })
         .collect();
-    while acknowledged.lock().unwrap().len() < 2_000 {
-        tokio::task::yield_now().await;
+    // Killed once graph snapshots are written, so the restart loads one and replays the writes after it.
+    let snapshots = dir.path().join("snapshots");
+    let has_snapshot = || {
+        std::fs::read_dir(&snapshots).is_ok_and(|indexes| {
+            indexes.flatten().any(|index| {
+                std::fs::read_dir(index.path()).is_ok_and(|files| {
+                    files
+                        .flatten()
+                        .any(|file| file.path().extension().is_some_and(|e| e == "graph"))
+                })
+            })
+        })
+    };
+    let waited = std::time::Instant::now();
+    while acknowledged.lock().unwrap().len() < 2_000 || !has_snapshot() {
+        assert!(
+            waited.elapsed() < std::time::Duration::from_secs(120),
+            "no graph snapshot was written within two minutes of upserts"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
     let mut child = served.child;
     child.kill().expect("SIGKILL is sent");
@@ -592,6 +627,27 @@ async fn no_acknowledged_vector_is_lost_when_the_server_is_killed_during_upserts
         missing.len(),
         acknowledged.len(),
         &missing[..missing.len().min(3)]
+    );
+    // Queryable too: from the snapshot's graph, or pending and scanned. Each vector is its own nearest.
+    let mut not_found = Vec::new();
+    for id in acknowledged.iter().step_by(acknowledged.len() / 300 + 1) {
+        let hits: serde_json::Value = client
+            .post(format!("{}/query", restarted.base))
+            .bearer_auth(&token)
+            .json(&serde_json::json!({"vector": crash_vector(id), "topK": 1}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if hits["result"][0]["id"] != id.as_str() {
+            not_found.push((id.clone(), hits["result"][0]["id"].clone()));
+        }
+    }
+    assert!(
+        not_found.is_empty(),
+        "not their own nearest after the restart: {not_found:?}"
     );
     terminate(restarted);
 }

@@ -9,6 +9,14 @@
 //! ```
 //!
 //! Each check panics with what the contract says when the store breaks it.
+//!
+//! [`restart_keeps_every_acknowledged_write`] checks what a store keeps across a restart, and
+//! [`snapshots_bring_graphs_back`] (module `snapshots`) that the engine over it comes back from its
+//! graph snapshots, and from bad ones.
+
+mod snapshots;
+
+pub use snapshots::snapshots_bring_graphs_back;
 
 use std::sync::Arc;
 

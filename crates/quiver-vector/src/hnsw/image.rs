@@ -1,0 +1,284 @@
+//! A graph as bytes, for snapshots: everything a restart would otherwise recompute by inserting every
+//! vector again. The half-precision copies are left out (they are derived from the vectors at load,
+//! faster than reading them), and so are the search settings (`ef_search`, `exact_below`), which belong
+//! to the running process. Decoding checks every count and neighbour against the graph's size, so even a
+//! file that passes its checksum but was written wrong cannot make a search index out of bounds.
+
+use std::collections::HashMap;
+
+use quiver_core::index::SimilarityFunction;
+
+use super::{Hnsw, HnswParams};
+use crate::codec::{DecodeError, Decoder, Encoder};
+use crate::half;
+use crate::score::norm;
+
+/// Levels are drawn below this (see `Hnsw::random_level`).
+const MAX_LEVEL: u8 = 16;
+
+/// No entry point (an empty graph).
+const NO_ENTRY: u32 = u32::MAX;
+
+fn similarity_code(similarity: SimilarityFunction) -> u8 {
+    match similarity {
+        SimilarityFunction::Cosine => 0,
+        SimilarityFunction::Euclidean => 1,
+        SimilarityFunction::DotProduct => 2,
+    }
+}
+
+fn invalid(message: impl Into<String>) -> DecodeError {
+    DecodeError::Invalid(message.into())
+}
+
+impl Hnsw {
+    /// Slots the graph has room for (live, deleted, and never inserted alike).
+    pub fn node_count(&self) -> usize {
+        self.levels.len()
+    }
+
+    /// Whether `node` holds a vector that searches may return.
+    pub fn is_live(&self, node: usize) -> bool {
+        self.deleted.get(node).is_some_and(|deleted| !deleted)
+    }
+
+    /// The vector `node` was inserted with, as prepared for ranking (unit length for cosine).
+    pub fn prepared_vector(&self, node: usize) -> &[f32] {
+        &self.vectors[node * self.dimension..(node + 1) * self.dimension]
+    }
+
+    /// A copy of everything [`Hnsw::encode`] writes (not the half-precision copies), taken quickly so
+    /// the graph's lock is let go before the slower encoding.
+    pub fn copy_for_image(&self) -> Hnsw {
+        Hnsw {
+            similarity: self.similarity,
+            dimension: self.dimension,
+            params: self.params,
+            level_multiplier: self.level_multiplier,
+            vectors: self.vectors.clone(),
+            halves: Vec::new(),
+            half_words: self.half_words,
+            levels: self.levels.clone(),
+            deleted: self.deleted.clone(),
+            level0: self.level0.clone(),
+            upper: self.upper.clone(),
+            entry: self.entry,
+            max_level: self.max_level,
+            live: self.live,
+            random_state: self.random_state,
+            max_norm: self.max_norm,
+        }
+    }
+
+    /// Makes the half-precision copies from the vectors where they are missing (a graph decoded, or
+    /// copied by [`Hnsw::copy_for_image`]).
+    pub(crate) fn derive_halves(&mut self) {
+        let nodes = self.levels.len();
+        if self.halves.len() == nodes * self.half_words {
+            return;
+        }
+        self.halves = Vec::with_capacity(nodes * self.half_words);
+        for vector in self.vectors.chunks_exact(self.dimension.max(1)).take(nodes) {
+            half::pack_into(vector, &mut self.halves);
+        }
+        self.halves.resize(nodes * self.half_words, 0);
+    }
+
+    /// Appends the graph's bytes to `encoder`.
+    pub(crate) fn encode(&self, encoder: &mut Encoder) {
+        encoder.u8(similarity_code(self.similarity));
+        encoder.count(self.dimension);
+        encoder.count(self.params.m);
+        encoder.count(self.params.ef_construction);
+        encoder.u64(self.random_state);
+        encoder.u32(self.entry.unwrap_or(NO_ENTRY));
+        encoder.u8(self.max_level);
+        encoder.count(self.levels.len());
+        encoder.bytes.extend_from_slice(&self.levels);
+        encoder
+            .bytes
+            .extend(self.deleted.iter().map(|&deleted| u8::from(deleted)));
+        encoder.u32s(&self.level0);
+        let mut upper: Vec<(&u32, &Vec<Vec<u32>>)> = self.upper.iter().collect();
+        upper.sort_unstable_by_key(|(node, _)| **node);
+        encoder.count(upper.len());
+        for (node, levels) in upper {
+            encoder.u32(*node);
+            for list in levels {
+                encoder.count(list.len());
+                encoder.u32s(list);
+            }
+        }
+        encoder.f32s(&self.vectors);
+    }
+
+    /// The graph `encode` wrote, which must have been built for `similarity`, `dimension` and the
+    /// graph-shaping parameters of `params` (its search settings are taken from `params`).
+    ///
+    /// # Errors
+    /// Bytes that end early, values out of range, and a graph built with other settings.
+    pub(crate) fn decode(
+        decoder: &mut Decoder<'_>,
+        similarity: SimilarityFunction,
+        dimension: usize,
+        params: HnswParams,
+    ) -> Result<Hnsw, DecodeError> {
+        let stored_similarity = decoder.u8()?;
+        if stored_similarity != similarity_code(similarity) {
+            return Err(invalid(format!(
+                "it was built for another similarity function (code {stored_similarity})"
+            )));
+        }
+        let stored_dimension = decoder.number()?;
+        if stored_dimension != dimension {
+            return Err(invalid(format!(
+                "it was built for dimension {stored_dimension}, the index has {dimension}"
+            )));
+        }
+        let (m, ef_construction) = (decoder.number()?, decoder.number()?);
+        if m != params.m || ef_construction != params.ef_construction {
+            return Err(invalid(format!(
+                "it was built with M {m} and efConstruction {ef_construction}, this build uses {} and {}",
+                params.m, params.ef_construction
+            )));
+        }
+        let mut graph = Hnsw::new(similarity, dimension, params);
+        graph.random_state = decoder.u64()?;
+        let entry = decoder.u32()?;
+        graph.max_level = decoder.u8()?;
+        let nodes = decoder.count(2 + 4 * graph.stride() + 4 * dimension)?;
+        let node_limit = u32::try_from(nodes).map_err(|_| invalid("it has more nodes than a graph holds"))?;
+        graph.levels = decoder.bytes(nodes)?.to_vec();
+        if graph.levels.iter().any(|&level| level > MAX_LEVEL) {
+            return Err(invalid("a node's level is out of range"));
+        }
+        graph.deleted = decoder.bytes(nodes)?.iter().map(|&byte| byte != 0).collect();
+        graph.level0 = decoder.u32s(nodes * graph.stride())?;
+        let stride = graph.stride();
+        for list in graph.level0.chunks_exact(stride) {
+            let count = list[0] as usize;
+            if count >= stride || list[1..=count].iter().any(|&n| n >= node_limit) {
+                return Err(invalid("a level-0 neighbour list is out of range"));
+            }
+        }
+        let upper_nodes = decoder.count(4)?;
+        let mut upper = HashMap::with_capacity(upper_nodes);
+        for _ in 0..upper_nodes {
+            let node = decoder.u32()?;
+            let level = *graph
+                .levels
+                .get(node as usize)
+                .ok_or_else(|| invalid("an upper-level node is out of range"))?;
+            let mut lists = Vec::with_capacity(level as usize);
+            for _ in 0..level {
+                let length = decoder.count(4)?;
+                if length > m {
+                    return Err(invalid("an upper-level neighbour list is too long"));
+                }
+                let list = decoder.u32s(length)?;
+                if list.iter().any(|&n| n >= node_limit) {
+                    return Err(invalid("an upper-level neighbour is out of range"));
+                }
+                lists.push(list);
+            }
+            upper.insert(node, lists);
+        }
+        let levelled = graph.levels.iter().filter(|&&level| level > 0).count();
+        if upper.len() != levelled {
+            return Err(invalid("the upper levels do not match the nodes' levels"));
+        }
+        graph.upper = upper;
+        graph.entry = match entry {
+            NO_ENTRY => None,
+            node if node < node_limit && graph.levels[node as usize] == graph.max_level => Some(node),
+            _ => return Err(invalid("the entry point is out of range")),
+        };
+        graph.vectors = decoder.f32s(nodes * dimension)?;
+        graph.derive_halves();
+        graph.live = graph.deleted.iter().filter(|deleted| !**deleted).count();
+        graph.max_norm = graph
+            .vectors
+            .chunks_exact(dimension.max(1))
+            .map(norm)
+            .fold(0.0, f32::max);
+        Ok(graph)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dense::DenseIndex;
+
+    fn graph(count: usize) -> Hnsw {
+        let params = HnswParams {
+            exact_below: 0,
+            ..HnswParams::default()
+        };
+        let mut graph = Hnsw::new(SimilarityFunction::Cosine, 8, params);
+        for slot in 0..count {
+            let vector: Vec<f32> = (0..8).map(|d| ((slot * 31 + d * 7) % 17) as f32 - 8.0).collect();
+            graph.insert(slot, &vector);
+        }
+        graph.remove(3);
+        graph
+    }
+
+    fn decoded(bytes: &[u8], params: HnswParams) -> Result<Hnsw, DecodeError> {
+        Hnsw::decode(&mut Decoder::new(bytes), SimilarityFunction::Cosine, 8, params)
+    }
+
+    #[test]
+    fn a_decoded_graph_is_the_graph_that_was_encoded() {
+        let original = graph(3_000);
+        let mut encoder = Encoder::default();
+        original.encode(&mut encoder);
+        let restored = decoded(&encoder.bytes, original.params).unwrap();
+        assert_eq!(restored.levels, original.levels);
+        assert_eq!(restored.deleted, original.deleted);
+        assert_eq!(restored.level0, original.level0);
+        assert_eq!(restored.upper, original.upper);
+        assert_eq!(restored.halves, original.halves, "the halves are derived exactly");
+        assert_eq!(
+            (restored.entry, restored.max_level, restored.live),
+            (original.entry, original.max_level, original.live)
+        );
+        let query = [1.0, -2.0, 0.5, 3.0, 0.0, 1.0, -1.0, 2.0];
+        assert_eq!(restored.search_all(&query, 10), original.search_all(&query, 10));
+    }
+
+    #[test]
+    fn a_graph_built_otherwise_or_out_of_range_is_refused() {
+        let original = graph(50);
+        let mut encoder = Encoder::default();
+        original.encode(&mut encoder);
+        let other_m = HnswParams {
+            m: 8,
+            ..original.params
+        };
+        assert!(decoded(&encoder.bytes, other_m).is_err());
+        assert!(
+            Hnsw::decode(
+                &mut Decoder::new(&encoder.bytes),
+                SimilarityFunction::Cosine,
+                9,
+                original.params
+            )
+            .is_err()
+        );
+        // A level-0 neighbour past the last node (the first list's first neighbour).
+        let mut bytes = encoder.bytes.clone();
+        let level0_start = 1 + 8 * 3 + 8 + 4 + 1 + 8 + 50 + 50;
+        bytes[level0_start + 4..level0_start + 8].copy_from_slice(&50_u32.to_le_bytes());
+        assert!(matches!(
+            decoded(&bytes, original.params),
+            Err(DecodeError::Invalid(_))
+        ));
+        for cut in [0, 10, encoder.bytes.len() / 2, encoder.bytes.len() - 1] {
+            assert!(
+                decoded(&encoder.bytes[..cut], original.params).is_err(),
+                "cut at {cut}"
+            );
+        }
+    }
+}

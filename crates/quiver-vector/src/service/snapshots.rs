@@ -1,0 +1,170 @@
+//! The loaded indexes' graph snapshots ([`crate::snapshot`]): read when an index is loaded, so its
+//! graphs come back without inserting every vector again; written by the indexer when enough of a graph
+//! is new, and at shutdown.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use quiver_core::IndexId;
+use tracing::{info, warn};
+
+use super::{LoadedIndex, Vectors, read};
+use crate::error::VectorError;
+use crate::namespace::{Namespace, Restored};
+use crate::record::{IndexSpec, StoredRecord};
+use crate::snapshot::{self, Snapshots};
+
+/// Milliseconds since `started`, for log fields.
+fn elapsed_ms(started: Instant) -> u64 {
+    u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Namespaces built from stored records (the default one always there), each graph from its snapshot
+/// where one is sound.
+pub(super) fn build_namespaces(
+    index: IndexId,
+    spec: &IndexSpec,
+    stored: Vec<(String, Vec<StoredRecord>)>,
+    snapshots: Option<&Snapshots>,
+) -> BTreeMap<String, Namespace> {
+    let started = Instant::now();
+    let mut by_name: BTreeMap<String, Vec<StoredRecord>> = BTreeMap::new();
+    by_name.insert(String::new(), Vec::new());
+    for (name, records) in stored {
+        by_name.entry(name).or_default().extend(records);
+    }
+    let mut totals = Restored::default();
+    let mut namespaces = BTreeMap::new();
+    for (name, records) in by_name {
+        let image = snapshots.and_then(|snapshots| match snapshots.read(index, &name, spec) {
+            Ok(found) => found.map(|(image, _)| image),
+            Err(error) => {
+                warn!(index.id = %index, namespace = %name, %error, "a graph snapshot is not used; the graph is built from the store");
+                None
+            }
+        });
+        let (namespace, restored) = Namespace::restore(spec, records, image);
+        totals.from_snapshot += restored.from_snapshot;
+        totals.pending += restored.pending;
+        namespaces.insert(name, namespace);
+    }
+    if let Some(snapshots) = snapshots {
+        if let Err(error) = snapshots.remove_others(index, |name| namespaces.contains_key(name)) {
+            warn!(index.id = %index, %error, "removing the snapshots of namespaces that are gone failed");
+        }
+        info!(
+            index.id = %index,
+            vectors.from_snapshot = totals.from_snapshot,
+            vectors.pending = totals.pending,
+            duration_ms = elapsed_ms(started),
+            "vector index loaded"
+        );
+    }
+    namespaces
+}
+
+impl Vectors {
+    /// Keeps graph snapshots under `dir`, read when an index is loaded and written as graphs grow and
+    /// at shutdown (without this, every graph is built from the store at each load).
+    #[must_use]
+    pub fn with_snapshots(mut self, dir: PathBuf) -> Vectors {
+        self.snapshots = Some(Snapshots::new(dir));
+        self
+    }
+
+    /// Builds an index's namespaces from stored records (and snapshots) off the async runtime.
+    pub(super) async fn build(
+        &self,
+        index: IndexId,
+        spec: IndexSpec,
+        stored: Vec<(String, Vec<StoredRecord>)>,
+    ) -> Result<BTreeMap<String, Namespace>, VectorError> {
+        let snapshots = self.snapshots.clone();
+        tokio::task::spawn_blocking(move || build_namespaces(index, &spec, stored, snapshots.as_ref()))
+            .await
+            .map_err(|e| VectorError::Internal(format!("loading task failed: {e}")))
+    }
+
+    /// Removes a deleted index's snapshots.
+    pub(super) fn remove_snapshots(&self, index: IndexId) {
+        if let Some(snapshots) = &self.snapshots
+            && let Err(error) = snapshots.remove_index(index)
+        {
+            warn!(index.id = %index, %error, "removing a deleted index's graph snapshots failed");
+        }
+    }
+
+    /// Writes the snapshots of `state`'s namespaces that are due (see [`snapshot::is_due`]). The
+    /// graphs are copied under the index's locks (writes to it wait for the copy, queries do not) and
+    /// written after they are let go. A snapshot that cannot be written is logged and tried again
+    /// when next due; the graph is then rebuilt at the next start, as without snapshots.
+    pub(super) async fn write_snapshots(&self, index: IndexId, state: &Arc<LoadedIndex>, is_shutdown: bool) {
+        let Some(snapshots) = self.snapshots.clone() else {
+            return;
+        };
+        if !read(&state.namespaces)
+            .values()
+            .any(|namespace| snapshot::is_due(namespace, is_shutdown))
+        {
+            return;
+        }
+        let started = Instant::now();
+        let position = state.writes.lock().await;
+        let copied = Arc::clone(state);
+        let at = *position;
+        let images = tokio::task::spawn_blocking(move || {
+            read(&copied.namespaces)
+                .iter()
+                .filter(|(_, namespace)| snapshot::is_due(namespace, is_shutdown))
+                .map(|(name, namespace)| {
+                    let (image, previous) = namespace.image();
+                    (name.clone(), image, previous)
+                })
+                .collect::<Vec<_>>()
+        })
+        .await;
+        drop(position);
+        let images = match images {
+            Ok(images) => images,
+            Err(error) => {
+                warn!(index.id = %index, %error, "copying graphs for their snapshots failed");
+                return;
+            }
+        };
+        let copy_ms = elapsed_ms(started);
+        for (name, image, previous) in images {
+            let started = Instant::now();
+            let nodes = image.graph.node_count();
+            let snapshots = snapshots.clone();
+            let namespace = name.clone();
+            let written =
+                tokio::task::spawn_blocking(move || snapshots.write(index, &namespace, &image, at)).await;
+            match written {
+                Ok(Ok(bytes)) => info!(
+                    index.id = %index,
+                    namespace = %name,
+                    nodes,
+                    bytes,
+                    copy_ms,
+                    duration_ms = elapsed_ms(started),
+                    "graph snapshot written"
+                ),
+                Ok(Err(error)) => {
+                    warn!(index.id = %index, namespace = %name, %error, "writing a graph snapshot failed; it is tried again when next due");
+                    if let Some(namespace) = read(&state.namespaces).get(&name) {
+                        namespace.unsave(previous);
+                    }
+                }
+                Err(error) => {
+                    warn!(index.id = %index, namespace = %name, %error, "the task writing a graph snapshot failed");
+                }
+            }
+        }
+        // The index was deleted while its snapshots were written: they go with it.
+        if !self.is_loaded(index) {
+            self.remove_snapshots(index);
+        }
+    }
+}
