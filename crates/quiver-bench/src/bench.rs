@@ -49,6 +49,40 @@ pub(crate) enum BenchCommand {
         #[arg(long)]
         dir: Option<PathBuf>,
     },
+    /// The vector engine's costs at each index size: writing, restarting (with graph snapshots and
+    /// without), resident memory per vector, QPS and latency percentiles through the service.
+    Growth {
+        /// Index sizes, comma separated.
+        #[arg(long, default_value = "10000,100000,1000000", value_delimiter = ',')]
+        sizes: Vec<usize>,
+        /// Dimension.
+        #[arg(long, default_value_t = 384)]
+        dimension: usize,
+        /// Queries.
+        #[arg(long, default_value_t = 1_000)]
+        queries: usize,
+        /// Largest size also restarted without snapshots (a full rebuild).
+        #[arg(long, default_value_t = 100_000)]
+        rebuild_up_to: usize,
+        /// Directory for the stores (each size's is removed after it, unless `--keep`).
+        #[arg(long)]
+        dir: PathBuf,
+        /// Keep each size's store and snapshots (to run `growth-restart` on them again).
+        #[arg(long)]
+        keep: bool,
+    },
+    /// One restart of `growth`, run in a process of its own so its memory is the index's.
+    #[command(hide = true)]
+    GrowthRestart {
+        #[arg(long)]
+        dir: PathBuf,
+        #[arg(long)]
+        index: quiver_core::IndexId,
+        #[arg(long)]
+        dimension: usize,
+        #[arg(long)]
+        snapshots: bool,
+    },
     /// Quiver's HNSW against hnswlib on the same clustered vectors (one thread): QPS and recall@10,
     /// build rate, filtered search, memory per vector, durable upsert throughput.
     Vector {
@@ -355,6 +389,30 @@ pub(crate) async fn run(command: BenchCommand, config: &Config) -> Result<()> {
             peer_python,
             dir,
         }),
+        BenchCommand::Growth {
+            sizes,
+            dimension,
+            queries,
+            rebuild_up_to,
+            dir,
+            keep,
+        } => {
+            let bench = crate::bench_growth::GrowthBench {
+                sizes,
+                dimension,
+                queries,
+                rebuild_up_to,
+                dir,
+                keep,
+            };
+            crate::bench_growth::run(config, bench).await
+        }
+        BenchCommand::GrowthRestart {
+            dir,
+            index,
+            dimension,
+            snapshots,
+        } => crate::bench_growth::restart(config, &dir, index, dimension, snapshots).await,
         BenchCommand::Vector {
             count,
             dimension,

@@ -46,7 +46,7 @@ impl Gaussian {
         ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
     }
 
-    fn sample(&mut self) -> f32 {
+    pub(crate) fn sample(&mut self) -> f32 {
         let (u, v) = (self.uniform().max(1e-12), self.uniform());
         ((-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()) as f32
     }
@@ -59,7 +59,7 @@ fn normalise(vector: &mut [f32]) {
 
 /// `count` unit vectors around `centroids` Gaussian centres (coordinates N(0,1)), noise N(0, sigma^2),
 /// with the number of each one's centre.
-fn clustered(
+pub(crate) fn clustered(
     random: &mut Gaussian,
     centres: &[Vec<f32>],
     count: usize,

@@ -4,6 +4,7 @@
 
 mod bench;
 mod bench_embed;
+mod bench_growth;
 mod bench_nodes;
 mod bench_queue;
 mod bench_scheduler;

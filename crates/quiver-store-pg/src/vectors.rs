@@ -233,7 +233,8 @@ async fn read_namespaces(
         .collect();
     let rows = transaction
         .query(
-            &format!("SELECT {RECORD_COLUMNS} FROM vectors WHERE index_id = $1 ORDER BY namespace, sequence"),
+            // Sorted by sequence here: in SQL, the sort would carry every row's vectors.
+            &format!("SELECT {RECORD_COLUMNS} FROM vectors WHERE index_id = $1 ORDER BY namespace"),
             &[&key],
         )
         .await
@@ -244,6 +245,9 @@ async fn read_namespaces(
             Some((_, records)) => records.push(stored),
             None => namespaces.push((namespace, vec![stored])),
         }
+    }
+    for (_, records) in &mut namespaces {
+        records.sort_unstable_by_key(|stored| stored.sequence);
     }
     Ok(namespaces)
 }

@@ -97,10 +97,13 @@ impl VectorStore for SqliteVectorStore {
                 for name in names {
                     namespaces.push((name.map_err(backend_error)?, Vec::new()));
                 }
+                // In key order (namespace, id), sorted by sequence here: ordering by sequence in SQL
+                // sorts every row, vectors included, in a temporary B-tree (three times the read's
+                // time at a million 384-dimension vectors).
                 let mut statement = c
                     .prepare_cached(
                         "SELECT namespace, id, sequence, dense, sparse, metadata, data FROM vectors
-                         WHERE index_id = ?1 ORDER BY namespace, sequence",
+                         WHERE index_id = ?1 ORDER BY namespace",
                     )
                     .map_err(backend_error)?;
                 let mut rows = statement.query([&key]).map_err(backend_error)?;
@@ -129,6 +132,9 @@ impl VectorStore for SqliteVectorStore {
                         Some((_, records)) => records.push(stored),
                         None => namespaces.push((namespace, vec![stored])),
                     }
+                }
+                for (_, records) in &mut namespaces {
+                    records.sort_unstable_by_key(|stored| stored.sequence);
                 }
                 Ok(namespaces)
             })

@@ -284,13 +284,16 @@ impl Vectors {
     }
 
     async fn load(&self, index: &IndexRef) -> Result<Arc<LoadedIndex>, VectorError> {
-        // Where other nodes write too, the snapshot says where in the feed it stands.
-        let (stored, position) = match self.store.feed() {
-            Some(feed) => feed.load_at(index.id).await?,
-            None => (self.store.load(index.id).await?, 0),
-        };
         let spec = index.spec;
-        let namespaces = self.build(index.id, spec, stored).await?;
+        // Where other nodes write too, the snapshot says where in the feed it stands.
+        let (namespaces, position) = self
+            .build(index.id, spec, async {
+                Ok(match self.store.feed() {
+                    Some(feed) => feed.load_at(index.id).await?,
+                    None => (self.store.load(index.id).await?, 0),
+                })
+            })
+            .await?;
         Ok(Arc::new(LoadedIndex {
             writes: Mutex::new(position),
             namespaces: RwLock::new(namespaces),

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 
 use quiver_core::index::SimilarityFunction;
 
+use super::rows::Rows;
 use super::{Hnsw, HnswParams};
 use crate::codec::{DecodeError, Decoder, Encoder};
 use crate::half;
@@ -44,7 +45,7 @@ impl Hnsw {
 
     /// The vector `node` was inserted with, as prepared for ranking (unit length for cosine).
     pub fn prepared_vector(&self, node: usize) -> &[f32] {
-        &self.vectors[node * self.dimension..(node + 1) * self.dimension]
+        self.vectors.get(node)
     }
 
     /// A copy of everything [`Hnsw::encode`] writes (not the half-precision copies), taken quickly so
@@ -78,7 +79,7 @@ impl Hnsw {
             return;
         }
         self.halves = Vec::with_capacity(nodes * self.half_words);
-        for vector in self.vectors.chunks_exact(self.dimension.max(1)).take(nodes) {
+        for vector in self.vectors.iter().take(nodes) {
             half::pack_into(vector, &mut self.halves);
         }
         self.halves.resize(nodes * self.half_words, 0);
@@ -109,7 +110,9 @@ impl Hnsw {
                 encoder.u32s(list);
             }
         }
-        encoder.f32s(&self.vectors);
+        for vector in self.vectors.iter() {
+            encoder.f32s(vector);
+        }
     }
 
     /// The graph `encode` wrote, which must have been built for `similarity`, `dimension` and the
@@ -193,14 +196,10 @@ impl Hnsw {
             node if node < node_limit && graph.levels[node as usize] == graph.max_level => Some(node),
             _ => return Err(invalid("the entry point is out of range")),
         };
-        graph.vectors = decoder.f32s(nodes * dimension)?;
+        graph.vectors = Rows::decode(decoder, dimension, nodes)?;
         graph.derive_halves();
         graph.live = graph.deleted.iter().filter(|deleted| !**deleted).count();
-        graph.max_norm = graph
-            .vectors
-            .chunks_exact(dimension.max(1))
-            .map(norm)
-            .fold(0.0, f32::max);
+        graph.max_norm = graph.vectors.iter().map(norm).fold(0.0, f32::max);
         Ok(graph)
     }
 }

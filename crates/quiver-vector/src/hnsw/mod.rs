@@ -8,6 +8,7 @@
 
 mod candidates;
 mod image;
+mod rows;
 mod search;
 
 use std::collections::HashMap;
@@ -18,6 +19,7 @@ use crate::dense::{DenseIndex, ExactIndex};
 use crate::half;
 use crate::score::{dot, norm, squared_distance};
 use candidates::{Accept, Near};
+use rows::Rows;
 
 /// Graph parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,7 +52,7 @@ pub struct Hnsw {
     dimension: usize,
     params: HnswParams,
     level_multiplier: f64,
-    vectors: Vec<f32>,
+    vectors: Rows,
     /// Half-precision copies, `half_words` per node (see [`crate::half`]).
     halves: Vec<u32>,
     half_words: usize,
@@ -75,7 +77,7 @@ impl Hnsw {
             dimension,
             params,
             level_multiplier: 1.0 / (params.m.max(2) as f64).ln(),
-            vectors: Vec::new(),
+            vectors: Rows::new(dimension),
             halves: Vec::new(),
             half_words: half::packed_words(dimension),
             levels: Vec::new(),
@@ -110,8 +112,7 @@ impl Hnsw {
     }
 
     fn vector(&self, node: u32) -> &[f32] {
-        let start = node as usize * self.dimension;
-        &self.vectors[start..start + self.dimension]
+        self.vectors.get(node as usize)
     }
 
     fn packed(&self, node: u32) -> &[u32] {
@@ -274,14 +275,14 @@ impl DenseIndex for Hnsw {
         assert!(slot >= self.levels.len(), "HNSW slots are never reused");
         let prepared = ExactIndex::prepare(self.similarity, vector);
         let stride = self.stride();
-        for _ in self.levels.len()..=slot {
-            self.vectors.extend(std::iter::repeat_n(0.0, self.dimension));
+        let unused = vec![0.0; self.dimension];
+        for node in self.levels.len()..=slot {
+            self.vectors.push(if node == slot { &prepared } else { &unused });
             self.levels.push(0);
             self.deleted.push(true);
             self.level0.extend(std::iter::repeat_n(0, stride));
             self.halves.extend(std::iter::repeat_n(0, self.half_words));
         }
-        self.vectors[slot * self.dimension..(slot + 1) * self.dimension].copy_from_slice(&prepared);
         let mut packed = Vec::with_capacity(self.half_words);
         half::pack_into(&prepared, &mut packed);
         self.halves[slot * self.half_words..(slot + 1) * self.half_words].copy_from_slice(&packed);
@@ -309,7 +310,7 @@ impl DenseIndex for Hnsw {
     }
 
     fn memory_bytes(&self) -> usize {
-        self.vectors.len() * 4
+        self.vectors.bytes()
             + self.halves.len() * 4
             + self.level0.len() * 4
             + self.levels.len() * 2

@@ -92,8 +92,9 @@ impl Vectors {
         loop {
             let Some(writes) = feed.changes_after(index, *position, CATCH_UP_BATCH).await? else {
                 // The feed no longer reaches back to this memory: load the index afresh.
-                let (stored, at) = feed.load_at(index).await?;
-                let namespaces = self.build(index, state.spec, stored).await?;
+                let (namespaces, at) = self
+                    .build(index, state.spec, async { Ok(feed.load_at(index).await?) })
+                    .await?;
                 *write(&state.namespaces) = namespaces;
                 *position = at;
                 self.indexing.notify_one();

@@ -2,7 +2,8 @@
 //! graphs come back without inserting every vector again; written by the indexer when enough of a graph
 //! is new, and at shutdown.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -12,21 +13,27 @@ use tracing::{info, warn};
 
 use super::{LoadedIndex, Vectors, read};
 use crate::error::VectorError;
+use crate::namespace::GraphImage;
 use crate::namespace::{Namespace, Restored};
 use crate::record::{IndexSpec, StoredRecord};
-use crate::snapshot::{self, Snapshots};
+use crate::snapshot::{self, SnapshotError, Snapshots};
+use crate::store::FeedPosition;
 
 /// Milliseconds since `started`, for log fields.
 fn elapsed_ms(started: Instant) -> u64 {
     u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
+/// A namespace's snapshot as read: its image, or why it is not used.
+type Read = Result<GraphImage, SnapshotError>;
+
 /// Namespaces built from stored records (the default one always there), each graph from its snapshot
-/// where one is sound.
-pub(super) fn build_namespaces(
+/// in `images` where that one is sound.
+fn build_namespaces(
     index: IndexId,
     spec: &IndexSpec,
     stored: Vec<(String, Vec<StoredRecord>)>,
+    mut images: HashMap<String, Read>,
     snapshots: Option<&Snapshots>,
 ) -> BTreeMap<String, Namespace> {
     let started = Instant::now();
@@ -38,13 +45,14 @@ pub(super) fn build_namespaces(
     let mut totals = Restored::default();
     let mut namespaces = BTreeMap::new();
     for (name, records) in by_name {
-        let image = snapshots.and_then(|snapshots| match snapshots.read(index, &name, spec) {
-            Ok(found) => found.map(|(image, _)| image),
-            Err(error) => {
+        let image = match images.remove(&name) {
+            Some(Ok(image)) => Some(image),
+            Some(Err(error)) => {
                 warn!(index.id = %index, namespace = %name, %error, "a graph snapshot is not used; the graph is built from the store");
                 None
             }
-        });
+            None => None,
+        };
         let (namespace, restored) = Namespace::restore(spec, records, image);
         totals.from_snapshot += restored.from_snapshot;
         totals.pending += restored.pending;
@@ -59,7 +67,7 @@ pub(super) fn build_namespaces(
             vectors.from_snapshot = totals.from_snapshot,
             vectors.pending = totals.pending,
             duration_ms = elapsed_ms(started),
-            "vector index loaded"
+            "vector index built from its records and snapshots"
         );
     }
     namespaces
@@ -74,17 +82,41 @@ impl Vectors {
         self
     }
 
-    /// Builds an index's namespaces from stored records (and snapshots) off the async runtime.
+    /// Builds an index's namespaces from the records `stored` reads (and the position it reads them
+    /// at), with their graphs from snapshots: the snapshots are read and checked on a blocking thread
+    /// while the store reads the records, and the namespaces are built off the async runtime.
     pub(super) async fn build(
         &self,
         index: IndexId,
         spec: IndexSpec,
-        stored: Vec<(String, Vec<StoredRecord>)>,
-    ) -> Result<BTreeMap<String, Namespace>, VectorError> {
+        stored: impl Future<Output = Result<(Vec<(String, Vec<StoredRecord>)>, FeedPosition), VectorError>>,
+    ) -> Result<(BTreeMap<String, Namespace>, FeedPosition), VectorError> {
+        let started = Instant::now();
         let snapshots = self.snapshots.clone();
-        tokio::task::spawn_blocking(move || build_namespaces(index, &spec, stored, snapshots.as_ref()))
-            .await
-            .map_err(|e| VectorError::Internal(format!("loading task failed: {e}")))
+        let reading = snapshots.clone().map(|snapshots| {
+            tokio::task::spawn_blocking(move || -> HashMap<String, Read> {
+                snapshots
+                    .read_all(index, &spec)
+                    .into_iter()
+                    .map(|(name, read)| (name, read.map(|(image, _)| image)))
+                    .collect()
+            })
+        });
+        let stored = stored.await;
+        let images = match reading {
+            Some(reading) => reading
+                .await
+                .map_err(|e| VectorError::Internal(format!("snapshot reading task failed: {e}")))?,
+            None => HashMap::new(),
+        };
+        let (stored, position) = stored?;
+        let namespaces = tokio::task::spawn_blocking(move || {
+            build_namespaces(index, &spec, stored, images, snapshots.as_ref())
+        })
+        .await
+        .map_err(|e| VectorError::Internal(format!("loading task failed: {e}")))?;
+        info!(index.id = %index, duration_ms = elapsed_ms(started), "vector index loaded");
+        Ok((namespaces, position))
     }
 
     /// Removes a deleted index's snapshots.
