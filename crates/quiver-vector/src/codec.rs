@@ -131,24 +131,26 @@ impl<'a> Decoder<'a> {
         self.take(count)
     }
 
-    pub(crate) fn u32s(&mut self, count: usize) -> Result<Vec<u32>, DecodeError> {
-        let bytes = self.take(count.checked_mul(4).ok_or(DecodeError::Truncated {
-            at: self.at,
+    /// `count` four-byte words.
+    fn words(&mut self, count: usize) -> Result<std::slice::ChunksExact<'a, u8>, DecodeError> {
+        let at = self.at;
+        let length = count.checked_mul(4).ok_or(DecodeError::Truncated {
+            at,
             wanted: usize::MAX,
-        })?)?;
-        Ok(bytes
-            .chunks_exact(4)
+        })?;
+        Ok(self.take(length)?.chunks_exact(4))
+    }
+
+    pub(crate) fn u32s(&mut self, count: usize) -> Result<Vec<u32>, DecodeError> {
+        Ok(self
+            .words(count)?
             .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
             .collect())
     }
 
     pub(crate) fn f32s(&mut self, count: usize) -> Result<Vec<f32>, DecodeError> {
-        let bytes = self.take(count.checked_mul(4).ok_or(DecodeError::Truncated {
-            at: self.at,
-            wanted: usize::MAX,
-        })?)?;
-        Ok(bytes
-            .chunks_exact(4)
+        Ok(self
+            .words(count)?
             .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
             .collect())
     }
