@@ -5,7 +5,7 @@
 //! pending vectors exhaustively, so nothing acknowledged is ever missing from results.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use quiver_core::index::SimilarityFunction;
 
@@ -40,6 +40,8 @@ pub struct Namespace {
     graph_inserts: u64,
     /// `graph_inserts` when the last snapshot image was taken.
     saved_inserts: AtomicU64,
+    /// The whole graph is unsaved: no snapshot holds it under this namespace's name (it was renamed).
+    is_unsaved_whole: AtomicBool,
 }
 
 /// What a snapshot keeps of a namespace: its graph, and for each live node the id of the record it
@@ -76,6 +78,7 @@ impl Namespace {
             next_sequence: 1,
             graph_inserts: 0,
             saved_inserts: AtomicU64::new(0),
+            is_unsaved_whole: AtomicBool::new(false),
         }
     }
 
@@ -156,8 +159,19 @@ impl Namespace {
 
     /// Vectors moved into the graph since the last [`Namespace::image`] (or since it was made).
     pub fn unsaved_inserts(&self) -> u64 {
-        self.graph_inserts
-            .saturating_sub(self.saved_inserts.load(Ordering::Relaxed))
+        let since = self
+            .graph_inserts
+            .saturating_sub(self.saved_inserts.load(Ordering::Relaxed));
+        if self.is_unsaved_whole.load(Ordering::Relaxed) {
+            since.max(self.dense.node_count() as u64)
+        } else {
+            since
+        }
+    }
+
+    /// Counts the whole graph as unsaved (the namespace was renamed: its snapshot has the old name).
+    pub fn unsave_whole(&self) {
+        self.is_unsaved_whole.store(true, Ordering::Relaxed);
     }
 
     /// Nodes of the graph (live or not).
@@ -178,6 +192,7 @@ impl Namespace {
             })
             .collect();
         let previous = self.saved_inserts.swap(self.graph_inserts, Ordering::Relaxed);
+        self.is_unsaved_whole.store(false, Ordering::Relaxed);
         (
             GraphImage {
                 graph: self.dense.copy_for_image(),

@@ -48,7 +48,7 @@ impl Hnsw {
         self.vectors.get(node)
     }
 
-    /// A copy of everything [`Hnsw::encode`] writes (not the half-precision copies), taken quickly so
+    /// A copy of everything a snapshot writes (not the half-precision copies), taken quickly so
     /// the graph's lock is let go before the slower encoding.
     pub fn copy_for_image(&self) -> Hnsw {
         Hnsw {

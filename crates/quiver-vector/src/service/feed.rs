@@ -70,6 +70,7 @@ fn apply_change(namespaces: &mut BTreeMap<String, Namespace>, spec: &IndexSpec, 
         }
         Change::RenameNamespace { from, to } => {
             if let Some(moved) = namespaces.remove(&from) {
+                moved.unsave_whole();
                 namespaces.insert(to, moved);
             }
         }

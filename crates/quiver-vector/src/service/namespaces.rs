@@ -114,8 +114,11 @@ impl Vectors {
         self.commit(index.id, &mut position, changes).await?;
         let mut namespaces = write(&state.namespaces);
         if let Some(moved) = namespaces.remove(from) {
+            moved.unsave_whole();
             namespaces.insert(to.to_owned(), moved);
         }
+        drop(namespaces);
+        self.indexing.notify_one();
         Ok(())
     }
 

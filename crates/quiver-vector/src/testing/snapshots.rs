@@ -114,8 +114,8 @@ fn snapshot_file(dir: &Path, index: &IndexRef, namespace: &str) -> std::path::Pa
 /// and stop (writing snapshots), and restarts the engine over the same storage and snapshot directory
 /// `dir` four times: with sound snapshots (nothing pending, the same answers), after writes the
 /// snapshot does not hold (only those pending), with a corrupt snapshot and with a truncated one (that
-/// namespace rebuilt from the store, the other still from its snapshot), and with none. `open` must
-/// reach the same storage each time.
+/// namespace rebuilt from the store, the other still from its snapshot), after a namespace is renamed
+/// (its graph saved under the new name), and with none. `open` must reach the same storage each time.
 ///
 /// # Panics
 /// When a restart misses a record, trusts a bad snapshot or does not use a good one.
@@ -223,12 +223,26 @@ where
         [(String::new(), 3_050, 0), ("other".to_owned(), 500, 0)],
         "the rebuilt graphs were written again"
     );
+    // A renamed namespace's graph is written under its new name, and the old name's file goes.
+    fifth
+        .rename_namespace(&index, "other", "renamed", false)
+        .await
+        .expect("rename");
+    index_and_stop(&fifth, &index).await;
     drop(fifth);
+    let renamed = engine(&open, dir).await;
+    assert_eq!(
+        counts(&renamed, &index).await,
+        [(String::new(), 3_050, 0), ("renamed".to_owned(), 500, 0)],
+        "a renamed namespace's graph comes back from its snapshot"
+    );
+    assert!(!snapshot_file(dir, &index, "other").exists());
+    drop(renamed);
     std::fs::remove_dir_all(dir.join("snapshots")).expect("the snapshots are removed");
     let sixth = engine(&open, dir).await;
     assert_eq!(
         counts(&sixth, &index).await,
-        [(String::new(), 3_050, 3_050), ("other".to_owned(), 500, 500)],
+        [(String::new(), 3_050, 3_050), ("renamed".to_owned(), 500, 500)],
         "without snapshots every graph is built from the store"
     );
     assert_eq!(nearest(&sixth, &index, probes[1].clone()).await.len(), 10);
