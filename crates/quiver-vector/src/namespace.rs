@@ -180,9 +180,10 @@ impl Namespace {
     }
 
     /// A copy of the graph and its nodes' ids, for a snapshot written after the caller lets go of the
-    /// namespace; its inserts count as saved from now on (see [`Namespace::unsave`]). Pending vectors
-    /// are not in it: they are pending again after a restart from it.
-    pub fn image(&self) -> (GraphImage, u64) {
+    /// namespace; its inserts count as saved from now on, written or not (a write that fails is not
+    /// tried again until the next is due, so a full disk is not hit after every indexed chunk).
+    /// Pending vectors are not in it: they are pending again after a restart from it.
+    pub fn image(&self) -> GraphImage {
         let ids = (0..self.dense.node_count())
             .map(|node| {
                 self.dense
@@ -191,21 +192,12 @@ impl Namespace {
                     .flatten()
             })
             .collect();
-        let previous = self.saved_inserts.swap(self.graph_inserts, Ordering::Relaxed);
+        self.saved_inserts.store(self.graph_inserts, Ordering::Relaxed);
         self.is_unsaved_whole.store(false, Ordering::Relaxed);
-        (
-            GraphImage {
-                graph: self.dense.copy_for_image(),
-                ids,
-            },
-            previous,
-        )
-    }
-
-    /// Counts an image's inserts as unsaved again (its snapshot could not be written): `previous` is
-    /// what [`Namespace::image`] returned with it.
-    pub fn unsave(&self, previous: u64) {
-        self.saved_inserts.store(previous, Ordering::Relaxed);
+        GraphImage {
+            graph: self.dense.copy_for_image(),
+            ids,
+        }
     }
 
     /// How many records it holds.

@@ -82,6 +82,8 @@ fn hex(name: &str) -> String {
     name.bytes().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The name `hex` encoded; `None` for text that is not the hex of UTF-8 (a file this module did not
+/// name, which callers skip or remove).
 fn from_hex(text: &str) -> Option<String> {
     if !text.len().is_multiple_of(2) {
         return None;
@@ -381,7 +383,7 @@ mod tests {
     fn a_namespace_comes_back_from_its_snapshot_without_indexing_again() {
         let original = indexed(records(3_000, 0.0));
         assert_eq!(original.unsaved_inserts(), 3_000);
-        let (image, _) = original.image();
+        let image = original.image();
         assert_eq!(original.unsaved_inserts(), 0, "an image saves what it holds");
         let file = encode("docs", &image, 42);
         let (image, position) = decode(&file, "docs", &SPEC).unwrap();
@@ -402,7 +404,7 @@ mod tests {
     #[test]
     fn writes_after_a_snapshot_are_pending_and_found_and_removed_records_are_never_returned() {
         let original = indexed(records(3_000, 0.0));
-        let (image, _) = original.image();
+        let image = original.image();
         // Since the snapshot: r0..r99 changed their vectors, r100..r199 were deleted, r3000.. are new.
         let mut now = records(3_100, 0.0);
         now.drain(100..200);
@@ -437,7 +439,7 @@ mod tests {
 
     #[test]
     fn a_bad_snapshot_is_refused_with_its_reason() {
-        let (image, _) = indexed(records(500, 0.0)).image();
+        let image = indexed(records(500, 0.0)).image();
         let file = encode("docs", &image, 7);
         assert!(decode(&file, "docs", &SPEC).is_ok());
 
@@ -492,7 +494,7 @@ mod tests {
             snapshots.read(index, "", &SPEC).unwrap().is_none(),
             "no snapshot yet"
         );
-        let (image, _) = indexed(records(100, 0.0)).image();
+        let image = indexed(records(100, 0.0)).image();
         for namespace in ["", "kept", "gone/../é"] {
             snapshots.write(index, namespace, &image, 3).unwrap();
         }

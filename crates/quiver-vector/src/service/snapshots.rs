@@ -130,8 +130,8 @@ impl Vectors {
 
     /// Writes the snapshots of `state`'s namespaces that are due (see [`snapshot::is_due`]). The
     /// graphs are copied under the index's locks (writes to it wait for the copy, queries do not) and
-    /// written after they are let go. A snapshot that cannot be written is logged and tried again
-    /// when next due; the graph is then rebuilt at the next start, as without snapshots.
+    /// written after they are let go. A snapshot that cannot be written is logged and written again
+    /// when the next is due; until then a start uses the previous one for what it still matches.
     pub(super) async fn write_snapshots(&self, index: IndexId, state: &Arc<LoadedIndex>, is_shutdown: bool) {
         let Some(snapshots) = self.snapshots.clone() else {
             return;
@@ -150,10 +150,7 @@ impl Vectors {
             read(&copied.namespaces)
                 .iter()
                 .filter(|(_, namespace)| snapshot::is_due(namespace, is_shutdown))
-                .map(|(name, namespace)| {
-                    let (image, previous) = namespace.image();
-                    (name.clone(), image, previous)
-                })
+                .map(|(name, namespace)| (name.clone(), namespace.image()))
                 .collect::<Vec<_>>()
         })
         .await;
@@ -166,7 +163,7 @@ impl Vectors {
             }
         };
         let copy_ms = elapsed_ms(started);
-        for (name, image, previous) in images {
+        for (name, image) in images {
             let started = Instant::now();
             let nodes = image.graph.node_count();
             let snapshots = snapshots.clone();
@@ -184,10 +181,7 @@ impl Vectors {
                     "graph snapshot written"
                 ),
                 Ok(Err(error)) => {
-                    warn!(index.id = %index, namespace = %name, %error, "writing a graph snapshot failed; it is tried again when next due");
-                    if let Some(namespace) = read(&state.namespaces).get(&name) {
-                        namespace.unsave(previous);
-                    }
+                    warn!(index.id = %index, namespace = %name, %error, "writing a graph snapshot failed; it is written again when the next is due");
                 }
                 Err(error) => {
                     warn!(index.id = %index, namespace = %name, %error, "the task writing a graph snapshot failed");
