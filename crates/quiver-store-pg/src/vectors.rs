@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use deadpool_postgres::Transaction;
+use futures_util::TryStreamExt;
 use quiver_core::store::StoreResult;
 use quiver_core::{IndexId, StoreError};
 use quiver_vector::record::{Record, StoredRecord, bytes};
@@ -231,16 +232,19 @@ async fn read_namespaces(
         .iter()
         .map(|row| (row.get::<_, String>(0), Vec::new()))
         .collect();
+    // Rows stream in and are turned into records one by one, so an index is not held twice (as rows
+    // and as records) while it loads.
     let rows = transaction
-        .query(
+        .query_raw(
             // Sorted by sequence here: in SQL, the sort would carry every row's vectors.
             &format!("SELECT {RECORD_COLUMNS} FROM vectors WHERE index_id = $1 ORDER BY namespace"),
-            &[&key],
+            [key],
         )
         .await
         .map_err(backend_error)?;
-    for row in &rows {
-        let (namespace, stored) = record_from_row(row)?;
+    let mut rows = std::pin::pin!(rows);
+    while let Some(row) = rows.try_next().await.map_err(backend_error)? {
+        let (namespace, stored) = record_from_row(&row)?;
         match namespaces.iter_mut().find(|(name, _)| *name == namespace) {
             Some((_, records)) => records.push(stored),
             None => namespaces.push((namespace, vec![stored])),
