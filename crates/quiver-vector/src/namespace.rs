@@ -137,15 +137,8 @@ impl Namespace {
             namespace.entries.resize_with(nodes, || None);
             namespace.sequences.resize(nodes, 0);
             restored.from_snapshot = placed.len();
-            for (slot, StoredRecord { sequence, record }) in placed {
-                namespace.by_id.insert(record.id.clone(), slot);
-                if let Some(sparse) = &record.sparse {
-                    namespace.postings.add(slot, sparse);
-                }
-                namespace.order.insert(sequence, slot);
-                namespace.sequences[slot] = sequence;
-                namespace.next_sequence = namespace.next_sequence.max(sequence + 1);
-                namespace.entries[slot] = Some(Entry { sequence, record });
+            for (slot, stored) in placed {
+                namespace.place(slot, stored);
             }
         } else {
             later = records;
@@ -226,15 +219,22 @@ impl Namespace {
     /// Puts a stored record in place, replacing one with the same id. Slots are never reused (graph
     /// nodes stay valid waypoints), so a replaced record moves to a fresh slot.
     pub fn put(&mut self, stored: StoredRecord) {
-        let StoredRecord { sequence, record } = stored;
-        self.remove(&record.id);
+        self.remove(&stored.record.id);
         let slot = self.entries.len();
         self.entries.push(None);
-        self.sequences.push(sequence);
-        self.by_id.insert(record.id.clone(), slot);
-        if record.vector.is_some() {
+        self.sequences.push(0);
+        if stored.record.vector.is_some() {
             self.pending.push(slot);
         }
+        self.place(slot, stored);
+    }
+
+    /// Puts a record in an empty slot (which `entries` and `sequences` already cover): by id, in
+    /// insertion order, and in the postings.
+    fn place(&mut self, slot: usize, stored: StoredRecord) {
+        let StoredRecord { sequence, record } = stored;
+        self.sequences[slot] = sequence;
+        self.by_id.insert(record.id.clone(), slot);
         if let Some(sparse) = &record.sparse {
             self.postings.add(slot, sparse);
         }

@@ -94,6 +94,8 @@ impl Postings {
     /// The inner product of `query` (sorted by index) with every live record that shares a dimension
     /// with it, each query value weighted: `(slot, score)`, in no particular order.
     pub(crate) fn scores(&self, query: &SparseVector, weight: impl Fn(u32) -> f32) -> Vec<(usize, f32)> {
+        // An empty pool, or one poisoned by a panic while held, means fresh buffers: the pool only
+        // saves allocations, and nothing in it is state.
         let mut scratch = self
             .scratch
             .lock()

@@ -144,14 +144,12 @@ impl Snapshots {
         };
         entries
             .flatten()
-            .filter_map(|entry| namespace_of(&entry.file_name().to_string_lossy()))
-            .map(|namespace| {
-                let read = match self.read(index, &namespace, spec) {
-                    Ok(Some(found)) => Ok(found),
-                    Ok(None) => Err(SnapshotError::Io(std::io::ErrorKind::NotFound.into())),
-                    Err(error) => Err(error),
-                };
-                (namespace, read)
+            .filter_map(|entry| {
+                let namespace = namespace_of(&entry.file_name().to_string_lossy())?;
+                let read = std::fs::read(entry.path())
+                    .map_err(SnapshotError::from)
+                    .and_then(|bytes| decode(&bytes, &namespace, spec));
+                Some((namespace, read))
             })
             .collect()
     }

@@ -13,8 +13,7 @@ use tracing::{info, warn};
 
 use super::{LoadedIndex, Vectors, read};
 use crate::error::VectorError;
-use crate::namespace::GraphImage;
-use crate::namespace::{Namespace, Restored};
+use crate::namespace::{GraphImage, Namespace, Restored};
 use crate::record::{IndexSpec, StoredRecord};
 use crate::snapshot::{self, SnapshotError, Snapshots};
 use crate::store::FeedPosition;
