@@ -259,6 +259,15 @@ impl Embedders {
         &self.dir
     }
 
+    /// Every dense model whose files are installed, loaded or not.
+    pub fn installed_models(&self) -> Vec<DenseModel> {
+        DenseModel::ALL
+            .iter()
+            .copied()
+            .filter(|model| self.dir.check(*model).is_ok())
+            .collect()
+    }
+
     /// Every model loaded so far, with its embedder.
     pub fn loaded_models(&self) -> Vec<(DenseModel, Arc<DenseEmbedder>)> {
         self.loaded

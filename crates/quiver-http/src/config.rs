@@ -22,6 +22,12 @@ pub struct HttpConfig {
     pub header_read_timeout_ms: u64,
     /// A request body that has not arrived whole this long after its head is answered 408.
     pub body_read_timeout_ms: u64,
+    /// Whether the web console is served at `/console`.
+    pub console_enabled: bool,
+    /// A console session ends after this long without a request.
+    pub console_session_idle_ms: u64,
+    /// A console session ends this long after sign-in, however busy.
+    pub console_session_lifetime_ms: u64,
 }
 
 impl HttpConfig {
@@ -61,6 +67,9 @@ impl Default for HttpConfig {
             metrics_token: String::new(),
             header_read_timeout_ms: 60_000,
             body_read_timeout_ms: 60_000,
+            console_enabled: true,
+            console_session_idle_ms: 30 * 60 * 1000,
+            console_session_lifetime_ms: 12 * 60 * 60 * 1000,
         }
     }
 }

@@ -14,17 +14,20 @@
 //! - `operations`: the routes `/healthz`, `/readyz`, `/metrics` and `/openapi.json`.
 //! - [`openapi`]: the OpenAPI 3.1 description of every route, built from each area's list of
 //!   operations and checked against the routers.
+//! - [`sessions`]: the web console's sign-in sessions, in this node's memory.
 //! - [`health`]: `GET /healthz` and `GET /readyz`, and the [`health::Readiness`] the server implements.
 //!
 //! One folder per area, each with its routes (`mod.rs`), handlers by noun, and wire types:
 //! - [`management`]: `/v2/vector/index...` and `/v2/search...`, and index statistics (SPEC A1).
 //! - [`queue`]: the message queue API (`/v2/publish`, `/v2/topics`, `/v2/schedules`, workflow runs, ...).
 //! - [`vector`]: the vector REST API (token per index), with its metering.
+//! - [`console`]: the web console at `/console` (embedded page, cookie sessions, a proxy to the APIs).
 //!
 //! [`mod@router`] joins the areas, with fallbacks for unknown routes and methods.
 
 pub mod auth;
 pub mod config;
+pub mod console;
 mod cors;
 pub mod error;
 pub mod extract;
@@ -35,6 +38,7 @@ pub mod openapi;
 mod operations;
 pub mod queue;
 pub mod router;
+pub mod sessions;
 pub mod state;
 pub mod vector;
 

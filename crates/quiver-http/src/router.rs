@@ -83,11 +83,20 @@ async fn observe_request(State(observer): State<Observer>, request: Request, nex
     let matched = request.extensions().get::<MatchedPath>().cloned();
     let route = matched.as_ref().map_or("(no route)", MatchedPath::as_str);
     let started = Instant::now();
-    let mut response = match observer.origins.preflight(&request) {
+    // The console authenticates by cookie: no other origin may call it, so it gets no CORS at all.
+    let cross_origin = !crate::console::is_console_path(request.uri().path());
+    let preflight = if cross_origin {
+        observer.origins.preflight(&request)
+    } else {
+        None
+    };
+    let mut response = match preflight {
         Some(answer) => answer,
         None => next.run(request).await,
     };
-    observer.origins.mark(origin.as_ref(), &mut response);
+    if cross_origin {
+        observer.origins.mark(origin.as_ref(), &mut response);
+    }
     let elapsed = started.elapsed();
     let status = response.status().as_u16();
     observer.metrics.observe_request(route, &method, status, elapsed);
@@ -138,8 +147,12 @@ pub fn router(state: AppState) -> Router {
         metrics: Arc::clone(&state.metrics),
         logs_requests: tracing::enabled!(tracing::Level::INFO),
     };
+    let api = routes.with_state(state.clone());
+    let app = if state.config.console_enabled {
+        crate::console::routes(state, api.clone()).merge(api)
+    } else {
+        api
+    };
     // One layer for all of it: each `from_fn` layer costs a request a clone of the service it wraps.
-    routes
-        .layer(middleware::from_fn_with_state(observer, observe_request))
-        .with_state(state)
+    app.layer(middleware::from_fn_with_state(observer, observe_request))
 }

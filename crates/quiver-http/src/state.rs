@@ -43,6 +43,8 @@ pub struct Services {
     pub metrics: std::sync::Arc<crate::metrics::Metrics>,
     /// What `GET /readyz` checks.
     pub readiness: std::sync::Arc<dyn crate::health::Readiness>,
+    /// The web console's sign-in sessions on this node.
+    pub console: crate::sessions::Sessions,
     /// HTTP limits.
     pub config: HttpConfig,
 }

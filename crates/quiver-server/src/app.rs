@@ -239,6 +239,11 @@ impl App {
                 Some(config.http.metrics_token.clone()),
             )),
             readiness,
+            console: quiver_http::sessions::Sessions::new(
+                Arc::clone(&options.clock),
+                Duration::from_millis(config.http.console_session_idle_ms),
+                Duration::from_millis(config.http.console_session_lifetime_ms),
+            ),
             config: config.http.clone(),
         });
         let router = quiver_http::router(state);

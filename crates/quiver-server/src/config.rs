@@ -156,6 +156,14 @@ impl Config {
                 usize::try_from(self.http.body_read_timeout_ms).unwrap_or(usize::MAX),
             ),
             (
+                "http.console_session_idle_ms",
+                usize::try_from(self.http.console_session_idle_ms).unwrap_or(usize::MAX),
+            ),
+            (
+                "http.console_session_lifetime_ms",
+                usize::try_from(self.http.console_session_lifetime_ms).unwrap_or(usize::MAX),
+            ),
+            (
                 "storage.group_commit_max_batch",
                 self.storage.group_commit_max_batch,
             ),

@@ -4,6 +4,7 @@
 mod auth_matrix;
 mod backup;
 mod cli;
+mod console;
 mod delivery_errors;
 mod events_log;
 mod flow_control;

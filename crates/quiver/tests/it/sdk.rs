@@ -13,7 +13,16 @@ fn sdk_tests_dir() -> PathBuf {
 
 /// Runs `program args` in `sdk-tests/` with `env` and fails the test with its output if it fails.
 async fn run_sdk_suite(program: &str, args: &[&str], env: Vec<(&'static str, String)>) {
-    let dir = sdk_tests_dir();
+    run_suite_in(sdk_tests_dir(), program, args, env).await;
+}
+
+/// Runs `program args` in `dir` with `env` and fails the test with its output if it fails.
+pub(crate) async fn run_suite_in(
+    dir: PathBuf,
+    program: &str,
+    args: &[&str],
+    env: Vec<(&'static str, String)>,
+) {
     let (program, args) = (
         program.to_owned(),
         args.iter().map(|a| (*a).to_owned()).collect::<Vec<_>>(),
@@ -42,7 +51,7 @@ async fn run_sdk_suite(program: &str, args: &[&str], env: Vec<(&'static str, Str
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
-    assert!(output.status.success(), "the SDK suite failed:\n{report}");
+    assert!(output.status.success(), "the suite failed:\n{report}");
 }
 
 fn assert_installed(path: &str) {

@@ -1,0 +1,181 @@
+// Drives the web console in a real Chromium (Debian's, through playwright-core) against a running
+// Quiver: sign-in, an index created, text upserted and queried, the statistics charts read, a message
+// that fails into the dead letter queue and its retry, and a schedule created and paused. Each step
+// asserts on what the page shows, and screenshots are saved under SCREENSHOTS.
+//
+// Environment: QUIVER_URL, QUIVER_EMAIL, QUIVER_API_KEY, FAILING_URL (a receiver answering 500),
+// SCREENSHOTS (a folder), CHROMIUM (default /usr/bin/chromium).
+import { test, after, before } from "node:test";
+import assert from "node:assert/strict";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { chromium } from "playwright-core";
+
+const base = process.env.QUIVER_URL.replace(/\/$/, "");
+const shots = process.env.SCREENSHOTS;
+mkdirSync(shots, { recursive: true });
+
+let browser;
+let page;
+
+before(async () => {
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+      "--disable-component-update", "--disable-sync"],
+  });
+  page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  page.setDefaultTimeout(15000);
+});
+
+after(async () => {
+  await browser?.close();
+});
+
+async function shot(name) {
+  await page.screenshot({ path: join(shots, `${name}.png`), fullPage: true });
+}
+
+test("a wrong API key is refused with the API's message, the right one signs in", async () => {
+  const started = Date.now();
+  await page.goto(`${base}/console`);
+  await page.getByRole("heading", { name: "Sign in to Quiver" }).waitFor();
+  const loadMillis = Date.now() - started;
+  console.log(`console page loaded (sign-in shown) in ${loadMillis} ms`);
+  await page.getByLabel("Email").fill(process.env.QUIVER_EMAIL);
+  await page.getByLabel("API key").fill("not-the-key");
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByRole("alert").filter({ hasText: "401: Unauthorized: no account has that email and API key" }).waitFor();
+  await page.getByLabel("API key").fill(process.env.QUIVER_API_KEY);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByRole("heading", { name: "Vector indexes" }).waitFor();
+  const cookies = await page.context().cookies();
+  const session = cookies.find((c) => c.name === "quiver_console");
+  assert.ok(session, "a session cookie is set");
+  assert.equal(session.httpOnly, true);
+  assert.equal(session.sameSite, "Strict");
+  assert.equal(await page.evaluate(() => document.cookie), "", "the page's script cannot read the session");
+  assert.equal(await page.evaluate(() => localStorage.length + sessionStorage.length), 0, "nothing in web storage");
+  await page.reload();
+  await page.getByRole("heading", { name: "Vector indexes" }).waitFor();
+});
+
+test("an index with a model is created, text upserted and queried, and its statistics drawn", async () => {
+  await page.getByText("No vector index yet").waitFor();
+  await page.getByLabel("Name", { exact: true }).fill("console-docs");
+  await page.getByLabel("Dense embedding model").selectOption("ALL_MINILM_L6_V2");
+  await page.getByRole("button", { name: "Create index" }).click();
+  await page.getByRole("heading", { name: "console-docs" }).waitFor();
+  await page.getByText("DENSE · 384 dimensions · COSINE · ALL_MINILM_L6_V2").waitFor();
+
+  await page.getByRole("tab", { name: "Data browser" }).click();
+  const upsert = page.getByRole("form", { name: "Upsert" });
+  const docs = [["cats", "Cats purr and chase mice around the house."], ["rust", "Rust is a systems programming language."], ["tea", "Green tea is brewed from the leaves of a shrub."]];
+  for (const [id, text] of docs) {
+    await upsert.getByLabel("ID").fill(id);
+    await upsert.getByLabel("Text (embedded by the index's model)").fill(text);
+    await upsert.getByLabel("Metadata (JSON object)").fill(JSON.stringify({ topic: id }));
+    await upsert.getByRole("button", { name: "Upsert" }).click();
+    await page.getByText(`Upserted ${id}.`).waitFor();
+  }
+  await upsert.getByLabel("ID").fill("bad");
+  await upsert.getByLabel("Text (embedded by the index's model)").fill("x");
+  await upsert.getByLabel("Metadata (JSON object)").fill("{not json");
+  await upsert.getByRole("button", { name: "Upsert" }).click();
+  await page.getByRole("alert").filter({ hasText: "Metadata is not valid JSON" }).waitFor();
+
+  const query = page.getByRole("form", { name: "Query" });
+  await query.getByLabel("Text", { exact: true }).fill("which language is good for systems code?");
+  await query.getByLabel("Top K").fill("2");
+  await query.getByRole("button", { name: "Query" }).click();
+  await page.getByText("2 results").waitFor();
+  const firstRow = page.locator("table tbody tr").first();
+  assert.equal(await firstRow.locator("td").first().textContent(), "rust", "the nearest text comes first");
+
+  await query.getByLabel("Filter").fill("topic = 'tea'");
+  await query.getByRole("button", { name: "Query" }).click();
+  await page.getByText("1 results").waitFor();
+  assert.equal(await page.locator("table tbody tr").first().locator("td").first().textContent(), "tea");
+
+  await query.getByLabel("Filter").fill("topic = ");
+  await query.getByRole("button", { name: "Query" }).click();
+  await page.getByRole("alert").filter({ hasText: /^400: / }).waitFor();
+  await shot("index-data-browser");
+
+  await page.getByRole("tab", { name: "Statistics" }).click();
+  const vectors = page.locator('[data-counter="Vectors"] .value');
+  await vectors.waitFor();
+  assert.match(await vectors.textContent(), /^3 of /, "three vectors, against the plan's limit");
+  for (const series of ["query_throughput", "query_latency_99", "vector_count", "data_size", "daily_bandwidths"]) {
+    const chart = page.locator(`[data-series="${series}"]`);
+    assert.equal(await chart.getAttribute("data-points"), "60", `${series} has the 60 points of a 1h period`);
+    assert.equal(await chart.locator("polyline").count(), 1);
+  }
+  await page.getByLabel("Period").selectOption("30d");
+  await page.getByRole("heading", { name: "Over the last 30d" }).waitFor();
+  assert.equal(await page.locator('[data-series="vector_count"]').getAttribute("data-points"), "240");
+  await page.getByLabel("Period").selectOption("1h");
+  await page.getByRole("heading", { name: "Over the last 1h" }).waitFor();
+  await shot("index");
+});
+
+test("a message that fails lands in the dead letter queue, shows in the events log, and is retried", async () => {
+  await page.getByRole("link", { name: "Publish" }).click();
+  const form = page.getByRole("form", { name: "Publish a message" });
+  await form.getByLabel("Destination URL").fill(process.env.FAILING_URL);
+  await form.getByLabel("Retries").fill("0");
+  await form.getByLabel("Body").fill('{"order": 42}');
+  await form.getByRole("button", { name: "Publish" }).click();
+  const published = await page.getByText(/^Published: /).textContent();
+  const messageId = published.replace("Published: ", "");
+
+  await page.getByRole("link", { name: "Follow it in the events log" }).click();
+  await page.getByRole("heading", { name: "Events log" }).waitFor();
+  // Live updates poll the log: the failure shows without a reload.
+  await page.locator("table").getByText("FAILED").waitFor({ timeout: 20000 });
+  assert.ok(await page.locator("table").getByText(messageId).count() >= 1);
+  await shot("events");
+
+  await page.getByRole("link", { name: "Dead letters" }).click();
+  await page.getByRole("heading", { name: "Dead letters" }).waitFor();
+  const row = page.locator("tr", { hasText: messageId }).filter({ hasText: "HTTP 500" });
+  await row.waitFor();
+  await row.getByRole("button", { name: "Inspect" }).click();
+  await page.locator("pre", { hasText: '{"order": 42}' }).waitFor();
+  await row.getByRole("button", { name: "Retry" }).click();
+  await page.getByText(/^Retried as /).waitFor();
+  await row.waitFor({ state: "detached" });
+});
+
+test("a schedule is created with its next firings shown, then paused and resumed", async () => {
+  await page.getByRole("link", { name: "Schedules" }).click();
+  const form = page.getByRole("form", { name: "Create a schedule" });
+  await form.getByLabel("Cron (UTC; CRON_TZ=Zone first for another)").fill("not a cron");
+  await page.getByRole("alert").filter({ hasText: "400: cron expression" }).waitFor();
+  await form.getByLabel("Cron (UTC; CRON_TZ=Zone first for another)").fill("0 9 * * 1");
+  await page.locator(".firings").filter({ hasText: "09:00:00 UTC" }).waitFor();
+  assert.equal((await page.locator(".firings").textContent()).split(" · ").length, 5);
+  await form.getByLabel("Destination URL").fill(process.env.FAILING_URL);
+  await form.getByRole("button", { name: "Create schedule" }).click();
+  const row = page.locator("tr", { hasText: "0 9 * * 1" });
+  await row.getByText("active").waitFor();
+  await row.getByRole("button", { name: "Pause" }).click();
+  await row.getByText("paused").waitFor();
+  await shot("schedules");
+  await row.getByRole("button", { name: "Resume" }).click();
+  await row.getByText("active").waitFor();
+});
+
+test("the console is readable at phone width, and signing out ends the session", async () => {
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.getByRole("link", { name: "Indexes" }).click();
+  await page.getByRole("link", { name: "console-docs" }).waitFor();
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert.ok(overflow <= 0, `no sideways scrolling at phone width (${overflow} px too wide)`);
+  await shot("phone-indexes");
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await page.getByText("Signed out.").waitFor();
+  await page.reload();
+  await page.getByRole("heading", { name: "Sign in to Quiver" }).waitFor();
+});
