@@ -62,9 +62,10 @@ test("a wrong API key is refused with the API's message, the right one signs in"
 
 test("an index with a model is created, text upserted and queried, and its statistics drawn", async () => {
   await page.getByText("No vector index yet").waitFor();
-  await page.getByLabel("Name", { exact: true }).fill("console-docs");
-  await page.getByLabel("Dense embedding model").selectOption("ALL_MINILM_L6_V2");
-  await page.getByRole("button", { name: "Create index" }).click();
+  const create = page.getByRole("form", { name: "Create a vector index" });
+  await create.getByLabel("Name", { exact: true }).fill("console-docs");
+  await create.getByLabel("Dense embedding model").selectOption("ALL_MINILM_L6_V2");
+  await create.getByRole("button", { name: "Create index" }).click();
   await page.getByRole("heading", { name: "console-docs" }).waitFor();
   await page.getByText("DENSE · 384 dimensions · COSINE · ALL_MINILM_L6_V2").waitFor();
 
@@ -164,6 +165,33 @@ test("a schedule is created with its next firings shown, then paused and resumed
   await shot("schedules");
   await row.getByRole("button", { name: "Resume" }).click();
   await row.getByText("active").waitFor();
+});
+
+test("a search index is created and deleted, and waiting messages are cancelled by filter", async () => {
+  await page.getByRole("link", { name: "Indexes" }).click();
+  await page.getByText("No search index yet.").waitFor();
+  const form = page.getByRole("form", { name: "Create a search index" });
+  await form.getByLabel("Name").fill("console-search");
+  await form.getByRole("button", { name: "Create search index" }).click();
+  const row = page.locator("tr", { hasText: "console-search" });
+  await row.waitFor();
+  page.once("dialog", (dialog) => dialog.accept("console-search"));
+  await row.getByRole("button", { name: "Delete" }).click();
+  await page.getByText("No search index yet.").waitFor();
+
+  await page.getByRole("link", { name: "Publish" }).click();
+  const publish = page.getByRole("form", { name: "Publish a message" });
+  for (let i = 0; i < 2; i++) {
+    await publish.getByLabel("Destination URL").fill(`${process.env.FAILING_URL}/later`);
+    await publish.getByLabel("Delay").fill("1h");
+    await publish.getByRole("button", { name: "Publish" }).click();
+    await page.getByText(/^Published: /).waitFor();
+  }
+  const cancel = page.getByRole("form", { name: "Cancel waiting messages" });
+  await cancel.getByLabel("URL", { exact: true }).fill(`${process.env.FAILING_URL}/later`);
+  page.once("dialog", (dialog) => dialog.accept());
+  await cancel.getByRole("button", { name: "Cancel matching messages" }).click();
+  await page.getByText("Cancelled 2.").waitFor();
 });
 
 test("the console is readable at phone width, and signing out ends the session", async () => {

@@ -178,10 +178,69 @@ async function options() {
 async function indexesPage() {
   const list = h("div", {}, h("p", { class: "muted", text: "Loading indexes…" }));
   const createOut = h("div");
-  page("Vector indexes", list, h("h2", { text: "Create a vector index" }), createOut);
+  const searchList = h("div", {}, h("p", { class: "muted", text: "Loading search indexes…" }));
+  const searchCreate = h("div");
+  page("Vector indexes", list, h("h2", { text: "Create a vector index" }), createOut,
+    h("h2", { text: "Search indexes" }), searchList, h("h2", { text: "Create a search index" }), searchCreate);
   const [opts] = await Promise.all([options()]);
   createOut.replaceChildren(createIndexForm(opts));
-  await renderIndexList(list);
+  searchCreate.replaceChildren(createSearchIndexForm(opts, searchList));
+  await Promise.all([renderIndexList(list), renderSearchIndexList(searchList)]);
+}
+
+async function renderSearchIndexList(target) {
+  const out = h("div");
+  const base = (i) => `/v2/search/${encodeURIComponent(i.id)}`;
+  const reload = () => renderSearchIndexList(target);
+  try {
+    const indexes = await api("GET", "/v2/search");
+    target.replaceChildren(table([
+      { title: "Name", cell: (i) => i.name },
+      { title: "Plan", cell: (i) => i.type },
+      { title: "Region", cell: (i) => i.region },
+      { title: "Endpoint", cell: (i) => i.endpoint },
+      { title: "Created", cell: (i) => when(i.creation_time * 1000) },
+      { title: "", cell: (i) => h("div", { class: "row" },
+        h("button", { type: "button", class: "plain", text: "Rename", onclick: (e) => {
+          const name = prompt("New name", i.name);
+          if (!name) return;
+          busy(e.target, out, async () => { await api("POST", `${base(i)}/rename`, { name }); await reload(); });
+        } }),
+        h("button", { type: "button", class: "plain", text: "Reset tokens", onclick: (e) => {
+          if (!confirm(`Reset the tokens of ${i.name}? Clients using the current ones will be refused.`)) return;
+          busy(e.target, out, async () => {
+            const fresh = await api("POST", `${base(i)}/reset-password`);
+            out.replaceChildren(h("p", { text: `New tokens of ${i.name} (copy them now; they are not shown again):` }),
+              h("div", { class: "secret", text: `token: ${fresh.token}` }), h("div", { class: "secret", text: `read-only token: ${fresh.read_only_token}` }));
+          });
+        } }),
+        h("button", { type: "button", class: "danger", text: "Delete", onclick: (e) => {
+          const typed = prompt(`Type the index's name (${i.name}) to delete it.`);
+          if (typed === null) return;
+          if (typed !== i.name) { toast("The name did not match: nothing was deleted."); return; }
+          busy(e.target, out, async () => { await api("DELETE", base(i)); await reload(); });
+        } })) },
+    ], indexes, "No search index yet."), out);
+  } catch (error) { target.replaceChildren(errorBox(error)); }
+}
+
+function createSearchIndexForm(opts, list) {
+  const out = h("div");
+  const form = h("form", { class: "grid", "aria-label": "Create a search index" },
+    field("Name", h("input", { name: "name", required: true, maxlength: 255 })),
+    field("Region", select("region", opts.search_regions, opts.search_regions[0])),
+    field("Plan", select("type", opts.plans, "free")),
+    h("button", { type: "submit", text: "Create search index" }));
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    busy(form.querySelector("button"), out, async () => {
+      const created = await api("POST", "/v2/search", formValues(form));
+      toast(`Search index ${created.name} created`);
+      form.reset();
+      await renderSearchIndexList(list);
+    });
+  });
+  return h("section", { class: "card" }, form, out);
 }
 
 async function renderIndexList(target) {
@@ -514,7 +573,29 @@ function messageLookup() {
       h("button", { type: "button", class: "danger", text: "Cancel", onclick: (e) => {
         if (!confirm(`Cancel message ${id.value}?`)) return;
         busy(e.target, out, async () => { await api("DELETE", `/v2/messages/${encodeURIComponent(id.value)}`); out.replaceChildren(h("p", { text: "Cancelled." })); });
-      } })), out);
+      } })), out, bulkCancel());
+}
+
+function bulkCancel() {
+  const out = h("div");
+  const form = h("form", { class: "grid", "aria-label": "Cancel waiting messages" },
+    field("URL", h("input", { name: "url" })),
+    field("URL group", h("input", { name: "topicName" })),
+    field("FIFO queue", h("input", { name: "queueName" })),
+    field("Schedule ID", h("input", { name: "scheduleId" })),
+    h("button", { type: "submit", class: "danger", text: "Cancel matching messages" }));
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const params = new URLSearchParams();
+    for (const [key, value] of Object.entries(formValues(form))) if (value) params.set(key, value);
+    const what = params.toString() ? `every waiting message matching ${params.toString().replaceAll("&", ", ")}` : "EVERY waiting message";
+    if (!confirm(`Cancel ${what}?`)) return;
+    busy(form.querySelector("button"), out, async () => {
+      const answer = await api("DELETE", `/v2/messages${params.toString() ? "?" + params : ""}`);
+      out.replaceChildren(h("p", { text: `Cancelled ${answer.cancelled}.` }));
+    });
+  });
+  return h("div", {}, h("h2", { text: "Cancel by filter" }), form, out);
 }
 
 function hashQuery() {
