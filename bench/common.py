@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import threading
+import time
 
 # `quiver serve --dev`'s queue token (README: "--dev uses fixed, public credentials").
 TOKEN = "eyJVc2VySUQiOiJkZWZhdWx0VXNlciIsIlBhc3N3b3JkIjoiZGVmYXVsdFBhc3N3b3JkIn0="
@@ -54,3 +55,18 @@ def publish_batches(port, messages, batches, connections=4):
         thread.start()
     for thread in threads:
         thread.join()
+
+
+def wait_ready(port, path="/readyz", seconds=30):
+    """Waits until a server on `port` answers `path` with 200."""
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        try:
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            connection.request("GET", path)
+            if connection.getresponse().status == 200:
+                return
+        except OSError:
+            pass
+        time.sleep(0.05)
+    raise RuntimeError(f"nothing answered 200 at 127.0.0.1:{port}{path}")

@@ -27,23 +27,9 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import TOKEN, release_binary  # noqa: E402
+from common import TOKEN, release_binary, wait_ready  # noqa: E402
 
 PORT = 18290
-
-
-def wait_port(port):
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        try:
-            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-            connection.request("GET", "/healthz")
-            if connection.getresponse().status == 200:
-                return
-        except OSError:
-            pass
-        time.sleep(0.05)
-    raise RuntimeError("quiver did not answer")
 
 
 def well_behaved(requests):
@@ -136,7 +122,7 @@ def main():
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                    env={**os.environ, "RUST_LOG": "warn"})
         try:
-            wait_port(PORT)
+            wait_ready(PORT, "/healthz")
             ready, stop = threading.Event(), threading.Event()
             outcome = {}
             thread = None

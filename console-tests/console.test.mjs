@@ -167,7 +167,7 @@ test("a schedule is created with its next firings shown, then paused and resumed
   await row.getByText("active").waitFor();
 });
 
-test("a search index is created and deleted, and waiting messages are cancelled by filter", async () => {
+test("a search index is created and deleted", async () => {
   await page.getByRole("link", { name: "Indexes" }).click();
   await page.getByText("No search index yet.").waitFor();
   const form = page.getByRole("form", { name: "Create a search index" });
@@ -178,20 +178,112 @@ test("a search index is created and deleted, and waiting messages are cancelled 
   page.once("dialog", (dialog) => dialog.accept("console-search"));
   await row.getByRole("button", { name: "Delete" }).click();
   await page.getByText("No search index yet.").waitFor();
+});
 
+test("waiting messages are listed by filter, shown, cancelled one by one and by filter", async () => {
+  const later = `${process.env.FAILING_URL}/later`;
   await page.getByRole("link", { name: "Publish" }).click();
   const publish = page.getByRole("form", { name: "Publish a message" });
-  for (let i = 0; i < 2; i++) {
-    await publish.getByLabel("Destination URL").fill(`${process.env.FAILING_URL}/later`);
+  const ids = [];
+  for (let i = 0; i < 3; i++) {
+    await publish.getByLabel("Destination URL").fill(later);
     await publish.getByLabel("Delay").fill("1h");
+    await publish.getByLabel("Body").fill(`{"waiting": ${i}}`);
     await publish.getByRole("button", { name: "Publish" }).click();
-    await page.getByText(/^Published: /).waitFor();
+    const published = page.getByText(/^Published: /);
+    await published.filter({ hasNotText: ids.length ? ids[ids.length - 1] : "(none)" }).waitFor();
+    ids.push((await published.textContent()).replace("Published: ", ""));
   }
-  const cancel = page.getByRole("form", { name: "Cancel waiting messages" });
-  await cancel.getByLabel("URL", { exact: true }).fill(`${process.env.FAILING_URL}/later`);
+  await page.getByRole("link", { name: "Waiting" }).click();
+  await page.getByRole("heading", { name: "Waiting messages" }).waitFor();
+  const filters = page.getByRole("form", { name: "Filter waiting messages" });
+  await filters.getByLabel("URL", { exact: true }).fill(later);
+  await filters.getByRole("button", { name: "Apply" }).click();
+  await page.getByText("3 shown").waitFor();
+  for (const id of ids) await page.locator("tr", { hasText: id }).waitFor();
+  const first = page.locator("tr", { hasText: ids[0] });
+  await first.getByRole("button", { name: "Show" }).click();
+  await page.locator("pre", { hasText: '"body": "{\\"waiting\\": 0}"' }).waitFor();
+  await shot("waiting");
   page.once("dialog", (dialog) => dialog.accept());
-  await cancel.getByRole("button", { name: "Cancel matching messages" }).click();
+  await first.getByRole("button", { name: "Cancel" }).click();
+  await page.getByText(`Cancelled ${ids[0]}.`).waitFor();
+  await page.getByText("2 shown").waitFor();
+  page.once("dialog", (dialog) => dialog.accept());
+  await filters.getByRole("button", { name: "Cancel matching messages" }).click();
   await page.getByText("Cancelled 2.").waitFor();
+  await page.getByText("No message is waiting.").waitFor();
+});
+
+test("URL groups get and lose endpoints, and are deleted", async () => {
+  await page.getByRole("link", { name: "URL groups" }).click();
+  await page.getByText("No URL group yet").waitFor();
+  const form = page.getByRole("form", { name: "Add an endpoint" });
+  for (const [url, name] of [[`${process.env.FAILING_URL}/one`, "one"], [`${process.env.FAILING_URL}/two`, ""]]) {
+    await form.getByLabel("URL group").fill("console-group");
+    await form.getByLabel("Endpoint URL").fill(url);
+    await form.getByLabel("Endpoint name (optional)").fill(name);
+    await form.getByRole("button", { name: "Add endpoint" }).click();
+    await page.getByText(`Added ${url} to console-group.`).waitFor();
+  }
+  const row = page.locator("tr", { hasText: "console-group" });
+  await row.getByText(`one: ${process.env.FAILING_URL}/one`).waitFor();
+  await row.getByText(`${process.env.FAILING_URL}/two`).waitFor();
+  await shot("url-groups");
+  page.once("dialog", (dialog) => dialog.accept());
+  await row.getByRole("button", { name: `Remove ${process.env.FAILING_URL}/one` }).click();
+  await page.getByText(`Removed ${process.env.FAILING_URL}/one from console-group.`).waitFor();
+  assert.equal(await row.locator("li").count(), 1, "one endpoint is left");
+  page.once("dialog", (dialog) => dialog.accept());
+  await row.getByRole("button", { name: "Delete group" }).click();
+  await page.getByText("No URL group yet").waitFor();
+});
+
+test("a FIFO queue is created, changed, paused and deleted; flow-control keys show their state", async () => {
+  await page.getByRole("link", { name: "Queues" }).click();
+  await page.getByText("No FIFO queue yet.").waitFor();
+  const form = page.getByRole("form", { name: "Create or change a FIFO queue" });
+  await form.getByLabel("Queue name").fill("console-fifo");
+  await form.getByLabel("Parallelism").fill("2");
+  await form.getByRole("button", { name: "Save queue" }).click();
+  const row = page.locator("tr", { hasText: "console-fifo" });
+  await row.getByText("active").waitFor();
+  assert.equal(await row.locator("td").nth(1).textContent(), "2");
+  await row.getByRole("button", { name: "Pause" }).click();
+  await row.getByText("paused").waitFor();
+  await row.getByRole("button", { name: "Resume" }).click();
+  await row.getByText("active").waitFor();
+  await page.getByText(/^Deliveries in flight: /).waitFor();
+  await page.getByText("No flow-control key yet").waitFor();
+  page.once("dialog", (dialog) => dialog.accept());
+  await row.getByRole("button", { name: "Delete" }).click();
+  await page.getByText("No FIFO queue yet.").waitFor();
+});
+
+test("a running workflow run shows its steps and is cancelled", async () => {
+  const runId = process.env.WORKFLOW_RUN_ID;
+  await page.getByRole("link", { name: "Workflows" }).click();
+  const row = page.locator("tr", { hasText: runId });
+  await row.getByText("RUN_STARTED").waitFor();
+  await row.getByRole("button", { name: "Steps" }).click();
+  await page.getByRole("heading", { name: `Run ${runId}` }).waitFor();
+  await page.locator("pre", { hasText: '{"order": 7}' }).waitFor();
+  await shot("workflows");
+  page.once("dialog", (dialog) => dialog.accept());
+  await row.getByRole("button", { name: "Cancel run" }).click();
+  await page.getByText(`Cancelled ${runId}.`).waitFor();
+  await row.getByText("RUN_CANCELED").waitFor();
+});
+
+test("signing keys are shown and rotated: the next key becomes the current one", async () => {
+  await page.getByRole("link", { name: "Keys" }).click();
+  const next = page.locator(".secret", { hasText: /^next: / });
+  await next.waitFor();
+  const before = (await next.textContent()).replace("next: ", "");
+  page.once("dialog", (dialog) => dialog.accept());
+  await page.getByRole("button", { name: "Rotate signing keys" }).click();
+  await page.locator(".secret", { hasText: `current: ${before}` }).waitFor();
+  assert.notEqual((await next.textContent()).replace("next: ", ""), before, "a new next key is made");
 });
 
 test("the console is readable at phone width, and signing out ends the session", async () => {
@@ -201,6 +293,12 @@ test("the console is readable at phone width, and signing out ends the session",
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
   assert.ok(overflow <= 0, `no sideways scrolling at phone width (${overflow} px too wide)`);
   await shot("phone-indexes");
+  assert.equal(await page.locator("thead").first().isVisible(), false, "rows are cards, not squeezed columns");
+  await page.getByRole("link", { name: "Events" }).click();
+  await page.locator("td[data-label=State]").first().waitFor();
+  const eventsOverflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert.ok(eventsOverflow <= 0, `the events log fits a phone (${eventsOverflow} px too wide)`);
+  await shot("phone-events");
   await page.setViewportSize({ width: 1280, height: 800 });
   await page.getByRole("button", { name: "Sign out" }).click();
   await page.getByText("Signed out.").waitFor();

@@ -83,9 +83,11 @@ async function api(method, path, body, extraHeaders) {
 }
 
 // Runs `work` with `button` disabled, showing errors in `target` (or a toast).
+// A user's action shows that it is under way in `target`; a background reload keeps what is shown until
+// it has something new.
 async function busy(button, target, work) {
   if (button) button.disabled = true;
-  if (target) target.replaceChildren();
+  if (target && button) target.replaceChildren(h("p", { class: "muted progress", role: "status", "aria-busy": "true", text: "Working…" }));
   try { return await work(); }
   catch (error) {
     if (target) target.replaceChildren(errorBox(error)); else toast(error.message);
@@ -109,11 +111,31 @@ function formValues(form) {
   return values;
 }
 
+const PAGE_ROWS = 25;
+
+// A table of `rows`, a page of PAGE_ROWS at a time when there are more.
 function table(columns, rows, empty) {
   if (!rows.length) return h("p", { class: "muted", text: empty || "Nothing here." });
-  return h("div", { class: "table-wrap" }, h("table", {},
-    h("thead", {}, h("tr", {}, columns.map((c) => h("th", { class: c.narrow ? "" : c.wide ? "" : "", text: c.title })))),
-    h("tbody", {}, rows.map((row) => h("tr", {}, columns.map((c) => h("td", {}, c.cell(row))))))));
+  const body = h("tbody");
+  const wrap = h("div", { class: "table-wrap" }, h("table", {},
+    h("thead", {}, h("tr", {}, columns.map((c) => h("th", { text: c.title })))), body));
+  const pages = Math.ceil(rows.length / PAGE_ROWS);
+  let at = 0;
+  const where = h("span", { class: "muted" });
+  const previous = h("button", { type: "button", class: "plain", text: "Previous page", onclick: () => show(at - 1) });
+  const next = h("button", { type: "button", class: "plain", text: "Next page", onclick: () => show(at + 1) });
+  const show = (n) => {
+    at = Math.max(0, Math.min(pages - 1, n));
+    const first = at * PAGE_ROWS;
+    const shown = rows.slice(first, first + PAGE_ROWS);
+    body.replaceChildren(...shown.map((row) => h("tr", {}, columns.map((c) => h("td", { "data-label": c.title }, c.cell(row))))));
+    where.textContent = `Rows ${first + 1}–${first + shown.length} of ${rows.length}`;
+    previous.disabled = at === 0;
+    next.disabled = at === pages - 1;
+  };
+  show(0);
+  if (pages === 1) return wrap;
+  return h("div", {}, wrap, h("div", { class: "row pager" }, previous, where, next));
 }
 
 function clearTimers() {
@@ -558,44 +580,72 @@ function publishPage() {
       out.replaceChildren(h("p", { text: `Published: ${answer.messageId}` }), h("a", { href: `#/queue/events?messageId=${encodeURIComponent(answer.messageId)}`, text: "Follow it in the events log" }));
     });
   });
-  page("Publish a message", h("section", { class: "card" }, form, out), messageLookup());
+  page("Publish a message", h("section", { class: "card" }, form, out));
 }
 
-function messageLookup() {
+// The messages waiting for delivery (delayed, due or being delivered), by filter, a page at a time;
+// each can be shown whole or cancelled, and everything a filter matches can be cancelled at once.
+function waitingPage() {
+  const filterNames = [["URL", "url"], ["URL group", "topicName"], ["FIFO queue", "queueName"], ["Schedule ID", "scheduleId"], ["Label", "label"], ["Flow-control key", "flowControlKey"]];
+  const given = hashQuery();
+  const filters = h("form", { class: "grid", "aria-label": "Filter waiting messages" },
+    filterNames.map(([title, name]) => field(title, h("input", { name, value: given.get(name) || "" }))),
+    h("button", { type: "submit", text: "Apply" }),
+    h("button", { type: "button", class: "danger", text: "Cancel matching messages", onclick: (e) => cancelMatching(e.target) }));
   const out = h("div");
-  const id = h("input", { placeholder: "message id" });
-  return h("section", { class: "card" }, h("h2", { text: "A message waiting" }),
-    h("div", { class: "row" }, field("Message ID", id),
-      h("button", { type: "button", text: "Show", onclick: (e) => busy(e.target, out, async () => {
-        const message = await api("GET", `/v2/messages/${encodeURIComponent(id.value)}`);
-        out.replaceChildren(h("pre", { text: json(message) }));
-      }) }),
+  const detail = h("div");
+  const more = h("button", { type: "button", class: "plain", text: "More messages", hidden: true });
+  let cursor = null, shown = [];
+  const params = () => {
+    const p = new URLSearchParams();
+    for (const [key, value] of Object.entries(formValues(filters))) if (value) p.set(key, value);
+    return p;
+  };
+  const columns = [
+    { title: "Message", cell: (m) => m.messageId },
+    { title: "Created", cell: (m) => when(m.createdAt) },
+    { title: "Not before", cell: (m) => when(m.notBefore) },
+    { title: "Destination", cell: (m) => [m.method, m.url].join(" ") },
+    { title: "Via", cell: (m) => [m.topicName && `group ${m.topicName}`, m.queueName && `queue ${m.queueName}`, m.scheduleId && `schedule ${m.scheduleId}`].filter(Boolean).join(" · ") },
+    { title: "Retried", cell: (m) => `${m.retried} of ${m.maxRetries}` },
+    { title: "", cell: (m) => h("div", { class: "row" },
+      h("button", { type: "button", class: "plain", text: "Show", onclick: () => {
+        detail.replaceChildren(h("h2", { text: `Message ${m.messageId}` }), h("pre", { text: json(m) }));
+        detail.scrollIntoView({ block: "nearest" });
+      } }),
       h("button", { type: "button", class: "danger", text: "Cancel", onclick: (e) => {
-        if (!confirm(`Cancel message ${id.value}?`)) return;
-        busy(e.target, out, async () => { await api("DELETE", `/v2/messages/${encodeURIComponent(id.value)}`); out.replaceChildren(h("p", { text: "Cancelled." })); });
-      } })), out, bulkCancel());
-}
-
-function bulkCancel() {
-  const out = h("div");
-  const form = h("form", { class: "grid", "aria-label": "Cancel waiting messages" },
-    field("URL", h("input", { name: "url" })),
-    field("URL group", h("input", { name: "topicName" })),
-    field("FIFO queue", h("input", { name: "queueName" })),
-    field("Schedule ID", h("input", { name: "scheduleId" })),
-    h("button", { type: "submit", class: "danger", text: "Cancel matching messages" }));
-  form.addEventListener("submit", (event) => {
-    event.preventDefault();
-    const params = new URLSearchParams();
-    for (const [key, value] of Object.entries(formValues(form))) if (value) params.set(key, value);
-    const what = params.toString() ? `every waiting message matching ${params.toString().replaceAll("&", ", ")}` : "EVERY waiting message";
-    if (!confirm(`Cancel ${what}?`)) return;
-    busy(form.querySelector("button"), out, async () => {
-      const answer = await api("DELETE", `/v2/messages${params.toString() ? "?" + params : ""}`);
-      out.replaceChildren(h("p", { text: `Cancelled ${answer.cancelled}.` }));
-    });
+        if (!confirm(`Cancel message ${m.messageId}?`)) return;
+        busy(e.target, detail, async () => {
+          await api("DELETE", `/v2/messages/${encodeURIComponent(m.messageId)}`);
+          detail.replaceChildren(h("p", { text: `Cancelled ${m.messageId}.` }));
+          await load(false);
+        });
+      } })) },
+  ];
+  const load = (next) => busy(null, out, async () => {
+    const p = params();
+    p.set("count", "50");
+    if (next && cursor) p.set("cursor", cursor);
+    const answer = await api("GET", `/v2/messages?${p}`);
+    shown = next ? shown.concat(answer.messages) : answer.messages;
+    cursor = answer.cursor || null;
+    more.hidden = !cursor;
+    out.replaceChildren(h("p", { class: "muted", text: `${shown.length} shown${cursor ? ", more after them" : ""}` }), table(columns, shown, "No message is waiting."));
   });
-  return h("div", {}, h("h2", { text: "Cancel by filter" }), form, out);
+  const cancelMatching = (button) => {
+    const p = params();
+    const what = p.toString() ? `every waiting message matching ${p.toString().replaceAll("&", ", ")}` : "EVERY waiting message";
+    if (!confirm(`Cancel ${what}?`)) return;
+    busy(button, detail, async () => {
+      const answer = await api("DELETE", `/v2/messages${p.toString() ? "?" + p : ""}`);
+      detail.replaceChildren(h("p", { text: `Cancelled ${answer.cancelled}.` }));
+      await load(false);
+    });
+  };
+  more.addEventListener("click", () => load(true));
+  filters.addEventListener("submit", (event) => { event.preventDefault(); load(false); });
+  page("Waiting messages", h("section", { class: "card" }, filters), detail, out, more);
+  load(false);
 }
 
 function hashQuery() {
@@ -773,33 +823,201 @@ function schedulesPage() {
   load();
 }
 
-function morePage() {
+// Adds an endpoint to a URL group (made by its first endpoint), removes endpoints, deletes groups.
+function urlGroupsPage() {
   const out = h("div");
-  const sections = [
-    ["URL groups", "/v2/topics", (g) => [g.name, (g.endpoints || []).map((e) => (e.name ? `${e.name}: ` : "") + e.url).join(", ")], ["Name", "Endpoints"]],
-    ["FIFO queues", "/v2/queues", (q) => [q.name, String(q.parallelism), String(q.lag), q.paused ? "paused" : "active"], ["Name", "Parallelism", "Waiting", "State"]],
-    ["Flow-control keys", "/v2/flowControl", (f) => [f.flowControlKey, json(f)], ["Key", "State"]],
-    ["Workflow runs", "/v2/workflows/logs", null, null],
-  ];
+  const listOut = h("div");
+  const form = h("form", { class: "grid", "aria-label": "Add an endpoint" },
+    field("URL group", h("input", { name: "group", required: true, placeholder: "new or existing name" })),
+    field("Endpoint URL", h("input", { name: "url", type: "url", required: true })),
+    field("Endpoint name (optional)", h("input", { name: "name" })),
+    h("button", { type: "submit", text: "Add endpoint" }));
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    busy(form.querySelector("button"), out, async () => {
+      const v = formValues(form);
+      const endpoint = { url: v.url };
+      if (v.name) endpoint.name = v.name;
+      await api("POST", `/v2/topics/${encodeURIComponent(v.group)}/endpoints`, { endpoints: [endpoint] });
+      out.replaceChildren(h("p", { text: `Added ${v.url} to ${v.group}.` }));
+      await load();
+    });
+  });
+  const removeEndpoint = (group, endpoint) => (e) => {
+    if (!confirm(`Remove ${endpoint.url} from ${group.name}?`)) return;
+    busy(e.target, out, async () => {
+      await api("DELETE", `/v2/topics/${encodeURIComponent(group.name)}/endpoints`, { endpoints: [endpoint.name ? { name: endpoint.name } : { url: endpoint.url }] });
+      out.replaceChildren(h("p", { text: `Removed ${endpoint.url} from ${group.name}.` }));
+      await load();
+    });
+  };
+  const load = () => busy(null, listOut, async () => {
+    const groups = await api("GET", "/v2/topics");
+    listOut.replaceChildren(table([
+      { title: "Name", cell: (g) => g.name },
+      { title: "Endpoints", cell: (g) => h("ul", { class: "endpoints" }, (g.endpoints || []).map((endpoint) => h("li", {},
+        h("span", { text: (endpoint.name ? `${endpoint.name}: ` : "") + endpoint.url }), " ",
+        h("button", { type: "button", class: "plain small", text: "Remove", "aria-label": `Remove ${endpoint.url}`, onclick: removeEndpoint(g, endpoint) })))) },
+      { title: "Updated", cell: (g) => when(g.updatedAt) },
+      { title: "", cell: (g) => h("button", { type: "button", class: "danger", text: "Delete group", onclick: (e) => {
+        if (!confirm(`Delete URL group ${g.name}?`)) return;
+        busy(e.target, out, async () => { await api("DELETE", `/v2/topics/${encodeURIComponent(g.name)}`); out.replaceChildren(h("p", { text: `Deleted ${g.name}.` })); await load(); });
+      } }) },
+    ], groups, "No URL group yet: add an endpoint to make one."));
+  });
+  page("URL groups", h("section", { class: "card" }, form, out), listOut);
+  load();
+}
+
+// FIFO queues (create, parallelism, pause, resume, delete) and the flow-control keys' live state.
+function queuesPage() {
+  const out = h("div");
+  const queuesOut = h("div");
   const keysOut = h("div");
-  const keys = h("section", { class: "card" }, h("h2", { text: "Signing keys" }), keysOut,
+  const globalOut = h("p", { class: "muted" });
+  const form = h("form", { class: "grid", "aria-label": "Create or change a FIFO queue" },
+    field("Queue name", h("input", { name: "queueName", required: true })),
+    field("Parallelism", h("input", { name: "parallelism", type: "number", min: 1, value: 1 })),
+    h("button", { type: "submit", text: "Save queue" }));
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    busy(form.querySelector("button"), out, async () => {
+      const v = formValues(form);
+      await api("POST", "/v2/queues", { queueName: v.queueName, parallelism: Number(v.parallelism || 1) });
+      out.replaceChildren(h("p", { text: `Saved ${v.queueName}.` }));
+      await load();
+    });
+  });
+  const queueAction = (q, what) => (e) => {
+    if (what === "delete" && !confirm(`Delete queue ${q.name}?`)) return;
+    busy(e.target, out, async () => {
+      const path = `/v2/queues/${encodeURIComponent(q.name)}`;
+      if (what === "delete") await api("DELETE", path); else await api("POST", `${path}/${what}`);
+      out.replaceChildren(h("p", { text: `${q.name}: ${what === "delete" ? "deleted" : what === "pause" ? "paused" : "resumed"}.` }));
+      await load();
+    });
+  };
+  const keyAction = (k, what) => (e) => {
+    let query = "";
+    if (what === "pin") {
+      const limits = prompt("Pin limits (e.g. parallelism=2&rate=10&period=60):", "parallelism=1");
+      if (limits === null) return;
+      query = `?${limits}`;
+    }
+    if (what === "unpin") query = "?parallelism=true&rate=true";
+    busy(e.target, out, async () => {
+      await api("POST", `/v2/flowControl/${encodeURIComponent(k.flowControlKey)}/${what}${query}`);
+      out.replaceChildren(h("p", { text: `${k.flowControlKey}: ${what} done.` }));
+      await load();
+    });
+  };
+  const limit = (count, max) => (max ? `${count} of ${max}` : `${count} (no limit)`);
+  const load = () => Promise.all([
+    busy(null, queuesOut, async () => {
+      const queues = await api("GET", "/v2/queues");
+      queuesOut.replaceChildren(table([
+        { title: "Name", cell: (q) => q.name },
+        { title: "Parallelism", cell: (q) => String(q.parallelism) },
+        { title: "Waiting", cell: (q) => String(q.lag) },
+        { title: "State", cell: (q) => h("span", { class: `badge ${q.paused ? "bad" : "ok"}`, text: q.paused ? "paused" : "active" }) },
+        { title: "", cell: (q) => h("div", { class: "row" },
+          q.paused ? h("button", { type: "button", text: "Resume", onclick: queueAction(q, "resume") }) : h("button", { type: "button", class: "plain", text: "Pause", onclick: queueAction(q, "pause") }),
+          h("a", { href: `#/queue/messages?queueName=${encodeURIComponent(q.name)}`, text: "Messages" }),
+          h("button", { type: "button", class: "danger", text: "Delete", onclick: queueAction(q, "delete") })) },
+      ], queues, "No FIFO queue yet."));
+    }),
+    busy(null, keysOut, async () => {
+      const [keys, global] = await Promise.all([api("GET", "/v2/flowControl"), api("GET", "/v2/globalParallelism")]);
+      globalOut.textContent = `Deliveries in flight: ${limit(global.parallelismCount, global.parallelismMax)}.`;
+      keysOut.replaceChildren(table([
+        { title: "Key", cell: (k) => k.flowControlKey },
+        { title: "Waiting", cell: (k) => String(k.waitListSize) },
+        { title: "Parallelism", cell: (k) => limit(k.parallelismCount, k.parallelismMax) + (k.isPinnedParallelism ? " (pinned)" : "") },
+        { title: "Rate", cell: (k) => (k.rateMax ? `${k.rateCount} of ${k.rateMax} per ${k.ratePeriod} s` : `${k.rateCount} (no limit)`) + (k.isPinnedRate ? " (pinned)" : "") },
+        { title: "State", cell: (k) => h("span", { class: `badge ${k.isPaused ? "bad" : "ok"}`, text: k.isPaused ? "paused" : "active" }) },
+        { title: "", cell: (k) => h("div", { class: "row" },
+          k.isPaused ? h("button", { type: "button", text: "Resume", onclick: keyAction(k, "resume") }) : h("button", { type: "button", class: "plain", text: "Pause", onclick: keyAction(k, "pause") }),
+          h("button", { type: "button", class: "plain", text: "Pin", onclick: keyAction(k, "pin") }),
+          h("button", { type: "button", class: "plain", text: "Unpin", onclick: keyAction(k, "unpin") }),
+          h("button", { type: "button", class: "plain", text: "Reset rate", onclick: keyAction(k, "resetRate") })) },
+      ], keys, "No flow-control key yet: messages published with Svc-Flow-Control-Key make one."));
+    }),
+  ]);
+  page("Queues and flow control",
+    h("h2", { text: "FIFO queues" }), h("section", { class: "card" }, form, out), queuesOut,
+    h("h2", { text: "Flow-control keys" }), globalOut, keysOut);
+  load();
+}
+
+// Workflow runs, newest first, by state and URL; each run's steps, and cancelling a run that is running.
+function workflowsPage() {
+  const states = ["", "RUN_STARTED", "RUN_SUCCESS", "RUN_FAILED", "RUN_CANCELED"];
+  const filters = h("form", { class: "grid", "aria-label": "Filter workflow runs" },
+    field("State", select("state", states, "")),
+    field("Workflow URL", h("input", { name: "workflowUrl" })),
+    field("Run ID", h("input", { name: "workflowRunId" })),
+    h("button", { type: "submit", text: "Apply" }));
+  const out = h("div");
+  const detail = h("div");
+  const older = h("button", { type: "button", class: "plain", text: "Older runs", hidden: true });
+  let cursor = null, shown = [];
+  const stepsOf = (run) => run.steps.flatMap((group) => group.steps);
+  const columns = [
+    { title: "Run", cell: (r) => r.workflowRunId },
+    { title: "URL", cell: (r) => r.workflowUrl },
+    { title: "State", cell: (r) => h("span", { class: `badge ${r.workflowState === "RUN_SUCCESS" ? "ok" : r.workflowState === "RUN_STARTED" ? "" : "bad"}`, text: r.workflowState }) },
+    { title: "Started", cell: (r) => when(r.workflowRunCreatedAt) },
+    { title: "Ended", cell: (r) => when(r.workflowRunCompletedAt) },
+    { title: "Steps", cell: (r) => String(stepsOf(r).length) },
+    { title: "", cell: (r) => h("div", { class: "row" },
+      h("button", { type: "button", class: "plain", text: "Steps", onclick: () => {
+        detail.replaceChildren(h("h2", { text: `Run ${r.workflowRunId}` }), table([
+          { title: "#", cell: (s) => String(s.stepId) },
+          { title: "Name", cell: (s) => s.stepName || "" },
+          { title: "Type", cell: (s) => s.stepType || "" },
+          { title: "State", cell: (s) => stateBadge(s.state) },
+          { title: "At", cell: (s) => when(s.createdAt) },
+          { title: "Output", cell: (s) => h("pre", { text: typeof s.out === "string" ? s.out : json(s.out) }) },
+        ], stepsOf(r), "No step yet."));
+        detail.scrollIntoView({ block: "nearest" });
+      } }),
+      r.workflowState === "RUN_STARTED" ? h("button", { type: "button", class: "danger", text: "Cancel run", onclick: (e) => {
+        if (!confirm(`Cancel run ${r.workflowRunId}?`)) return;
+        busy(e.target, detail, async () => {
+          await api("DELETE", `/v2/workflows/runs/${encodeURIComponent(r.workflowRunId)}`);
+          detail.replaceChildren(h("p", { text: `Cancelled ${r.workflowRunId}.` }));
+          await load(false);
+        });
+      } }) : null) },
+  ];
+  const load = (more) => busy(null, out, async () => {
+    const p = new URLSearchParams();
+    for (const [key, value] of Object.entries(formValues(filters))) if (value) p.set(key, value);
+    p.set("count", "50");
+    if (more && cursor) p.set("cursor", cursor);
+    const answer = await api("GET", `/v2/workflows/logs?${p}`);
+    shown = more ? shown.concat(answer.runs) : answer.runs;
+    cursor = answer.cursor || null;
+    older.hidden = !cursor;
+    out.replaceChildren(table(columns, shown, "No workflow run matches."));
+  });
+  older.addEventListener("click", () => load(true));
+  filters.addEventListener("submit", (event) => { event.preventDefault(); load(false); });
+  page("Workflow runs", h("section", { class: "card" }, filters), out, older, detail);
+  load(false);
+}
+
+function keysPage() {
+  const keysOut = h("div");
+  const showKeys = (k) => keysOut.replaceChildren(h("div", { class: "secret", text: `current: ${k.current}` }), h("div", { class: "secret", text: `next: ${k.next}` }));
+  page("Signing keys", h("section", { class: "card" },
+    h("p", { class: "muted", text: "Deliveries are signed with the current key; receivers also accept the next one, so rotating does not break them." }),
+    keysOut,
     h("button", { type: "button", class: "danger", text: "Rotate signing keys", onclick: (e) => {
       if (!confirm("Rotate? The next key becomes current and a new next key is made; receivers must know the new keys.")) return;
-      busy(e.target, keysOut, async () => { const k = await api("POST", "/v2/keys/rotate"); showKeys(k); });
-    } }));
-  const showKeys = (k) => keysOut.replaceChildren(h("div", { class: "secret", text: `current: ${k.current}` }), h("div", { class: "secret", text: `next: ${k.next}` }));
-  page("Queue", out, keys);
+      busy(e.target, keysOut, async () => { showKeys(await api("POST", "/v2/keys/rotate")); toast("Signing keys rotated"); });
+    } })));
   busy(null, keysOut, async () => showKeys(await api("GET", "/v2/keys")));
-  for (const [title, path, row, heads] of sections) {
-    const body = h("div", {}, h("p", { class: "muted", text: "Loading…" }));
-    out.append(h("section", { class: "card" }, h("h2", { text: title }), body));
-    busy(null, body, async () => {
-      const answer = await api("GET", path);
-      if (!row) { body.replaceChildren(h("pre", { text: json(answer) })); return; }
-      const items = Array.isArray(answer) ? answer : [];
-      body.replaceChildren(table(heads.map((title2, i) => ({ title: title2, cell: (item) => row(item)[i] })), items));
-    });
-  }
 }
 
 // ---------- routing ----------
@@ -813,10 +1031,14 @@ function route() {
   if (index) return indexPage(decodeURIComponent(index[1]));
   switch (path) {
     case "/queue/publish": return publishPage();
+    case "/queue/messages": return waitingPage();
+    case "/queue/url-groups": return urlGroupsPage();
+    case "/queue/queues": return queuesPage();
+    case "/queue/workflows": return workflowsPage();
+    case "/queue/keys": return keysPage();
     case "/queue/events": return eventsPage();
     case "/queue/dlq": return dlqPage();
     case "/queue/schedules": return schedulesPage();
-    case "/queue/more": return morePage();
     default: return indexesPage();
   }
 }

@@ -92,6 +92,20 @@ const MESSAGE_FILTERS: [(&str, &str); 9] = [
     ("toDate", "Until this Unix time, in milliseconds."),
 ];
 
+const PENDING_FILTERS: [(&str, &str); 11] = [
+    ("url", "Only messages to this URL."),
+    ("host", "Only messages to this host."),
+    ("path", "Only messages to this path."),
+    ("topicName", "Only messages of this URL group."),
+    ("queueName", "Only messages of this queue."),
+    ("scheduleId", "Only messages of this schedule."),
+    ("label", "Only messages with this label."),
+    ("flowControlKey", "Only messages with this flow-control key."),
+    ("callerIp", "Only messages published from this address."),
+    ("fromDate", "Created from this Unix time, in milliseconds."),
+    ("toDate", "Created until this Unix time, in milliseconds."),
+];
+
 fn queue_operations() -> Vec<Op> {
     let ids_body = |field: &str| object(&[(field, array(string()))], 0);
     vec![
@@ -136,6 +150,20 @@ fn queue_operations() -> Vec<Op> {
         )
         .ok(array(
             json!({"anyOf": [published(), object(&[("error", string())], 1)]}),
+        )),
+        paging(
+            op(
+                "GET",
+                "/v2/messages",
+                "A page of the messages waiting for delivery, oldest first (a Quiver addition). A page \
+                 reads at most 2,000 messages: with a narrow filter it may hold fewer than `count` and \
+                 still have a cursor.",
+            ),
+            &PENDING_FILTERS[..],
+        )
+        .ok(object(
+            &[("messages", array(r("Message"))), ("cursor", string())],
+            1,
         )),
         op("GET", "/v2/messages/{id}", "A message that waits for delivery.").ok(r("Message")),
         op("DELETE", "/v2/messages/{id}", "Cancel a message.").ok(r("Cancelled")),

@@ -137,6 +137,46 @@ pub(crate) async fn get_message(
     Ok(Json(MessageOut::of(&message)))
 }
 
+/// A page of pending messages (`GET /v2/messages`, a Quiver addition): `{"messages", "cursor"?}`.
+#[derive(Debug, Serialize)]
+pub(crate) struct PendingPage {
+    messages: Vec<MessageOut>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cursor: Option<String>,
+}
+
+/// `GET /v2/messages`: the pending messages (delayed, due, or being delivered), oldest first, that the
+/// bulk cancel's filters match; `count` (default 100, at most 1,000) a page from `cursor`. A page may hold
+/// fewer than `count` and still have a cursor when a narrow filter matched few of the messages it read.
+pub(crate) async fn list_messages(
+    State(state): State<AppState>,
+    caller: QueueAccount,
+    uri: Uri,
+) -> ApiResult<Json<PendingPage>> {
+    let mut params = Params::new(&uri, &Value::Null)?;
+    let filter = params.cancel_filter()?;
+    let count = params.count()?.unwrap_or(100);
+    if count > MAX_PENDING_PAGE {
+        return Err(ApiError::bad_request(format!(
+            "count: {count} is more than the {MAX_PENDING_PAGE} messages a page may hold"
+        )));
+    }
+    let cursor = params.one("cursor")?;
+    params.finish()?;
+    let page = state
+        .queue
+        .messages
+        .pending(caller.account.id, filter, cursor, count)
+        .await?;
+    Ok(Json(PendingPage {
+        messages: page.items.iter().map(MessageOut::of).collect(),
+        cursor: page.cursor,
+    }))
+}
+
+/// The most pending messages one page of `GET /v2/messages` holds.
+const MAX_PENDING_PAGE: usize = 1_000;
+
 pub(crate) async fn cancel_message(
     State(state): State<AppState>,
     QueueWriter(caller): QueueWriter,

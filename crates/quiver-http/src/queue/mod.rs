@@ -39,7 +39,10 @@ pub fn routes(max_message_bytes: usize) -> Router<AppState> {
     Router::new()
         .merge(publish)
         .merge(batch)
-        .route("/v2/messages", axum::routing::delete(messages::cancel_messages))
+        .route(
+            "/v2/messages",
+            get(messages::list_messages).delete(messages::cancel_messages),
+        )
         .route(
             "/v2/messages/{id}",
             get(messages::get_message).delete(messages::cancel_message),

@@ -7,7 +7,11 @@ use quiver_core::AccountId;
 use crate::context::{Context, opaque_debug};
 use crate::error::QueueError;
 use crate::message::{Message, MessageId};
-use crate::store::{CancelFilter, MessageStore};
+use crate::store::{CancelFilter, MessageStore, Page};
+
+/// How many pending messages one page of [`Messages::pending`] reads at most, matched or not: a page
+/// with a narrow filter over a long queue answers in bounded time.
+const PENDING_SCAN: usize = 2_000;
 
 /// The pending messages of every account.
 #[derive(Clone)]
@@ -32,6 +36,25 @@ impl Messages {
             .message(account, &MessageId(id.to_owned()))
             .await?
             .ok_or_else(|| QueueError::MessageNotFound(id.to_owned()))
+    }
+
+    /// A page of the pending messages `filter` matches, oldest first, from `cursor` (a page's cursor;
+    /// the first page when `None`): at most `count`, and fewer when the page has read 2,000 messages
+    /// without finding as many (a page's cursor says whether more are left).
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn pending(
+        &self,
+        account: AccountId,
+        filter: CancelFilter,
+        cursor: Option<String>,
+        count: usize,
+    ) -> Result<Page<Message>, QueueError> {
+        Ok(self
+            .store
+            .pending(account, filter, cursor.map(MessageId), count, PENDING_SCAN)
+            .await?)
     }
 
     /// Cancels one pending message.

@@ -5,6 +5,7 @@ use quiver_core::store::StoreResult;
 use quiver_core::{AccountId, Timestamp};
 
 use crate::message::{Enqueued, Message, MessageId, NewMessage};
+use crate::store::Page;
 
 /// Which pending messages a bulk cancel by filter takes: every filter given must match, and the values of
 /// one filter are alternatives. An empty filter matches every message.
@@ -70,6 +71,20 @@ pub trait MessageStore: Send + Sync + 'static {
     /// A pending message.
     async fn message(&self, account: AccountId, id: &MessageId) -> StoreResult<Option<Message>>;
 
+    /// A page of the account's pending messages that `filter` matches, in id order (which is creation
+    /// order), starting after the message id `after` (from the first when `None`). The page holds at most
+    /// `count` messages and stops once `scan` messages have been read, so that a narrow filter over a
+    /// long queue still answers in bounded time; its cursor is the id of the last message read, and
+    /// `None` only when no message is left to read.
+    async fn pending(
+        &self,
+        account: AccountId,
+        filter: CancelFilter,
+        after: Option<MessageId>,
+        count: usize,
+        scan: usize,
+    ) -> StoreResult<Page<Message>>;
+
     /// Cancels the given pending messages, or every pending message of the account when `ids` is
     /// `None`; records CANCEL_REQUESTED and CANCELED. Returns how many were cancelled.
     async fn cancel(
@@ -95,4 +110,36 @@ pub struct QueueDepth {
     pub due: u64,
     /// Messages in the dead letter queue.
     pub dead_letters: u64,
+}
+
+/// Gathers a page of [`MessageStore::pending`] from the messages a backend read in id order, at most
+/// `scan` of them: the first `count` that `filter` matches, and where the next page starts.
+///
+/// # Errors
+/// The first error among the messages read.
+pub fn pending_page(
+    read: impl Iterator<Item = StoreResult<Message>>,
+    filter: &CancelFilter,
+    count: usize,
+    scan: usize,
+) -> StoreResult<Page<Message>> {
+    let mut items = Vec::new();
+    let mut last = None;
+    let mut seen = 0;
+    for message in read {
+        let message = message?;
+        seen += 1;
+        last = Some(message.id.0.clone());
+        if filter.matches(&message) {
+            items.push(message);
+            if items.len() >= count {
+                break;
+            }
+        }
+    }
+    let is_exhausted = seen < scan && items.len() < count;
+    Ok(Page {
+        items,
+        cursor: if is_exhausted { None } else { last },
+    })
 }

@@ -28,7 +28,7 @@ pub use delivery::{AttemptRecord, AttemptResolution, DeliveryStore};
 pub use events::{EventLogStore, LogPosition};
 pub use fifo_queues::{FifoQueue, FifoQueueStore};
 pub use listing::{Filter, Page};
-pub use messages::{CancelFilter, MessageStore, QueueDepth};
+pub use messages::{CancelFilter, MessageStore, QueueDepth, pending_page};
 pub use schedules::ScheduleStore;
 pub use url_groups::{Endpoint, UrlGroup, UrlGroupStore};
 pub use workflow_runs::WorkflowRunStore;

@@ -68,6 +68,7 @@ pub async fn message_stores(store: &dyn QueueStore) {
     an_attempt_for_a_message_that_is_gone_changes_nothing(store).await;
     a_message_stored_leased_waits_for_its_holder_and_logs_its_start_with_its_outcome(store).await;
     cancelling_takes_the_named_or_matching_messages_of_one_account(store).await;
+    pending_messages_page_in_creation_order_by_filter_within_a_bounded_read(store).await;
     the_depth_counts_pending_and_due_messages(store).await;
     dead_letters_page_newest_first_and_are_retried_or_deleted_once(store).await;
     the_events_log_pages_newest_first(store).await;
@@ -573,6 +574,69 @@ async fn cancelling_takes_the_named_or_matching_messages_of_one_account(store: &
         store.message(other, &ids[3]).await.expect("read").is_some(),
         "another account's messages are never cancelled"
     );
+}
+
+async fn pending_messages_page_in_creation_order_by_filter_within_a_bounded_read(store: &dyn QueueStore) {
+    let (account, other) = (AccountId::random(), AccountId::random());
+    let urls = [
+        "https://a.example.com/1",
+        "https://b.example.com/2",
+        "https://a.example.com/3",
+    ];
+    let mut ids = Vec::new();
+    for (second, url) in (1..).zip(urls) {
+        // Ids carry their creation time: these sort in the order written, whatever their random part.
+        let mut new = message(account, url, at(3_600));
+        new.message.id = MessageId::generate(at(second));
+        ids.extend(enqueue(store, vec![new]).await);
+    }
+    enqueue(store, vec![message(other, urls[0], at(3_600))]).await;
+    let page = |filter: CancelFilter, after: Option<&MessageId>, count, scan| {
+        store.pending(account, filter, after.cloned(), count, scan)
+    };
+    let first = page(CancelFilter::default(), None, 2, 100).await.expect("page");
+    let first_ids: Vec<_> = first.items.iter().map(|m| m.id.clone()).collect();
+    assert_eq!(first_ids, ids[..2], "the oldest first, only the account's own");
+    let cursor = first.cursor.expect("a full page has a cursor");
+    let second = page(CancelFilter::default(), Some(&MessageId(cursor)), 2, 100)
+        .await
+        .expect("page");
+    assert_eq!(second.items.len(), 1);
+    assert_eq!(second.items[0].id, ids[2]);
+    assert_eq!(second.cursor, None, "the last page says so");
+    assert_eq!(
+        second.items[0].spec.url, urls[2],
+        "a page holds the whole message"
+    );
+
+    let on_a = || CancelFilter {
+        hosts: vec!["a.example.com".into()],
+        ..CancelFilter::default()
+    };
+    let matched = page(on_a(), None, 10, 100).await.expect("page");
+    let matched_ids: Vec<_> = matched.items.iter().map(|m| m.id.clone()).collect();
+    assert_eq!(matched_ids, [ids[0].clone(), ids[2].clone()]);
+    assert_eq!(matched.cursor, None);
+
+    let bounded = page(on_a(), None, 10, 2).await.expect("page");
+    assert_eq!(bounded.items.len(), 1, "the read stops after `scan` messages");
+    assert_eq!(
+        bounded.cursor.as_deref(),
+        Some(ids[1].0.as_str()),
+        "and goes on from the last one read"
+    );
+    let rest = page(on_a(), Some(&ids[1]), 10, 2).await.expect("page");
+    assert_eq!(rest.items.len(), 1);
+    assert_eq!(rest.items[0].id, ids[2]);
+    assert_eq!(rest.cursor, None);
+    store
+        .cancel(account, None, CancelFilter::default(), None, at(10))
+        .await
+        .expect("cancel");
+    store
+        .cancel(other, None, CancelFilter::default(), None, at(10))
+        .await
+        .expect("cancel");
 }
 
 async fn dead_letters_page_newest_first_and_are_retried_or_deleted_once(store: &dyn QueueStore) {

@@ -13,7 +13,8 @@ use quiver_queue::message::{
     NewEvent, NewMessage,
 };
 use quiver_queue::store::{
-    AttemptRecord, AttemptResolution, CancelFilter, DeliveryStore, MessageStore, QueueDepth,
+    AttemptRecord, AttemptResolution, CancelFilter, DeliveryStore, MessageStore, Page, QueueDepth,
+    pending_page,
 };
 
 use crate::batch::Batcher;
@@ -602,6 +603,32 @@ impl MessageStore for PgQueueStore {
             .as_ref()
             .map(message_from_row)
             .transpose()
+    }
+
+    async fn pending(
+        &self,
+        account: AccountId,
+        filter: CancelFilter,
+        after: Option<MessageId>,
+        count: usize,
+        scan: usize,
+    ) -> StoreResult<Page<Message>> {
+        let client = self.database.client().await?;
+        let after = after.map(|id| id.0).unwrap_or_default();
+        let scan_rows = i64::try_from(scan).unwrap_or(i64::MAX);
+        // The comparison and the order use the same collation, so pages never skip or repeat a message;
+        // under a byte-order collation (C, C.UTF-8) that order is creation order, as on SQLite.
+        let rows = client
+            .query(
+                &format!(
+                    "SELECT {MESSAGE_COLUMNS} FROM messages
+                     WHERE account_id = $1 AND id > $2 ORDER BY id LIMIT $3"
+                ),
+                &[&account.to_string(), &after, &scan_rows],
+            )
+            .await
+            .map_err(backend_error)?;
+        pending_page(rows.iter().map(message_from_row), &filter, count, scan)
     }
 
     async fn depth(&self, now: Timestamp) -> StoreResult<QueueDepth> {

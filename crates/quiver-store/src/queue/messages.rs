@@ -9,7 +9,7 @@ use quiver_queue::message::{
 };
 use quiver_queue::store::{
     AttemptRecord, AttemptResolution, CancelFilter, DeadLetterStore, DeliveryStore, EventLogStore, Filter,
-    LogPosition, MessageStore, Page, QueueDepth,
+    LogPosition, MessageStore, Page, QueueDepth, pending_page,
 };
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
@@ -267,6 +267,32 @@ impl MessageStore for SqliteQueueStore {
         let id = id.0.clone();
         self.database
             .read(move |c| load_message(c, &account.to_string(), &id))
+            .await
+    }
+
+    async fn pending(
+        &self,
+        account: AccountId,
+        filter: CancelFilter,
+        after: Option<MessageId>,
+        count: usize,
+        scan: usize,
+    ) -> StoreResult<Page<Message>> {
+        self.database
+            .read(move |c| {
+                let mut statement = c
+                    .prepare_cached(&format!(
+                        "SELECT {MESSAGE_COLUMNS} FROM messages
+                         WHERE account_id = ?1 AND id > ?2 ORDER BY id LIMIT ?3"
+                    ))
+                    .map_err(read_error)?;
+                let after = after.map(|id| id.0).unwrap_or_default();
+                let scan_rows = i64::try_from(scan).unwrap_or(i64::MAX);
+                let rows = statement
+                    .query_map(params![account.to_string(), after, scan_rows], message_from_row)
+                    .map_err(read_error)?;
+                pending_page(rows.map(|row| row.map_err(read_error)), &filter, count, scan)
+            })
             .await
     }
 

@@ -215,6 +215,7 @@ fn queue_routes(owned: &Owned) -> Vec<(Method, String, bool, bool)> {
         ),
         write(Method::POST, "/v2/batch", false),
         write(Method::POST, "/v2/trigger/https://example.com/x", false),
+        read("/v2/messages", false),
         read(&format!("/v2/messages/{message}"), true),
         write(Method::DELETE, &format!("/v2/messages/{message}"), true),
         write(Method::DELETE, "/v2/messages", false),

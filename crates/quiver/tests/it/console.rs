@@ -293,7 +293,7 @@ fn console_tests_dir() -> PathBuf {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_console_drives_indexes_data_dead_letters_and_schedules_in_chromium() {
+async fn the_console_drives_indexes_data_the_queue_and_workflow_runs_in_chromium() {
     let dir = console_tests_dir();
     assert!(
         dir.join("node_modules/playwright-core").exists(),
@@ -307,8 +307,20 @@ async fn the_console_drives_indexes_data_dead_letters_and_schedules_in_chromium(
     let server = TestServer::embedded().await;
     let failing = Receiver::start().await;
     failing.respond_with(Reply::status(500).with_body("the receiver is down"));
+    // A workflow run whose first step waits on the failing receiver's retries: it stays running.
+    let (status, run) = quiver_testkit::calls::send(
+        server
+            .queue(Method::POST, &format!("/v2/trigger/{}", failing.url("/workflow")))
+            .body(r#"{"order": 7}"#),
+    )
+    .await;
+    assert!(status.is_success(), "{run}");
     let screenshots = dir.join("output");
     let env = vec![
+        (
+            "WORKFLOW_RUN_ID",
+            run["workflowRunId"].as_str().unwrap().to_owned(),
+        ),
         ("QUIVER_URL", server.url("")),
         ("QUIVER_EMAIL", server.account().email.to_string()),
         ("QUIVER_API_KEY", server.account().api_key.clone()),
