@@ -340,18 +340,18 @@ impl Namespace {
         weight: impl Fn(u32) -> f32,
         accept: Option<&dyn Fn(&Record) -> bool>,
     ) -> Vec<(&Record, f32)> {
-        let mut best = TopK::new(k);
-        for (slot, score) in self.postings.scores(query, weight) {
+        // Ranked by insertion order on ties, as a scan in that order would (a sequence fits a usize on
+        // the 64-bit targets Quiver builds for).
+        let rank = |slot: usize| {
             if let Some(accept) = accept
                 && !self.at(slot).is_some_and(accept)
             {
-                continue;
+                return None;
             }
-            // Ranked by insertion order on ties, as a scan in that order would (a sequence fits a usize
-            // on the 64-bit targets Quiver builds for).
-            best.offer(usize::try_from(self.sequences[slot]).unwrap_or(usize::MAX), score);
-        }
-        best.into_sorted()
+            Some(usize::try_from(self.sequences[slot]).unwrap_or(usize::MAX))
+        };
+        self.postings
+            .top(query, weight, k, rank, accept.is_some())
             .into_iter()
             .filter_map(|(sequence, score)| {
                 let slot = self.order.get(&(sequence as u64))?;

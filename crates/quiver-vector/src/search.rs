@@ -178,8 +178,9 @@ mod tests {
             .collect()
     }
 
-    /// A sparse vector of `entries` distinct dimensions below `dimensions`, from a simple generator.
-    fn sparse(seed: &mut u64, dimensions: u32, entries: usize) -> SparseVector {
+    /// A sparse vector of `entries` distinct dimensions below `dimensions`, from a simple generator;
+    /// values in (0, 1], or in [-1, 1] when `is_signed`.
+    fn sparse_of(seed: &mut u64, dimensions: u32, entries: usize, is_signed: bool) -> SparseVector {
         let mut next = || {
             *seed = seed
                 .wrapping_mul(6_364_136_223_846_793_005)
@@ -191,13 +192,32 @@ mod tests {
         indices.dedup();
         let values = indices
             .iter()
-            .map(|_| (next() % 1000) as f32 / 997.0 + 0.01)
+            .map(|_| {
+                let magnitude = (next() % 1000) as f32 / 997.0 + 0.01;
+                if is_signed && next() % 3 == 0 {
+                    -magnitude
+                } else {
+                    magnitude
+                }
+            })
             .collect();
         SparseVector { indices, values }
     }
 
     #[test]
     fn sparse_search_by_postings_finds_what_a_scan_finds_bit_for_bit() {
+        postings_find_what_a_scan_finds(false, |n| 1 + n % 8, &[3, 5_000]);
+    }
+
+    #[test]
+    fn negative_values_and_long_queries_find_what_a_scan_finds_bit_for_bit() {
+        // Products that take away, and queries past the term count where document-at-a-time stops.
+        postings_find_what_a_scan_finds(true, |n| [1, 2, 5, 31, 32, 33, 60][n % 7], &[1, 10, 200]);
+    }
+
+    fn postings_find_what_a_scan_finds(is_signed: bool, terms: impl Fn(usize) -> usize, ks: &[usize]) {
+        let sparse =
+            |seed: &mut u64, dimensions: u32, entries: usize| sparse_of(seed, dimensions, entries, is_signed);
         let spec = IndexSpec {
             dimension: 0,
             similarity: SimilarityFunction::DotProduct,
@@ -243,12 +263,12 @@ mod tests {
             namespace.remove(&format!("r{n}"));
         }
         let filter = Filter::parse("group = 3").unwrap();
-        let mut queries: Vec<SparseVector> = (0..24).map(|n| sparse(&mut seed, 210, 1 + n % 8)).collect();
+        let mut queries: Vec<SparseVector> = (0..24).map(|n| sparse(&mut seed, 210, terms(n))).collect();
         queries.push(copied);
         for query in &queries {
             for weighting in [Weighting::None, Weighting::Idf] {
                 for filter in [None, filter.as_ref()] {
-                    for k in [3, 5_000] {
+                    for &k in ks {
                         let found: Vec<(String, f32)> =
                             sparse_search(&namespace, query, k, weighting, filter)
                                 .into_iter()
