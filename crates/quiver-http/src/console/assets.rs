@@ -1,12 +1,16 @@
-//! The console's files, embedded at build time (`crates/quiver-http/console/`): one page, one script,
-//! one style sheet, written by hand with no third-party code, so nothing is fetched at run time and
-//! `cargo build` needs no JavaScript toolchain.
+//! The console's files, embedded at build time (`crates/quiver-http/console/`): one page, one script
+//! (its source kept in a file per area, joined here), one style sheet, written by hand with no
+//! third-party code, so nothing is fetched at run time and `cargo build` needs no JavaScript toolchain.
 
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 
 const PAGE: &str = include_str!("../../console/index.html");
-const SCRIPT: &str = include_str!("../../console/app.js");
+const SCRIPT: &str = concat!(
+    include_str!("../../console/core.js"),
+    include_str!("../../console/indexes.js"),
+    include_str!("../../console/queue.js"),
+);
 const STYLE: &str = include_str!("../../console/app.css");
 
 /// Only this origin's script, style sheet and API; no framing, no inline code.

@@ -22,6 +22,7 @@ use crate::database::PgOptions;
 use crate::database::{PRESENCE_CLASS, PgDatabase, TxError, TxFuture, backend_error};
 use crate::hints::Hint;
 use crate::queue::control::{claim_keyed, next_keyed_due};
+use crate::queue::log::append_events;
 use crate::queue::rows::{MESSAGE_COLUMNS, QUEUE_CONDITION, count, json, message_from_row, spec_json};
 use crate::queue::store::{Batches, PgQueueStore};
 
@@ -34,95 +35,6 @@ const LIVING_NODES: &str =
 
 /// A lease's node is gone (`m` the message): its presence lock is free.
 const NODE_GONE: &str = "(m.lease_node::BIGINT & 4294967295) NOT IN (SELECT node FROM living)";
-
-/// Appends events of messages to their accounts' logs in one statement; the spec goes with CREATED
-/// events only (later events borrow it).
-pub(crate) async fn append_events(
-    transaction: &Transaction<'_>,
-    events: &[(&Message, &NewEvent)],
-) -> Result<(), TxError> {
-    if events.is_empty() {
-        return Ok(());
-    }
-    let mut columns = EventColumns::default();
-    for (message, event) in events {
-        columns.push(message, event)?;
-    }
-    let statement = transaction
-        .prepare_cached(
-            "INSERT INTO events (account_id, message_id, time, state, url, host, path, topic_name, queue_name,
-                 schedule_id, labels, spec, detail)
-             SELECT * FROM UNNEST($1::TEXT[], $2::TEXT[], $3::BIGINT[], $4::TEXT[], $5::TEXT[], $6::TEXT[],
-                 $7::TEXT[], $8::TEXT[], $9::TEXT[], $10::TEXT[], $11::TEXT[], $12::TEXT[], $13::TEXT[])",
-        )
-        .await?;
-    let c = &columns;
-    transaction
-        .execute(
-            &statement,
-            &[
-                &c.account,
-                &c.message,
-                &c.time,
-                &c.state,
-                &c.url,
-                &c.host,
-                &c.path,
-                &c.topic,
-                &c.queue,
-                &c.schedule,
-                &c.labels,
-                &c.spec,
-                &c.detail,
-            ],
-        )
-        .await?;
-    Ok(())
-}
-
-/// The columns of events written together.
-#[derive(Default)]
-struct EventColumns {
-    account: Vec<String>,
-    message: Vec<String>,
-    time: Vec<i64>,
-    state: Vec<&'static str>,
-    url: Vec<String>,
-    host: Vec<Option<String>>,
-    path: Vec<Option<String>>,
-    topic: Vec<Option<String>>,
-    queue: Vec<Option<String>>,
-    schedule: Vec<Option<String>>,
-    labels: Vec<String>,
-    spec: Vec<Option<String>>,
-    detail: Vec<String>,
-}
-
-impl EventColumns {
-    fn push(&mut self, message: &Message, event: &NewEvent) -> StoreResult<()> {
-        let spec = &message.spec;
-        let url = url::Url::parse(&spec.url).ok();
-        self.account.push(message.account_id.to_string());
-        self.message.push(message.id.0.clone());
-        self.time.push(event.time.as_millis());
-        self.state.push(event.state.as_str());
-        self.url.push(spec.url.clone());
-        self.host
-            .push(url.as_ref().and_then(|u| u.host_str().map(str::to_owned)));
-        self.path.push(url.as_ref().map(|u| u.path().to_owned()));
-        self.topic.push(spec.topic_name.clone());
-        self.queue.push(spec.queue_name.clone());
-        self.schedule.push(spec.schedule_id.clone());
-        self.labels.push(json(&spec.labels)?);
-        self.spec.push(if event.state == MessageState::Created {
-            Some(spec_json(spec)?)
-        } else {
-            None
-        });
-        self.detail.push(json(&event.detail)?);
-        Ok(())
-    }
-}
 
 /// Stores messages with a CREATED event each, honouring their deduplication keys: a message whose key
 /// is live is not stored, and the earlier message's id stands for it. Rows and events are written one

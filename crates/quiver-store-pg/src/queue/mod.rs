@@ -3,6 +3,7 @@
 //!
 //! - `messages`: messages, their claims across nodes and each attempt's outcome (`MessageStore`,
 //!   `DeliveryStore`).
+//! - `log`: the events log's writes, many messages' events in one statement.
 //! - `listing`: dead letters and the events log, their filters, pages and pruning.
 //! - `control`: FIFO queues, workflow runs and flow control.
 //! - `nouns`: URL groups, waiters and schedules.
@@ -16,6 +17,7 @@
 
 mod control;
 mod listing;
+mod log;
 mod messages;
 mod nouns;
 mod rows;

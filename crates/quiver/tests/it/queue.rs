@@ -457,59 +457,6 @@ async fn bulk_cancel_by_filter_takes_only_the_matching_messages() {
 }
 
 #[tokio::test]
-async fn waiting_messages_are_listed_oldest_first_by_filter_and_page_by_cursor() {
-    let server = TestServer::embedded().await;
-    let mut ids = Vec::new();
-    for path in ["a", "b", "a"] {
-        let (_, published) = publish(
-            &server,
-            &format!("http://127.0.0.1:9/{path}"),
-            &[("Svc-Delay", "1d")],
-            "waiting",
-        )
-        .await;
-        ids.push(published["messageId"].as_str().unwrap().to_owned());
-        // Ids carry their creation millisecond, which orders them; the manual clock must move for that.
-        server.clock().advance(Duration::from_millis(1));
-    }
-    let listed = |page: &serde_json::Value| -> Vec<String> {
-        page["messages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|m| m["messageId"].as_str().unwrap().to_owned())
-            .collect()
-    };
-    let (status, first) = send(server.queue(Method::GET, "/v2/messages?count=2")).await;
-    assert_eq!(status, StatusCode::OK, "{first}");
-    assert_eq!(listed(&first), ids[..2]);
-    assert_eq!(first["messages"][0]["body"], "waiting");
-    assert_eq!(first["messages"][0]["url"], "http://127.0.0.1:9/a");
-    let cursor = first["cursor"].as_str().expect("a full page has a cursor");
-    let (_, second) = send(server.queue(Method::GET, &format!("/v2/messages?count=2&cursor={cursor}"))).await;
-    assert_eq!(listed(&second), ids[2..]);
-    assert!(
-        second.get("cursor").is_none(),
-        "the last page has no cursor: {second}"
-    );
-
-    let (_, on_a) = send(server.queue(Method::GET, "/v2/messages?path=/a")).await;
-    assert_eq!(listed(&on_a), [ids[0].clone(), ids[2].clone()]);
-    send(server.queue(Method::DELETE, &format!("/v2/messages/{}", ids[0]))).await;
-    let (_, after_cancel) = send(server.queue(Method::GET, "/v2/messages")).await;
-    assert_eq!(
-        listed(&after_cancel),
-        ids[1..],
-        "a cancelled message no longer waits"
-    );
-
-    for bad in ["count=0", "count=1001", "colour=red"] {
-        let (status, error) = send(server.queue(Method::GET, &format!("/v2/messages?{bad}"))).await;
-        assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}: {error}");
-    }
-}
-
-#[tokio::test]
 async fn a_duplicate_within_the_window_returns_the_first_message_with_202() {
     let server = TestServer::embedded().await;
     let headers = [("Svc-Deduplication-Id", "order-7"), ("Svc-Delay", "1h")];

@@ -1,5 +1,8 @@
 //! Filters of the queue's list and bulk routes as the SDKs send them: several values per filter, host
-//! and path of the log, DLQ paging by count and cursor, and a 400 for any key a route does not know.
+//! and path of the log, DLQ paging by count and cursor, the list of waiting messages, and a 400 for any
+//! key a route does not know.
+
+use std::time::Duration;
 
 use quiver_testkit::calls::{publish, send};
 use quiver_testkit::{Receiver, Reply, TestServer};
@@ -83,4 +86,57 @@ async fn log_and_dlq_filters_take_several_values_and_dlq_bulk_actions_page_by_co
     assert_eq!(retried["cursor"], "", "nothing follows");
     let (_, page) = send(server.queue(Method::GET, "/v2/dlq")).await;
     assert_eq!(count(&page, "messages"), 0, "{page}");
+}
+
+#[tokio::test]
+async fn waiting_messages_are_listed_oldest_first_by_filter_and_page_by_cursor() {
+    let server = TestServer::embedded().await;
+    let mut ids = Vec::new();
+    for path in ["a", "b", "a"] {
+        let (_, published) = publish(
+            &server,
+            &format!("http://127.0.0.1:9/{path}"),
+            &[("Svc-Delay", "1d")],
+            "waiting",
+        )
+        .await;
+        ids.push(published["messageId"].as_str().unwrap().to_owned());
+        // Ids carry their creation millisecond, which orders them; the manual clock must move for that.
+        server.clock().advance(Duration::from_millis(1));
+    }
+    let listed = |page: &serde_json::Value| -> Vec<String> {
+        page["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["messageId"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let (status, first) = send(server.queue(Method::GET, "/v2/messages?count=2")).await;
+    assert_eq!(status, StatusCode::OK, "{first}");
+    assert_eq!(listed(&first), ids[..2]);
+    assert_eq!(first["messages"][0]["body"], "waiting");
+    assert_eq!(first["messages"][0]["url"], "http://127.0.0.1:9/a");
+    let cursor = first["cursor"].as_str().expect("a full page has a cursor");
+    let (_, second) = send(server.queue(Method::GET, &format!("/v2/messages?count=2&cursor={cursor}"))).await;
+    assert_eq!(listed(&second), ids[2..]);
+    assert!(
+        second.get("cursor").is_none(),
+        "the last page has no cursor: {second}"
+    );
+
+    let (_, on_a) = send(server.queue(Method::GET, "/v2/messages?path=/a")).await;
+    assert_eq!(listed(&on_a), [ids[0].clone(), ids[2].clone()]);
+    send(server.queue(Method::DELETE, &format!("/v2/messages/{}", ids[0]))).await;
+    let (_, after_cancel) = send(server.queue(Method::GET, "/v2/messages")).await;
+    assert_eq!(
+        listed(&after_cancel),
+        ids[1..],
+        "a cancelled message no longer waits"
+    );
+
+    for bad in ["count=0", "count=1001", "colour=red"] {
+        let (status, error) = send(server.queue(Method::GET, &format!("/v2/messages?{bad}"))).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}: {error}");
+    }
 }
