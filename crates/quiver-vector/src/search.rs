@@ -206,7 +206,12 @@ mod tests {
 
     #[test]
     fn sparse_search_by_postings_finds_what_a_scan_finds_bit_for_bit() {
-        postings_find_what_a_scan_finds(false, |n| 1 + n % 8, &[3, 5_000], &[Weighting::None, Weighting::Idf]);
+        postings_find_what_a_scan_finds(
+            false,
+            |n| 1 + n % 8,
+            &[3, 5_000],
+            &[Weighting::None, Weighting::Idf],
+        );
     }
 
     #[test]
