@@ -233,6 +233,7 @@ test("URL groups get and lose endpoints, and are deleted", async () => {
   page.once("dialog", (dialog) => dialog.accept());
   await row.getByRole("button", { name: `Remove ${process.env.FAILING_URL}/one` }).click();
   await page.getByText(`Removed ${process.env.FAILING_URL}/one from console-group.`).waitFor();
+  await row.getByText(`one: ${process.env.FAILING_URL}/one`).waitFor({ state: "detached" });
   assert.equal(await row.locator("li").count(), 1, "one endpoint is left");
   page.once("dialog", (dialog) => dialog.accept());
   await row.getByRole("button", { name: "Delete group" }).click();

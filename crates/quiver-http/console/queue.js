@@ -281,16 +281,16 @@ function urlGroupsPage() {
       const endpoint = { url: v.url };
       if (v.name) endpoint.name = v.name;
       await api("POST", `/v2/topics/${encodeURIComponent(v.group)}/endpoints`, { endpoints: [endpoint] });
-      out.replaceChildren(h("p", { text: `Added ${v.url} to ${v.group}.` }));
       await load();
+      out.replaceChildren(h("p", { text: `Added ${v.url} to ${v.group}.` }));
     });
   });
   const removeEndpoint = (group, endpoint) => (e) => {
     if (!confirm(`Remove ${endpoint.url} from ${group.name}?`)) return;
     busy(e.target, out, async () => {
       await api("DELETE", `/v2/topics/${encodeURIComponent(group.name)}/endpoints`, { endpoints: [endpoint.name ? { name: endpoint.name } : { url: endpoint.url }] });
-      out.replaceChildren(h("p", { text: `Removed ${endpoint.url} from ${group.name}.` }));
       await load();
+      out.replaceChildren(h("p", { text: `Removed ${endpoint.url} from ${group.name}.` }));
     });
   };
   const load = () => busy(null, listOut, async () => {
@@ -303,7 +303,7 @@ function urlGroupsPage() {
       { title: "Updated", cell: (g) => when(g.updatedAt) },
       { title: "", cell: (g) => h("button", { type: "button", class: "danger", text: "Delete group", onclick: (e) => {
         if (!confirm(`Delete URL group ${g.name}?`)) return;
-        busy(e.target, out, async () => { await api("DELETE", `/v2/topics/${encodeURIComponent(g.name)}`); out.replaceChildren(h("p", { text: `Deleted ${g.name}.` })); await load(); });
+        busy(e.target, out, async () => { await api("DELETE", `/v2/topics/${encodeURIComponent(g.name)}`); await load(); out.replaceChildren(h("p", { text: `Deleted ${g.name}.` })); });
       } }) },
     ], groups, "No URL group yet: add an endpoint to make one."));
   });
@@ -326,8 +326,8 @@ function queuesPage() {
     busy(form.querySelector("button"), out, async () => {
       const v = formValues(form);
       await api("POST", "/v2/queues", { queueName: v.queueName, parallelism: Number(v.parallelism || 1) });
-      out.replaceChildren(h("p", { text: `Saved ${v.queueName}.` }));
       await load();
+      out.replaceChildren(h("p", { text: `Saved ${v.queueName}.` }));
     });
   });
   const queueAction = (q, what) => (e) => {
@@ -335,8 +335,8 @@ function queuesPage() {
     busy(e.target, out, async () => {
       const path = `/v2/queues/${encodeURIComponent(q.name)}`;
       if (what === "delete") await api("DELETE", path); else await api("POST", `${path}/${what}`);
-      out.replaceChildren(h("p", { text: `${q.name}: ${what === "delete" ? "deleted" : what === "pause" ? "paused" : "resumed"}.` }));
       await load();
+      out.replaceChildren(h("p", { text: `${q.name}: ${what === "delete" ? "deleted" : what === "pause" ? "paused" : "resumed"}.` }));
     });
   };
   const keyAction = (k, what) => (e) => {
@@ -349,8 +349,8 @@ function queuesPage() {
     if (what === "unpin") query = "?parallelism=true&rate=true";
     busy(e.target, out, async () => {
       await api("POST", `/v2/flowControl/${encodeURIComponent(k.flowControlKey)}/${what}${query}`);
-      out.replaceChildren(h("p", { text: `${k.flowControlKey}: ${what} done.` }));
       await load();
+      out.replaceChildren(h("p", { text: `${k.flowControlKey}: ${what} done.` }));
     });
   };
   const limit = (count, max) => (max ? `${count} of ${max}` : `${count} (no limit)`);
