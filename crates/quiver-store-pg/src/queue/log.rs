@@ -73,6 +73,7 @@ struct EventColumns {
 impl EventColumns {
     fn push(&mut self, message: &Message, event: &NewEvent) -> StoreResult<()> {
         let spec = &message.spec;
+        // A destination that does not parse as a URL has no host or path to filter the log by.
         let url = url::Url::parse(&spec.url).ok();
         self.account.push(message.account_id.to_string());
         self.message.push(message.id.0.clone());

@@ -526,6 +526,7 @@ impl MessageStore for PgQueueStore {
         scan: usize,
     ) -> StoreResult<Page<Message>> {
         let client = self.database.client().await?;
+        // No cursor reads from the first message: every id sorts after the empty text.
         let after = after.map(|id| id.0).unwrap_or_default();
         let scan_rows = i64::try_from(scan).unwrap_or(i64::MAX);
         // The comparison and the order use the same collation, so pages never skip or repeat a message;

@@ -286,6 +286,7 @@ impl MessageStore for SqliteQueueStore {
                          WHERE account_id = ?1 AND id > ?2 ORDER BY id LIMIT ?3"
                     ))
                     .map_err(read_error)?;
+                // No cursor reads from the first message: every id sorts after the empty text.
                 let after = after.map(|id| id.0).unwrap_or_default();
                 let scan_rows = i64::try_from(scan).unwrap_or(i64::MAX);
                 let rows = statement
