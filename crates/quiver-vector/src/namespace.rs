@@ -342,16 +342,16 @@ impl Namespace {
     ) -> Vec<(&Record, f32)> {
         // Ranked by insertion order on ties, as a scan in that order would (a sequence fits a usize on
         // the 64-bit targets Quiver builds for).
-        let rank = |slot: usize| {
-            if let Some(accept) = accept
-                && !self.at(slot).is_some_and(accept)
-            {
-                return None;
-            }
-            Some(usize::try_from(self.sequences[slot]).unwrap_or(usize::MAX))
-        };
+        let rank = |slot: usize| usize::try_from(self.sequences[slot]).unwrap_or(usize::MAX);
+        let accepts = accept.map(|accept| move |slot: usize| self.at(slot).is_some_and(accept));
         self.postings
-            .top(query, weight, k, rank, accept.is_some())
+            .top(
+                query,
+                weight,
+                k,
+                rank,
+                accepts.as_ref().map(|f| f as &dyn Fn(usize) -> bool),
+            )
             .into_iter()
             .filter_map(|(sequence, score)| {
                 let slot = self.order.get(&(sequence as u64))?;

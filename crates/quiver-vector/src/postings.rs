@@ -134,17 +134,17 @@ impl Postings {
         self.frequency.get(&index).map_or(0, |count| *count as usize)
     }
 
-    /// The best `k` live records that share a dimension with `query` (sorted by index), by the inner
-    /// product with each query value weighted: `(rank, score)` best first, where `rank(slot)` is the
-    /// record's place in insertion order, or `None` to leave it out (`is_filtered` says whether it
-    /// ever does). Of equal scores the lower rank wins.
+    /// The best `k` live records that share a dimension with `query` (sorted by index) and that `accept`
+    /// keeps (all, without it), by the inner product with each query value weighted: `(rank, score)`
+    /// best first, where `rank(slot)` is the record's place in insertion order. Of equal scores the lower
+    /// rank wins.
     pub(crate) fn top(
         &self,
         query: &SparseVector,
         weight: impl Fn(u32) -> f32,
         k: usize,
-        rank: impl Fn(usize) -> Option<usize>,
-        is_filtered: bool,
+        rank: impl Fn(usize) -> usize,
+        accept: Option<&dyn Fn(usize) -> bool>,
     ) -> Vec<(usize, f32)> {
         let terms: Vec<Term<'_>> = query
             .indices
@@ -158,17 +158,19 @@ impl Postings {
         let mut best = TopK::new(k);
         // A filter could leave out the records that set the bar, and a product that takes away makes a
         // running total no floor: then every record is scored.
-        if is_filtered || k == 0 || terms.iter().any(|term| term.least < 0.0) {
+        if let Some(accept) = accept {
             for (slot, score) in self.term_at_a_time(&terms) {
-                if let Some(rank) = rank(slot) {
-                    best.offer(rank, score);
+                if accept(slot) {
+                    best.offer(rank(slot), score);
                 }
+            }
+        } else if k == 0 || terms.iter().any(|term| term.least < 0.0) {
+            for (slot, score) in self.term_at_a_time(&terms) {
+                best.offer(rank(slot), score);
             }
         } else {
             for slot in self.contenders(&terms, k).slots {
-                if let Some(rank) = rank(slot as usize) {
-                    best.offer(rank, exact_score(&terms, slot));
-                }
+                best.offer(rank(slot as usize), exact_score(&terms, slot));
             }
         }
         best.into_sorted()
@@ -455,7 +457,10 @@ mod tests {
         for (slot, score) in postings.term_at_a_time(&terms) {
             every.offer(slot, score);
         }
-        assert_eq!(postings.top(&query, weight, 10, Some, false), every.into_sorted());
+        assert_eq!(
+            postings.top(&query, weight, 10, |slot| slot, None),
+            every.into_sorted()
+        );
     }
 
     #[test]
@@ -465,7 +470,7 @@ mod tests {
             indices: vec![1, 2],
             values: vec![1.0, 4.0],
         };
-        let best = postings.top(&query, |_| 1.0, 1, Some, false);
+        let best = postings.top(&query, |_| 1.0, 1, |slot| slot, None);
         let (winner, _) = best[0];
         let sparse = SparseVector {
             indices: vec![1, 2],
@@ -475,7 +480,7 @@ mod tests {
             ],
         };
         postings.remove(winner, &sparse);
-        let after = postings.top(&query, |_| 1.0, 1, Some, false);
+        let after = postings.top(&query, |_| 1.0, 1, |slot| slot, None);
         assert_ne!(after[0].0, winner);
     }
 
