@@ -141,6 +141,26 @@ function table(columns, rows, empty) {
   return h("div", {}, wrap, h("div", { class: "row pager" }, previous, where, next));
 }
 
+// A list the API pages by cursor, 50 items a read. `path(params)` is the route to read with `params`
+// (count, and the cursor for a next page) plus the page's own filters; `key` names the answer's array;
+// `render(shown, hasMore)` is what `out` shows. `load(false)` reads the first page again, and the `more`
+// button (labelled `moreText`) reads the next.
+function cursorList(out, moreText, path, key, render) {
+  const list = { shown: [], cursor: null };
+  list.more = h("button", { type: "button", class: "plain", text: moreText, hidden: true });
+  list.load = (next) => busy(null, out, async () => {
+    const params = new URLSearchParams({ count: "50" });
+    if (next && list.cursor) params.set("cursor", list.cursor);
+    const answer = await api("GET", path(params));
+    list.shown = next ? list.shown.concat(answer[key]) : answer[key];
+    list.cursor = answer.cursor || null;
+    list.more.hidden = !list.cursor;
+    out.replaceChildren(...[render(list.shown, Boolean(list.cursor))].flat());
+  });
+  list.more.addEventListener("click", () => list.load(true));
+  return list;
+}
+
 function clearTimers() {
   for (const timer of state.timers) clearInterval(timer);
   state.timers = [];

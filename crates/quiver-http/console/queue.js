@@ -36,8 +36,6 @@ function waitingPage() {
     h("button", { type: "button", class: "danger", text: "Cancel matching messages", onclick: (e) => cancelMatching(e.target) }));
   const out = h("div");
   const detail = h("div");
-  const more = h("button", { type: "button", class: "plain", text: "More messages", hidden: true });
-  let cursor = null, shown = [];
   const params = () => {
     const p = new URLSearchParams();
     for (const [key, value] of Object.entries(formValues(filters))) if (value) p.set(key, value);
@@ -64,16 +62,14 @@ function waitingPage() {
         });
       } })) },
   ];
-  const load = (next) => busy(null, out, async () => {
-    const p = params();
-    p.set("count", "50");
-    if (next && cursor) p.set("cursor", cursor);
-    const answer = await api("GET", `/v2/messages?${p}`);
-    shown = next ? shown.concat(answer.messages) : answer.messages;
-    cursor = answer.cursor || null;
-    more.hidden = !cursor;
-    out.replaceChildren(h("p", { class: "muted", text: `${shown.length} shown${cursor ? ", more after them" : ""}` }), table(columns, shown, "No message is waiting."));
-  });
+  const list = cursorList(out, "More messages", (p) => {
+    for (const [key, value] of params()) p.set(key, value);
+    return `/v2/messages?${p}`;
+  }, "messages", (shown, hasMore) => [
+    h("p", { class: "muted", text: `${shown.length} shown${hasMore ? ", more after them" : ""}` }),
+    table(columns, shown, "No message is waiting."),
+  ]);
+  const load = list.load;
   const cancelMatching = (button) => {
     const p = params();
     const what = p.toString() ? `every waiting message matching ${p.toString().replaceAll("&", ", ")}` : "EVERY waiting message";
@@ -84,9 +80,8 @@ function waitingPage() {
       await load(false);
     });
   };
-  more.addEventListener("click", () => load(true));
   filters.addEventListener("submit", (event) => { event.preventDefault(); load(false); });
-  page("Waiting messages", h("section", { class: "card" }, filters), detail, out, more);
+  page("Waiting messages", h("section", { class: "card" }, filters), detail, out, list.more);
   load(false);
 }
 
@@ -113,16 +108,6 @@ function eventsPage() {
     field("FIFO queue", h("input", { name: "queueName" })),
     h("label", { class: "inline" }, h("input", { type: "checkbox", name: "live", checked: true }), "live updates"),
     h("button", { type: "submit", text: "Apply" }));
-  let cursor = null;
-  const older = h("button", { type: "button", class: "plain", text: "Older events", hidden: true });
-  const query = (withCursor) => {
-    const v = formValues(filters);
-    const params = new URLSearchParams();
-    for (const key of ["state", "messageId", "url", "topicName", "scheduleId", "queueName"]) if (v[key]) params.set(key, v[key]);
-    params.set("count", "50");
-    if (withCursor && cursor) params.set("cursor", cursor);
-    return params.toString();
-  };
   const columns = [
     { title: "Time", cell: (e) => when(e.time) },
     { title: "State", cell: (e) => stateBadge(e.state) },
@@ -130,29 +115,23 @@ function eventsPage() {
     { title: "URL", cell: (e) => e.url || "" },
     { title: "Detail", cell: (e) => [e.error, e.responseStatus ? `HTTP ${e.responseStatus}` : null, e.nextDeliveryTime ? `next at ${when(e.nextDeliveryTime)}` : null].filter(Boolean).join(" · ") },
   ];
-  let shown = [];
-  const render = () => out.replaceChildren(table(columns, shown, "No event matches."));
-  const load = (more) => busy(null, out, async () => {
-    const answer = await api("GET", `/v2/events?${query(more)}`);
-    shown = more ? shown.concat(answer.events) : answer.events;
-    cursor = answer.cursor || null;
-    older.hidden = !cursor;
-    render();
-  });
-  older.addEventListener("click", () => load(true));
-  filters.addEventListener("submit", (event) => { event.preventDefault(); load(false); });
+  const list = cursorList(out, "Older events", (p) => {
+    const v = formValues(filters);
+    for (const key of ["state", "messageId", "url", "topicName", "scheduleId", "queueName"]) if (v[key]) p.set(key, v[key]);
+    return `/v2/events?${p}`;
+  }, "events", (shown) => table(columns, shown, "No event matches."));
+  filters.addEventListener("submit", (event) => { event.preventDefault(); list.load(false); });
+  // Live updates read the first page again, unless older pages have been read too.
   state.timers.push(setInterval(() => {
-    if (formValues(filters).live && !document.hidden && shown.length <= 50) load(false);
+    if (formValues(filters).live && !document.hidden && list.shown.length <= 50) list.load(false);
   }, 3000));
-  page("Events log", h("section", { class: "card" }, filters), out, older);
-  load(false);
+  page("Events log", h("section", { class: "card" }, filters), out, list.more);
+  list.load(false);
 }
 
 function dlqPage() {
   const out = h("div");
   const detail = h("div");
-  let cursor = null, shown = [];
-  const more = h("button", { type: "button", class: "plain", text: "More", hidden: true });
   const selected = new Set();
   const bulk = (action) => async (e) => {
     if (!selected.size) { toast("Select dead letters first."); return; }
@@ -190,19 +169,13 @@ function dlqPage() {
         busy(e.target, detail, async () => { await api("DELETE", `/v2/dlq/${encodeURIComponent(d.dlqId)}`); await load(false); });
       } })) },
   ];
-  const load = (next) => busy(null, out, async () => {
-    const answer = await api("GET", `/v2/dlq?count=50${next && cursor ? "&cursor=" + encodeURIComponent(cursor) : ""}`);
-    shown = next ? shown.concat(answer.messages) : answer.messages;
-    cursor = answer.cursor || null;
-    more.hidden = !cursor;
-    out.replaceChildren(table(columns, shown, "No dead letters."));
-  });
-  more.addEventListener("click", () => load(true));
+  const list = cursorList(out, "More", (p) => `/v2/dlq?${p}`, "messages", (shown) => table(columns, shown, "No dead letters."));
+  const load = list.load;
   page("Dead letters",
     h("div", { class: "row" }, h("button", { type: "button", text: "Retry selected", onclick: bulk("retry") }),
       h("button", { type: "button", class: "danger", text: "Delete selected", onclick: bulk("delete") }),
       h("button", { type: "button", class: "plain", text: "Refresh", onclick: () => load(false) })),
-    out, more, detail);
+    out, list.more, detail);
   load(false);
 }
 
@@ -401,8 +374,6 @@ function workflowsPage() {
     h("button", { type: "submit", text: "Apply" }));
   const out = h("div");
   const detail = h("div");
-  const older = h("button", { type: "button", class: "plain", text: "Older runs", hidden: true });
-  let cursor = null, shown = [];
   const stepsOf = (run) => run.steps.flatMap((group) => group.steps);
   const columns = [
     { title: "Run", cell: (r) => r.workflowRunId },
@@ -432,20 +403,13 @@ function workflowsPage() {
         });
       } }) : null) },
   ];
-  const load = (more) => busy(null, out, async () => {
-    const p = new URLSearchParams();
+  const list = cursorList(out, "Older runs", (p) => {
     for (const [key, value] of Object.entries(formValues(filters))) if (value) p.set(key, value);
-    p.set("count", "50");
-    if (more && cursor) p.set("cursor", cursor);
-    const answer = await api("GET", `/v2/workflows/logs?${p}`);
-    shown = more ? shown.concat(answer.runs) : answer.runs;
-    cursor = answer.cursor || null;
-    older.hidden = !cursor;
-    out.replaceChildren(table(columns, shown, "No workflow run matches."));
-  });
-  older.addEventListener("click", () => load(true));
+    return `/v2/workflows/logs?${p}`;
+  }, "runs", (shown) => table(columns, shown, "No workflow run matches."));
+  const load = list.load;
   filters.addEventListener("submit", (event) => { event.preventDefault(); load(false); });
-  page("Workflow runs", h("section", { class: "card" }, filters), out, older, detail);
+  page("Workflow runs", h("section", { class: "card" }, filters), out, list.more, detail);
   load(false);
 }
 
