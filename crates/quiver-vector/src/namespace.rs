@@ -3,6 +3,10 @@
 //! A record is visible to fetch, range and query as soon as it is put; its dense vector joins the graph
 //! later ([`Namespace::index_pending`], run by the background indexer). Until then, queries scan the
 //! pending vectors exhaustively, so nothing acknowledged is ever missing from results.
+//!
+//! A dense vector is held once: by its record while it is pending, by the graph once it is in it (the
+//! graph keeps it exactly as written). Records are read through [`RecordRef`], which finds it in
+//! either place.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -10,10 +14,63 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use quiver_core::index::SimilarityFunction;
 
 use crate::dense::{DenseIndex, ExactIndex, TopK};
+use crate::filter::Filter;
 use crate::hnsw::{Hnsw, HnswParams};
 use crate::postings::Postings;
 use crate::record::{IndexSpec, Record, SparseVector, StoredRecord};
 use crate::score::rank_key;
+
+/// A record of a namespace, read in place: its parts, with the dense vector from wherever the
+/// namespace holds it.
+#[derive(Debug, Clone, Copy)]
+pub struct RecordRef<'a> {
+    /// The record, without its dense vector once that is in the graph.
+    record: &'a Record,
+    vector: Option<&'a [f32]>,
+}
+
+impl<'a> RecordRef<'a> {
+    /// Identifier.
+    pub fn id(&self) -> &'a str {
+        &self.record.id
+    }
+
+    /// Dense part.
+    pub fn vector(&self) -> Option<&'a [f32]> {
+        self.vector
+    }
+
+    /// Sparse part.
+    pub fn sparse(&self) -> Option<&'a SparseVector> {
+        self.record.sparse.as_ref()
+    }
+
+    /// Metadata.
+    pub fn metadata(&self) -> Option<&'a serde_json::Value> {
+        self.record.metadata.as_ref()
+    }
+
+    /// Raw text.
+    pub fn data(&self) -> Option<&'a str> {
+        self.record.data.as_deref()
+    }
+
+    /// Whether the metadata passes `filter` (see [`Record::passes`]).
+    pub fn passes(&self, filter: Option<&Filter>) -> bool {
+        self.record.passes(filter)
+    }
+
+    /// The whole record, copied.
+    pub fn to_record(&self) -> Record {
+        Record {
+            id: self.record.id.clone(),
+            vector: self.vector.map(<[f32]>::to_vec),
+            sparse: self.record.sparse.clone(),
+            metadata: self.record.metadata.clone(),
+            data: self.record.data.clone(),
+        }
+    }
+}
 
 #[derive(Debug)]
 struct Entry {
@@ -111,11 +168,10 @@ impl Namespace {
                 let node = node_of.get(stored.record.id.as_str()).copied().filter(|&node| {
                     !claimed[node]
                         && stored.record.vector.as_ref().is_some_and(|vector| {
-                            let prepared = ExactIndex::prepare(spec.similarity, vector);
-                            prepared.len() == spec.dimension
-                                && prepared
+                            vector.len() == spec.dimension
+                                && vector
                                     .iter()
-                                    .zip(graph.prepared_vector(node))
+                                    .zip(graph.node_vector(node))
                                     .all(|(a, b)| a.to_bits() == b.to_bits())
                         })
                 });
@@ -137,7 +193,9 @@ impl Namespace {
             namespace.entries.resize_with(nodes, || None);
             namespace.sequences.resize(nodes, 0);
             restored.from_snapshot = placed.len();
-            for (slot, stored) in placed {
+            for (slot, mut stored) in placed {
+                // The graph holds the same vector.
+                stored.record.vector = None;
                 namespace.place(slot, stored);
             }
         } else {
@@ -181,7 +239,7 @@ impl Namespace {
             .map(|node| {
                 self.dense
                     .is_live(node)
-                    .then(|| self.at(node).map(|record| record.id.clone()))
+                    .then(|| self.at(node).map(|record| record.id().to_owned()))
                     .flatten()
             })
             .collect();
@@ -262,27 +320,30 @@ impl Namespace {
     }
 
     /// A record by id.
-    pub fn get(&self, id: &str) -> Option<&Record> {
-        self.by_id
-            .get(id)
-            .and_then(|slot| self.entries[*slot].as_ref())
-            .map(|e| &e.record)
+    pub fn get(&self, id: &str) -> Option<RecordRef<'_>> {
+        self.by_id.get(id).and_then(|slot| self.at(*slot))
     }
 
     /// The record in a slot.
-    pub fn at(&self, slot: usize) -> Option<&Record> {
-        self.entries.get(slot).and_then(Option::as_ref).map(|e| &e.record)
+    pub fn at(&self, slot: usize) -> Option<RecordRef<'_>> {
+        let record = &self.entries.get(slot)?.as_ref()?.record;
+        let vector = match &record.vector {
+            Some(vector) => Some(vector.as_slice()),
+            // A live record's vector left it for the graph exactly where the graph has a live node.
+            None => self.dense.is_live(slot).then(|| self.dense.node_vector(slot)),
+        };
+        Some(RecordRef { record, vector })
     }
 
     /// Records in insertion order from `sequence` on, with their sequences.
-    pub fn from_sequence(&self, sequence: u64) -> impl Iterator<Item = (u64, &Record)> {
+    pub fn from_sequence(&self, sequence: u64) -> impl Iterator<Item = (u64, RecordRef<'_>)> {
         self.order
             .range(sequence..)
-            .filter_map(|(seq, slot)| self.entries[*slot].as_ref().map(|e| (*seq, &e.record)))
+            .filter_map(|(seq, slot)| self.at(*slot).map(|record| (*seq, record)))
     }
 
     /// Every record, in insertion order.
-    pub fn records(&self) -> impl Iterator<Item = &Record> {
+    pub fn records(&self) -> impl Iterator<Item = RecordRef<'_>> {
         self.from_sequence(0).map(|(_, record)| record)
     }
 
@@ -291,9 +352,9 @@ impl Namespace {
         &self,
         query: &[f32],
         k: usize,
-        filter: Option<&dyn Fn(&Record) -> bool>,
+        filter: Option<&dyn Fn(RecordRef<'_>) -> bool>,
     ) -> Vec<(usize, f32)> {
-        let accept = |record: &Record| filter.is_none_or(|f| f(record));
+        let accept = |record: RecordRef<'_>| filter.is_none_or(|f| f(record));
         let from_graph = match filter {
             Some(filter) => self
                 .dense
@@ -310,7 +371,7 @@ impl Namespace {
         }
         for &slot in &self.pending {
             let Some(record) = self.at(slot) else { continue };
-            let Some(vector) = &record.vector else { continue };
+            let Some(vector) = record.vector() else { continue };
             if accept(record) {
                 let prepared = ExactIndex::prepare(self.similarity, vector);
                 best.offer(slot, rank_key(self.similarity, &prepared_query, &prepared));
@@ -338,8 +399,8 @@ impl Namespace {
         query: &SparseVector,
         k: usize,
         weight: impl Fn(u32) -> f32,
-        accept: Option<&dyn Fn(&Record) -> bool>,
-    ) -> Vec<(&Record, f32)> {
+        accept: Option<&dyn Fn(RecordRef<'_>) -> bool>,
+    ) -> Vec<(RecordRef<'_>, f32)> {
         // Ranked by insertion order on ties, as a scan in that order would (a sequence fits a usize on
         // the 64-bit targets Quiver builds for).
         let rank = |slot: usize| usize::try_from(self.sequences[slot]).unwrap_or(usize::MAX);
@@ -355,7 +416,7 @@ impl Namespace {
             .into_iter()
             .filter_map(|(sequence, score)| {
                 let slot = self.order.get(&(sequence as u64))?;
-                Some((&self.entries[*slot].as_ref()?.record, score))
+                Some((self.at(*slot)?, score))
             })
             .collect()
     }
@@ -370,11 +431,9 @@ impl Namespace {
         let take = limit.min(self.pending.len());
         let batch: Vec<usize> = self.pending.drain(..take).collect();
         for slot in &batch {
-            if let Some(vector) = self.entries[*slot]
-                .as_ref()
-                .and_then(|e| e.record.vector.as_ref())
-            {
-                self.dense.insert(*slot, vector);
+            // The graph takes the vector: the record no longer holds its own copy.
+            if let Some(vector) = self.entries[*slot].as_mut().and_then(|e| e.record.vector.take()) {
+                self.dense.insert(*slot, &vector);
                 self.graph_inserts += 1;
             }
         }
@@ -426,7 +485,7 @@ mod tests {
             namespace
                 .search_dense(&[1.0, 0.0], 3, None)
                 .into_iter()
-                .map(|(slot, _)| namespace.at(slot).map(|r| r.id.clone()).unwrap_or_default())
+                .map(|(slot, _)| namespace.at(slot).map(|r| r.id().to_owned()).unwrap_or_default())
                 .collect()
         };
         assert_eq!(
@@ -443,6 +502,37 @@ mod tests {
         );
         assert!(namespace.remove("v0"));
         assert_eq!(nearest(&namespace), ["v1", "v2", "v3"]);
+    }
+
+    #[test]
+    fn a_vector_is_held_once_and_read_back_as_written_after_it_joins_the_graph() {
+        let spec = IndexSpec {
+            dimension: 3,
+            similarity: SimilarityFunction::Cosine,
+            index_type: IndexType::Dense,
+        };
+        let mut namespace = Namespace::new(&spec);
+        let written = vec![0.1_f32, -3.7, 12.25];
+        namespace.put(record("a", written.clone()));
+        namespace.put(record("b", vec![1.0, 1.0, 1.0]));
+        assert_eq!(
+            namespace.get("a").and_then(|r| r.vector()),
+            Some(written.as_slice())
+        );
+        assert_eq!(namespace.index_pending(10), 2);
+        let entry = namespace.entries[namespace.by_id["a"]].as_ref().unwrap();
+        assert!(entry.record.vector.is_none(), "the graph holds the only copy");
+        let read = namespace.get("a").unwrap().to_record();
+        assert_eq!(read.vector, Some(written.clone()), "bit for bit, not normalised");
+        let nearest = namespace.search_dense(&[0.2, -7.4, 24.5], 1, None);
+        assert_eq!(nearest[0].0, namespace.by_id["a"]);
+        assert!(
+            (nearest[0].1 - 1.0).abs() < 1e-6,
+            "ranked by cosine: {}",
+            nearest[0].1
+        );
+        assert!(namespace.remove("a"));
+        assert!(namespace.get("a").is_none());
     }
 
     #[test]

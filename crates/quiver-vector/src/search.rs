@@ -4,17 +4,17 @@
 use std::collections::HashMap;
 
 use crate::filter::Filter;
-use crate::namespace::Namespace;
+use crate::namespace::{Namespace, RecordRef};
 use crate::query::{Fusion, Hit, Query, Weighting};
-use crate::record::{IndexSpec, Record, SparseVector};
+use crate::record::{IndexSpec, SparseVector};
 use crate::score::score;
 
 /// Runs a checked query against one namespace.
 pub(crate) fn run_query(spec: &IndexSpec, namespace: &Namespace, query: &Query) -> Vec<Hit> {
     let filter = query.filter.as_ref();
-    let record_filter = |record: &Record| record.passes(filter);
-    let dense_filter: Option<&dyn Fn(&Record) -> bool> =
-        filter.map(|_| &record_filter as &dyn Fn(&Record) -> bool);
+    let record_filter = |record: RecordRef<'_>| record.passes(filter);
+    let dense_filter: Option<&dyn Fn(RecordRef<'_>) -> bool> =
+        filter.map(|_| &record_filter as &dyn Fn(RecordRef<'_>) -> bool);
     // A hybrid query fuses each part's own top k (DESIGN §10.10), as the hosted service does.
     let candidates = query.top_k;
     let dense: Vec<Hit> = query
@@ -25,11 +25,8 @@ pub(crate) fn run_query(spec: &IndexSpec, namespace: &Namespace, query: &Query) 
                 .into_iter()
                 .filter_map(|(slot, _)| namespace.at(slot))
                 .map(|record| Hit {
-                    score: record
-                        .vector
-                        .as_ref()
-                        .map_or(0.0, |v| score(spec.similarity, vector, v)),
-                    record: record.clone(),
+                    score: record.vector().map_or(0.0, |v| score(spec.similarity, vector, v)),
+                    record: record.to_record(),
                 })
                 .collect()
         })
@@ -64,18 +61,18 @@ pub fn sparse_search(
             (1.0 + (total - containing + 0.5) / (containing + 0.5)).ln() as f32
         }
     };
-    let passes = |record: &Record| record.passes(filter);
+    let passes = |record: RecordRef<'_>| record.passes(filter);
     namespace
         .search_sparse(
             query,
             k,
             weight,
-            filter.map(|_| &passes as &dyn Fn(&Record) -> bool),
+            filter.map(|_| &passes as &dyn Fn(RecordRef<'_>) -> bool),
         )
         .into_iter()
         .map(|(record, score)| Hit {
             score,
-            record: record.clone(),
+            record: record.to_record(),
         })
         .collect()
 }
@@ -133,7 +130,7 @@ mod tests {
     use quiver_core::index::{IndexType, SimilarityFunction};
 
     use super::*;
-    use crate::record::StoredRecord;
+    use crate::record::{Record, StoredRecord};
     use crate::score::sparse_dot;
 
     /// The sparse part as a scan of every record in insertion order would find it.
@@ -144,25 +141,24 @@ mod tests {
         weighting: Weighting,
         filter: Option<&Filter>,
     ) -> Vec<(String, f32)> {
-        let with_sparse = namespace.records().filter(|r| r.sparse.is_some()).count() as f64;
+        let with_sparse = namespace.records().filter(|r| r.sparse().is_some()).count() as f64;
         let weight = |index: u32| match weighting {
             Weighting::None => 1.0,
             Weighting::Idf => {
                 let containing = namespace
                     .records()
                     .filter(|r| {
-                        r.sparse
-                            .as_ref()
+                        r.sparse()
                             .is_some_and(|s| s.indices.binary_search(&index).is_ok())
                     })
                     .count() as f64;
                 (1.0 + (with_sparse - containing + 0.5) / (containing + 0.5)).ln() as f32
             }
         };
-        let records: Vec<&Record> = namespace.records().collect();
+        let records: Vec<RecordRef<'_>> = namespace.records().collect();
         let mut best = crate::dense::TopK::new(k);
         for (position, record) in records.iter().enumerate() {
-            let Some(document) = &record.sparse else { continue };
+            let Some(document) = record.sparse() else { continue };
             if let Some(value) = sparse_dot(
                 (&query.indices, &query.values),
                 (&document.indices, &document.values),
@@ -174,7 +170,7 @@ mod tests {
         }
         best.into_sorted()
             .into_iter()
-            .map(|(p, score)| (records[p].id.clone(), score))
+            .map(|(p, score)| (records[p].id().to_owned(), score))
             .collect()
     }
 

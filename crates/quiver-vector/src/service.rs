@@ -550,13 +550,13 @@ impl Vectors {
                 }
                 Selection::Prefix(prefix) => found
                     .records()
-                    .filter(|r| r.id.starts_with(prefix.as_str()))
-                    .map(|r| r.id.clone())
+                    .filter(|r| r.id().starts_with(prefix.as_str()))
+                    .map(|r| r.id().to_owned())
                     .collect(),
                 Selection::Filter(filter) => found
                     .records()
                     .filter(|r| r.passes(Some(filter)))
-                    .map(|r| r.id.clone())
+                    .map(|r| r.id().to_owned())
                     .collect(),
             }
         };
@@ -633,7 +633,7 @@ impl Vectors {
             else {
                 return Ok(false);
             };
-            let mut record = current.clone();
+            let mut record = current.to_record();
             if let Some(vector) = update.vector {
                 record.vector = Some(vector);
             }

@@ -30,8 +30,8 @@ use crate::store::FeedPosition;
 
 const MAGIC: &[u8; 8] = b"QVGRAPH\0";
 
-/// The format this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The format this build writes and reads (2: vectors as written, where 1 held cosine's unit copies).
+pub const FORMAT_VERSION: u32 = 2;
 
 /// Length (u64) and CRC-32 (u32) of everything before them.
 const TRAILER: usize = 12;
@@ -371,7 +371,7 @@ mod tests {
         namespace
             .search_dense(query, 10, None)
             .into_iter()
-            .map(|(slot, _)| namespace.at(slot).map(|r| r.id.clone()).unwrap_or_default())
+            .map(|(slot, _)| namespace.at(slot).map(|r| r.id().to_owned()).unwrap_or_default())
             .collect()
     }
 
@@ -395,7 +395,10 @@ mod tests {
             }
         );
         assert_eq!(ids(&restored, &QUERY), ids(&original, &QUERY));
-        assert_eq!(restored.get("r7"), original.get("r7"));
+        assert_eq!(
+            restored.get("r7").map(|r| r.to_record()),
+            original.get("r7").map(|r| r.to_record())
+        );
         assert_eq!(restored.unsaved_inserts(), 0);
     }
 
@@ -460,10 +463,10 @@ mod tests {
             );
         }
         let mut other_version = file.clone();
-        other_version[8..12].copy_from_slice(&2_u32.to_le_bytes());
+        other_version[8..12].copy_from_slice(&1_u32.to_le_bytes());
         assert!(matches!(
             decode(&other_version, "docs", &SPEC),
-            Err(SnapshotError::Version(2))
+            Err(SnapshotError::Version(1))
         ));
         assert!(matches!(
             decode(b"not a snapshot at all", "docs", &SPEC),

@@ -1,6 +1,7 @@
 //! A graph as bytes, for snapshots: everything a restart would otherwise recompute by inserting every
-//! vector again. The half-precision copies are left out (they are derived from the vectors at load,
-//! faster than reading them), and so are the search settings (`ef_search`, `exact_below`), which belong
+//! vector again. The vectors are kept as they were written; cosine's inverse norms and the
+//! half-precision copies are left out (they are derived from the vectors at load, faster than reading
+//! them), and so are the search settings (`ef_search`, `exact_below`), which belong
 //! to the running process. Decoding checks every count and neighbour against the graph's size, so even a
 //! file that passes its checksum but was written wrong cannot make a search index out of bounds.
 
@@ -9,7 +10,7 @@ use std::collections::HashMap;
 use quiver_core::index::SimilarityFunction;
 
 use super::rows::Rows;
-use super::{Hnsw, HnswParams};
+use super::{Hnsw, HnswParams, inverse_norm};
 use crate::codec::{DecodeError, Decoder, Encoder};
 use crate::half;
 use crate::score::norm;
@@ -43,8 +44,8 @@ impl Hnsw {
         self.deleted.get(node).is_some_and(|deleted| !deleted)
     }
 
-    /// The vector `node` was inserted with, as prepared for ranking (unit length for cosine).
-    pub fn prepared_vector(&self, node: usize) -> &[f32] {
+    /// The vector `node` was inserted with, exactly as it was given.
+    pub fn node_vector(&self, node: usize) -> &[f32] {
         self.vectors.get(node)
     }
 
@@ -57,6 +58,7 @@ impl Hnsw {
             params: self.params,
             level_multiplier: self.level_multiplier,
             vectors: self.vectors.clone(),
+            inverse_norms: Vec::new(),
             halves: Vec::new(),
             half_words: self.half_words,
             levels: self.levels.clone(),
@@ -71,16 +73,26 @@ impl Hnsw {
         }
     }
 
-    /// Makes the half-precision copies from the vectors where they are missing (a graph decoded, or
-    /// copied by [`Hnsw::copy_for_image`]).
+    /// Makes the inverse norms (cosine) and the half-precision copies from the vectors where they are
+    /// missing (a graph decoded, or copied by [`Hnsw::copy_for_image`]), and the largest norm of a
+    /// vector as ranked.
     pub(crate) fn derive_halves(&mut self) {
         let nodes = self.levels.len();
         if self.halves.len() == nodes * self.half_words {
             return;
         }
+        if self.similarity == SimilarityFunction::Cosine {
+            self.inverse_norms = self.vectors.iter().take(nodes).map(inverse_norm).collect();
+        }
         self.halves = Vec::with_capacity(nodes * self.half_words);
-        for vector in self.vectors.iter().take(nodes) {
-            half::pack_into(vector, &mut self.halves);
+        self.max_norm = 0.0;
+        let mut prepared = Vec::with_capacity(self.dimension);
+        for (node, vector) in self.vectors.iter().take(nodes).enumerate() {
+            let scale = self.scale(node as u32);
+            prepared.clear();
+            prepared.extend(vector.iter().map(|x| x * scale));
+            self.max_norm = self.max_norm.max(norm(&prepared));
+            half::pack_into(&prepared, &mut self.halves);
         }
         self.halves.resize(nodes * self.half_words, 0);
     }
@@ -199,7 +211,6 @@ impl Hnsw {
         graph.vectors = Rows::decode(decoder, dimension, nodes)?;
         graph.derive_halves();
         graph.live = graph.deleted.iter().filter(|deleted| !**deleted).count();
-        graph.max_norm = graph.vectors.iter().map(norm).fold(0.0, f32::max);
         Ok(graph)
     }
 }

@@ -1,5 +1,7 @@
-//! An HNSW graph (Malkov and Yashunin) over flat arrays: vectors in one `Vec<f32>` with packed
-//! half-precision copies for traversal ([`crate::half`]), level-0 neighbour lists in one `Vec<u32>` with a
+//! An HNSW graph (Malkov and Yashunin) over flat arrays: the vectors as written, in chunks
+//! ([`rows`]), which are the namespace's only f32 copy (cosine ranks them through each one's inverse
+//! norm, so a fetch returns exactly what was written), packed half-precision copies of the vectors as
+//! ranked (unit length for cosine) for traversal ([`crate::half`]), level-0 neighbour lists in one `Vec<u32>` with a
 //! fixed stride, and per-thread search buffers reused across searches. Deleted nodes stay in the graph as
 //! waypoints and are never returned.
 //!
@@ -52,7 +54,11 @@ pub struct Hnsw {
     dimension: usize,
     params: HnswParams,
     level_multiplier: f64,
+    /// The vectors as inserted.
     vectors: Rows,
+    /// Cosine only: by node, 1 over the vector's norm (1 for a zero vector), which turns a dot product
+    /// with a unit query into the cosine. Empty for the other functions, whose vectors rank as they are.
+    inverse_norms: Vec<f32>,
     /// Half-precision copies, `half_words` per node (see [`crate::half`]).
     halves: Vec<u32>,
     half_words: usize,
@@ -78,6 +84,7 @@ impl Hnsw {
             params,
             level_multiplier: 1.0 / (params.m.max(2) as f64).ln(),
             vectors: Rows::new(dimension),
+            inverse_norms: Vec::new(),
             halves: Vec::new(),
             half_words: half::packed_words(dimension),
             levels: Vec::new(),
@@ -115,6 +122,22 @@ impl Hnsw {
         self.vectors.get(node as usize)
     }
 
+    /// What `node`'s vector is multiplied by to rank (see `inverse_norms`).
+    #[inline]
+    fn scale(&self, node: u32) -> f32 {
+        self.inverse_norms.get(node as usize).copied().unwrap_or(1.0)
+    }
+
+    /// `node`'s vector as ranked, padded for the half-precision kernels.
+    fn padded_prepared(&self, node: u32) -> Vec<f32> {
+        let scale = self.scale(node);
+        let mut padded = half::pad_query(self.vector(node));
+        if scale != 1.0 {
+            padded.iter_mut().for_each(|x| *x *= scale);
+        }
+        padded
+    }
+
     fn packed(&self, node: u32) -> &[u32] {
         let start = node as usize * self.half_words;
         &self.halves[start..start + self.half_words]
@@ -130,13 +153,27 @@ impl Hnsw {
         }
     }
 
-    /// Exact f32 distance from `query` to `node`.
+    /// Exact f32 distance from a prepared `query` to `node`.
     #[inline]
     fn distance(&self, query: &[f32], node: u32) -> f32 {
         let candidate = self.vector(node);
         match self.similarity {
-            SimilarityFunction::Cosine | SimilarityFunction::DotProduct => -dot(query, candidate),
+            SimilarityFunction::Cosine => -dot(query, candidate) * self.scale(node),
+            SimilarityFunction::DotProduct => -dot(query, candidate),
             SimilarityFunction::Euclidean => squared_distance(query, candidate),
+        }
+    }
+
+    /// Exact f32 distance between two nodes.
+    #[inline]
+    fn node_distance(&self, a: u32, b: u32) -> f32 {
+        match self.similarity {
+            SimilarityFunction::Cosine => {
+                -dot(self.vector(a), self.vector(b)) * self.scale(a) * self.scale(b)
+            }
+            SimilarityFunction::DotProduct | SimilarityFunction::Euclidean => {
+                self.distance(self.vector(a), b)
+            }
         }
     }
 
@@ -200,10 +237,9 @@ impl Hnsw {
             if chosen.len() >= keep {
                 break;
             }
-            let vector = self.vector(candidate.1);
             let dominated = chosen
                 .iter()
-                .any(|kept| self.distance(vector, kept.1) < candidate.0);
+                .any(|kept| self.node_distance(candidate.1, kept.1) < candidate.0);
             if !dominated {
                 chosen.push(*candidate);
             }
@@ -223,7 +259,7 @@ impl Hnsw {
         }
         list.push(node);
         if list.len() > limit {
-            let base = half::pad_query(self.vector(neighbour));
+            let base = self.padded_prepared(neighbour);
             let mut scored: Vec<Near> = list
                 .iter()
                 .map(|&n| Near(self.traversal_distance(&base, n), n))
@@ -270,14 +306,24 @@ impl Hnsw {
     }
 }
 
+/// 1 over `vector`'s norm, and 1 for a zero vector (which cosine ranks as it is, as `prepare` leaves it).
+fn inverse_norm(vector: &[f32]) -> f32 {
+    let length = norm(vector);
+    if length == 0.0 { 1.0 } else { 1.0 / length }
+}
+
 impl DenseIndex for Hnsw {
     fn insert(&mut self, slot: usize, vector: &[f32]) {
         assert!(slot >= self.levels.len(), "HNSW slots are never reused");
         let prepared = ExactIndex::prepare(self.similarity, vector);
         let stride = self.stride();
         let unused = vec![0.0; self.dimension];
+        let is_cosine = self.similarity == SimilarityFunction::Cosine;
         for node in self.levels.len()..=slot {
-            self.vectors.push(if node == slot { &prepared } else { &unused });
+            self.vectors.push(if node == slot { vector } else { &unused });
+            if is_cosine {
+                self.inverse_norms.push(1.0);
+            }
             self.levels.push(0);
             self.deleted.push(true);
             self.level0.extend(std::iter::repeat_n(0, stride));
@@ -286,6 +332,9 @@ impl DenseIndex for Hnsw {
         let mut packed = Vec::with_capacity(self.half_words);
         half::pack_into(&prepared, &mut packed);
         self.halves[slot * self.half_words..(slot + 1) * self.half_words].copy_from_slice(&packed);
+        if is_cosine {
+            self.inverse_norms[slot] = inverse_norm(vector);
+        }
         self.deleted[slot] = false;
         self.live += 1;
         self.max_norm = self.max_norm.max(norm(&prepared));
@@ -311,6 +360,7 @@ impl DenseIndex for Hnsw {
 
     fn memory_bytes(&self) -> usize {
         self.vectors.bytes()
+            + self.inverse_norms.len() * 4
             + self.halves.len() * 4
             + self.level0.len() * 4
             + self.levels.len() * 2

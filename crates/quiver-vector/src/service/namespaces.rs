@@ -137,6 +137,6 @@ impl Vectors {
             return Ok(None);
         }
         let pick = random_below(u32::try_from(found.len()).unwrap_or(u32::MAX)) as usize;
-        Ok(found.records().nth(pick).cloned())
+        Ok(found.records().nth(pick).map(|r| r.to_record()))
     }
 }

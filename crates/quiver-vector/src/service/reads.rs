@@ -28,7 +28,7 @@ impl Vectors {
         let found = namespaces.get(namespace);
         Ok(ids
             .iter()
-            .map(|id| found.and_then(|n| n.get(id)).cloned())
+            .map(|id| found.and_then(|n| n.get(id)).map(|r| r.to_record()))
             .collect())
     }
 
@@ -50,9 +50,9 @@ impl Vectors {
             .get(namespace)
             .map(|n| {
                 n.records()
-                    .filter(|r| r.id.starts_with(prefix))
+                    .filter(|r| r.id().starts_with(prefix))
                     .take(limit)
-                    .cloned()
+                    .map(|r| r.to_record())
                     .collect()
             })
             // A namespace that was never written has no records.
@@ -98,9 +98,9 @@ impl Vectors {
         };
         let mut matching = found
             .records()
-            .filter(|record| prefix.is_none_or(|p| record.id.starts_with(p)))
+            .filter(|record| prefix.is_none_or(|p| record.id().starts_with(p)))
             .skip(start);
-        let page: Vec<Record> = matching.by_ref().take(limit).cloned().collect();
+        let page: Vec<Record> = matching.by_ref().take(limit).map(|r| r.to_record()).collect();
         let next = if matching.next().is_some() {
             (start + page.len()).to_string()
         } else {
