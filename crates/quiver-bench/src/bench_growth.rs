@@ -1,8 +1,13 @@
 //! `quiver-bench growth`: how the vector engine's costs grow with the index, at each size given: the
 //! time to write it through the service (durable upserts, then the background indexer), and, in a fresh
 //! process over the stored index, the restart (time to the first answer and to full query speed, with
-//! graph snapshots and, up to a size, without), resident memory per vector after the load, and QPS and
-//! latency percentiles of queries through the service, with recall@10.
+//! graph snapshots and, up to a size, without), resident memory per vector after the load and once it
+//! has settled, and QPS and latency percentiles of queries through the service, with recall@10.
+//!
+//! Memory settles after the load: the records the store read and the snapshot file are freed on other
+//! threads than the ones that allocated them, and mimalloc gives such memory back to the system when
+//! those threads next allocate or when they retire (the runtime retires an idle blocking thread after
+//! 10 s). The settled figure is read [`SETTLE`] after the index is at full speed, before the queries.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -77,6 +82,9 @@ async fn until_indexed(vectors: &Vectors, index: &IndexRef) -> Result<()> {
     }
     Ok(())
 }
+
+/// How long after the load the settled memory is read.
+const SETTLE: Duration = Duration::from_secs(15);
 
 fn resident_bytes() -> Result<u64> {
     let status = std::fs::read_to_string("/proc/self/status")?;
@@ -154,6 +162,7 @@ struct Restart {
     first_answer_s: f64,
     full_speed_s: f64,
     resident_bytes_per_vector: f64,
+    settled_bytes_per_vector: f64,
     qps: f64,
     p50_ms: f64,
     p99_ms: f64,
@@ -190,7 +199,10 @@ pub(crate) async fn restart(
     until_indexed(&vectors, &index).await?;
     let full_speed = started.elapsed().as_secs_f64();
     let count = vectors.info(&index).await?.vector_count;
-    let resident = (resident_bytes()?.saturating_sub(before)) as f64 / count.max(1) as f64;
+    let per_vector = |bytes: u64| bytes.saturating_sub(before) as f64 / count.max(1) as f64;
+    let resident = per_vector(resident_bytes()?);
+    tokio::time::sleep(SETTLE).await;
+    let settled = per_vector(resident_bytes()?);
     let mut latencies = Vec::with_capacity(queries.len());
     let mut found = 0;
     let all = Instant::now();
@@ -213,6 +225,7 @@ pub(crate) async fn restart(
         "first_answer_s": first_answer,
         "full_speed_s": full_speed,
         "resident_bytes_per_vector": resident,
+        "settled_bytes_per_vector": settled,
         "qps": qps,
         "p50_ms": percentile(0.5),
         "p99_ms": percentile(0.99),
@@ -254,6 +267,7 @@ fn run_child(dir: &Path, id: IndexId, dimension: usize, snapshots: bool) -> Resu
         first_answer_s: figure("first_answer_s")?,
         full_speed_s: figure("full_speed_s")?,
         resident_bytes_per_vector: figure("resident_bytes_per_vector")?,
+        settled_bytes_per_vector: figure("settled_bytes_per_vector")?,
         qps: figure("qps")?,
         p50_ms: figure("p50_ms")?,
         p99_ms: figure("p99_ms")?,
@@ -267,9 +281,9 @@ pub(crate) async fn run(config: &Config, bench: GrowthBench) -> Result<()> {
         bench.dimension, bench.queries
     );
     println!(
-        "| vectors | upserts acknowledged | graph built | shutdown (snapshot) | restart: first answer | restart: full speed, snapshot | restart: full speed, no snapshot | resident bytes/vector | QPS | p50 ms | p99 ms | recall@10 |"
+        "| vectors | upserts acknowledged | graph built | shutdown (snapshot) | restart: first answer | restart: full speed, snapshot | restart: full speed, no snapshot | resident bytes/vector, after load | settled | QPS | p50 ms | p99 ms | recall@10 |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for &size in &bench.sizes {
         let dir = bench.dir.join(format!("growth-{size}"));
         if dir.exists() {
@@ -314,10 +328,11 @@ pub(crate) async fn run(config: &Config, bench: GrowthBench) -> Result<()> {
             "not run".to_owned()
         };
         println!(
-            "| {size} | {upserted:.1} s | {indexed:.1} s | {shutdown:.2} s | {:.2} s | {:.2} s | {without} | {:.0} | {:.0} | {:.2} | {:.2} | {:.3} |",
+            "| {size} | {upserted:.1} s | {indexed:.1} s | {shutdown:.2} s | {:.2} s | {:.2} s | {without} | {:.0} | {:.0} | {:.0} | {:.2} | {:.2} | {:.3} |",
             with.first_answer_s,
             with.full_speed_s,
             with.resident_bytes_per_vector,
+            with.settled_bytes_per_vector,
             with.qps,
             with.p50_ms,
             with.p99_ms,

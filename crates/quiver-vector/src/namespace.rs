@@ -140,7 +140,7 @@ impl Namespace {
     }
 
     /// A namespace holding `records`, whose dense vectors take their nodes in `image`'s graph where the
-    /// node was made for that record's id and exactly that vector (as prepared for ranking); every
+    /// node was made for that record's id and exactly that vector (bit for bit); every
     /// other vector is pending, and every node no record claims is deleted (a waypoint). Nothing of
     /// the image is trusted beyond that check, so an image from any earlier moment (a stale snapshot)
     /// is safe, and saves the work for what did not change since.

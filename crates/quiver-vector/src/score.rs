@@ -296,7 +296,7 @@ pub fn norm(a: &[f32]) -> f32 {
 }
 
 /// A ranking key (higher is more similar) for `candidate` against `query`. For cosine, both must be
-/// unit length (the engine stores normalised copies for ranking).
+/// unit length (see `ExactIndex::prepare`; the graph scales by each vector's inverse norm instead).
 #[inline]
 pub fn rank_key(similarity: SimilarityFunction, query: &[f32], candidate: &[f32]) -> f32 {
     match similarity {

@@ -17,7 +17,7 @@ use std::collections::HashMap;
 
 use quiver_core::index::SimilarityFunction;
 
-use crate::dense::{DenseIndex, ExactIndex};
+use crate::dense::DenseIndex;
 use crate::half;
 use crate::score::{dot, norm, squared_distance};
 use candidates::{Accept, Near};
@@ -315,10 +315,12 @@ fn inverse_norm(vector: &[f32]) -> f32 {
 impl DenseIndex for Hnsw {
     fn insert(&mut self, slot: usize, vector: &[f32]) {
         assert!(slot >= self.levels.len(), "HNSW slots are never reused");
-        let prepared = ExactIndex::prepare(self.similarity, vector);
+        let is_cosine = self.similarity == SimilarityFunction::Cosine;
+        // Scaled as `derive_halves` scales a loaded graph's vectors, so both make the same halves.
+        let scale = if is_cosine { inverse_norm(vector) } else { 1.0 };
+        let prepared: Vec<f32> = vector.iter().map(|x| x * scale).collect();
         let stride = self.stride();
         let unused = vec![0.0; self.dimension];
-        let is_cosine = self.similarity == SimilarityFunction::Cosine;
         for node in self.levels.len()..=slot {
             self.vectors.push(if node == slot { vector } else { &unused });
             if is_cosine {
@@ -333,7 +335,7 @@ impl DenseIndex for Hnsw {
         half::pack_into(&prepared, &mut packed);
         self.halves[slot * self.half_words..(slot + 1) * self.half_words].copy_from_slice(&packed);
         if is_cosine {
-            self.inverse_norms[slot] = inverse_norm(vector);
+            self.inverse_norms[slot] = scale;
         }
         self.deleted[slot] = false;
         self.live += 1;
@@ -375,6 +377,7 @@ impl DenseIndex for Hnsw {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dense::ExactIndex;
 
     /// Deterministic pseudo-random unit vectors in clusters.
     fn clustered(count: usize, dimension: usize, seed: u64) -> Vec<Vec<f32>> {
