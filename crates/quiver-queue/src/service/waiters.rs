@@ -103,8 +103,33 @@ impl Waiters {
                 &waiter.spec,
             )
             .await?;
+        // An event for this run may have been kept between the look above and the waiter's arrival (its
+        // notifier found no waiter yet): take it again, now that the waiter is there to be handed it.
+        if let Some(run) = &run_id
+            && let Some(data) = self.store.take_early_event(account, run, event_id).await?
+        {
+            self.hand_over(account, event_id, run, &data).await?;
+        }
         self.context.signals.wake_scheduler();
         Ok(())
+    }
+
+    /// Hands a kept event, taken back by the caller, to the waiters of `event_id` of run `run`; keeps it
+    /// again when there are none (another caller handed them one meanwhile).
+    async fn hand_over(
+        &self,
+        account: AccountId,
+        event_id: &str,
+        run: &str,
+        data: &[u8],
+    ) -> Result<Vec<Notified>, QueueError> {
+        let notified = self.deliver(account, event_id, Some(run), data).await?;
+        if notified.is_empty() {
+            self.store
+                .keep_early_event(account, run, event_id, data, self.context.now())
+                .await?;
+        }
+        Ok(notified)
     }
 
     /// A third party's call of a workflow webhook URL (`createWebhook` / `waitForWebhook`): handed to the
@@ -166,15 +191,34 @@ impl Waiters {
         data: &[u8],
         run_id: Option<&str>,
     ) -> Result<Vec<Notified>, QueueError> {
-        let waiters = self.store.waiters(account, event_id, run_id).await?;
-        if waiters.is_empty()
+        let notified = self.deliver(account, event_id, run_id, data).await?;
+        if notified.is_empty()
             && let Some(run) = run_id
         {
             self.store
                 .keep_early_event(account, run, event_id, data, self.context.now())
                 .await?;
-            return Ok(Vec::new());
+            // A waiter that arrived between the look for waiters and the keep looked for a kept event
+            // before it was kept: whoever takes the event back hands it over.
+            if !self.store.waiters(account, event_id, run_id).await?.is_empty()
+                && let Some(kept) = self.store.take_early_event(account, run, event_id).await?
+            {
+                return self.hand_over(account, event_id, run, &kept).await;
+            }
         }
+        Ok(notified)
+    }
+
+    /// Hands `data` to every waiter of `event_id` (of `run_id`'s run only, when given) that no other
+    /// caller removes first.
+    async fn deliver(
+        &self,
+        account: AccountId,
+        event_id: &str,
+        run_id: Option<&str>,
+        data: &[u8],
+    ) -> Result<Vec<Notified>, QueueError> {
+        let waiters = self.store.waiters(account, event_id, run_id).await?;
         let mut notified = Vec::with_capacity(waiters.len());
         for waiter in waiters {
             if !self.store.remove_waiter(waiter.seq).await? {
