@@ -62,14 +62,19 @@ async fn a_url_group_fans_out_to_every_endpoint_with_its_default_headers() {
             "the publish's own header wins"
         );
     }
-    let (_, message) = send(server.queue(
-        Method::GET,
-        &format!(
-            "/v2/events?messageId={}",
-            published[0]["messageId"].as_str().unwrap()
-        ),
-    ))
-    .await;
+    // A delivery is acknowledged to the receiver before its events reach the log: wait for them.
+    let events_url = format!(
+        "/v2/events?messageId={}",
+        published[0]["messageId"].as_str().unwrap()
+    );
+    let started = std::time::Instant::now();
+    let message = loop {
+        let (_, message) = send(server.queue(Method::GET, &events_url)).await;
+        if message["events"].as_array().is_some_and(|e| !e.is_empty()) || started.elapsed() > WAIT {
+            break message;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
     assert_eq!(
         message["events"][0]["maxRetries"], 2,
         "retries came from the group defaults"
