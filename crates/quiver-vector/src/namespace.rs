@@ -28,7 +28,10 @@ use crate::score::rank_key;
 #[derive(Debug, Clone, Copy)]
 pub struct RecordRef<'a> {
     entry: &'a Entry,
-    vector: Option<&'a [f32]>,
+    slot: usize,
+    /// The graph, where the dense vector is once indexed (looked up only when asked for: a filter
+    /// reads metadata alone).
+    graph: &'a Hnsw,
 }
 
 impl<'a> RecordRef<'a> {
@@ -39,7 +42,14 @@ impl<'a> RecordRef<'a> {
 
     /// Dense part.
     pub fn vector(&self) -> Option<&'a [f32]> {
-        self.vector
+        match &self.entry.vector {
+            Some(vector) => Some(&vector[..]),
+            // A live record's vector left it for the graph exactly where the graph has a live node.
+            None => self
+                .graph
+                .is_live(self.slot)
+                .then(|| self.graph.node_vector(self.slot)),
+        }
     }
 
     /// Sparse part.
@@ -66,7 +76,7 @@ impl<'a> RecordRef<'a> {
     pub fn to_record(&self) -> Record {
         Record {
             id: self.id().to_owned(),
-            vector: self.vector.map(<[f32]>::to_vec),
+            vector: self.vector().map(<[f32]>::to_vec),
             sparse: self.sparse().cloned(),
             metadata: self.metadata().cloned(),
             data: self.data().map(str::to_owned),
@@ -368,12 +378,11 @@ impl Namespace {
     /// The record in a slot.
     pub fn at(&self, slot: usize) -> Option<RecordRef<'_>> {
         let entry = self.entries.get(slot)?.as_ref()?;
-        let vector = match &entry.vector {
-            Some(vector) => Some(&vector[..]),
-            // A live record's vector left it for the graph exactly where the graph has a live node.
-            None => self.dense.is_live(slot).then(|| self.dense.node_vector(slot)),
-        };
-        Some(RecordRef { entry, vector })
+        Some(RecordRef {
+            entry,
+            slot,
+            graph: &self.dense,
+        })
     }
 
     /// Records in insertion order from `sequence` on, with their sequences.
