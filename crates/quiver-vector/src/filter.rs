@@ -462,6 +462,12 @@ impl Filter {
         Ok(Some(filter))
     }
 
+    /// Whether a record's `metadata` passes `filter`: no filter passes everything, and a record
+    /// without metadata is judged as `null`.
+    pub fn passes(filter: Option<&Filter>, metadata: Option<&Value>) -> bool {
+        filter.is_none_or(|f| f.matches(metadata.unwrap_or(&Value::Null)))
+    }
+
     /// Whether `metadata` passes the filter.
     pub fn matches(&self, metadata: &Value) -> bool {
         match self {

@@ -67,9 +67,9 @@ impl<'a> RecordRef<'a> {
         self.entry.data.as_deref()
     }
 
-    /// Whether the metadata passes `filter` (see [`Record::passes`]).
+    /// Whether the metadata passes `filter` (see [`Filter::passes`]).
     pub fn passes(&self, filter: Option<&Filter>) -> bool {
-        filter.is_none_or(|f| f.matches(self.metadata().unwrap_or(&Value::Null)))
+        Filter::passes(filter, self.metadata())
     }
 
     /// The whole record, copied.
@@ -341,6 +341,8 @@ impl Namespace {
         self.entries[slot] = Some(Entry::from(record));
         let (entries, hasher) = (&self.entries, &self.hasher);
         let slot = u32::try_from(slot).expect("a namespace holds fewer than 2^32 slots");
+        // Every slot in the table has its entry (a removal takes the slot out first), so the 0 for a
+        // missing one is never used.
         self.by_id.insert_unique(hash, slot, |&other| {
             entries[other as usize]
                 .as_ref()

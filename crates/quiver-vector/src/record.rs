@@ -33,7 +33,7 @@ pub struct Record {
 impl Record {
     /// Whether the record's metadata passes `filter` (no filter passes everything; no metadata is `null`).
     pub fn passes(&self, filter: Option<&Filter>) -> bool {
-        filter.is_none_or(|f| f.matches(self.metadata.as_ref().unwrap_or(&Value::Null)))
+        Filter::passes(filter, self.metadata.as_ref())
     }
 }
 
