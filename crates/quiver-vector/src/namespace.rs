@@ -504,6 +504,14 @@ mod tests {
 
     use super::*;
 
+    fn dense(dimension: usize, similarity: SimilarityFunction) -> IndexSpec {
+        IndexSpec {
+            dimension,
+            similarity,
+            index_type: IndexType::Dense,
+        }
+    }
+
     fn record(id: &str, vector: Vec<f32>) -> StoredRecord {
         StoredRecord {
             sequence: 0,
@@ -519,12 +527,7 @@ mod tests {
 
     #[test]
     fn vectors_are_found_before_and_after_they_join_the_graph() {
-        let spec = IndexSpec {
-            dimension: 2,
-            similarity: SimilarityFunction::Cosine,
-            index_type: IndexType::Dense,
-        };
-        let mut namespace = Namespace::new(&spec);
+        let mut namespace = Namespace::new(&dense(2, SimilarityFunction::Cosine));
         for i in 0..3_000_u32 {
             let angle = i as f32 * 0.001;
             namespace.put(StoredRecord {
@@ -537,7 +540,13 @@ mod tests {
             namespace
                 .search_dense(&[1.0, 0.0], 3, None)
                 .into_iter()
-                .map(|(slot, _)| namespace.at(slot).map(|r| r.id().to_owned()).unwrap_or_default())
+                .map(|(slot, _)| {
+                    namespace
+                        .at(slot)
+                        .expect("search returns live slots")
+                        .id()
+                        .to_owned()
+                })
                 .collect()
         };
         assert_eq!(
@@ -558,12 +567,7 @@ mod tests {
 
     #[test]
     fn a_vector_is_held_once_and_read_back_as_written_after_it_joins_the_graph() {
-        let spec = IndexSpec {
-            dimension: 3,
-            similarity: SimilarityFunction::Cosine,
-            index_type: IndexType::Dense,
-        };
-        let mut namespace = Namespace::new(&spec);
+        let mut namespace = Namespace::new(&dense(3, SimilarityFunction::Cosine));
         let written = vec![0.1_f32, -3.7, 12.25];
         namespace.put(record("a", written.clone()));
         namespace.put(record("b", vec![1.0, 1.0, 1.0]));
@@ -592,12 +596,7 @@ mod tests {
 
     #[test]
     fn removing_a_pending_record_drops_it_from_the_pending_list() {
-        let spec = IndexSpec {
-            dimension: 1,
-            similarity: SimilarityFunction::Euclidean,
-            index_type: IndexType::Dense,
-        };
-        let mut namespace = Namespace::new(&spec);
+        let mut namespace = Namespace::new(&dense(1, SimilarityFunction::Euclidean));
         namespace.put(record("a", vec![1.0]));
         namespace.put(record("b", vec![2.0]));
         assert!(namespace.remove("a"));

@@ -371,7 +371,13 @@ mod tests {
         namespace
             .search_dense(query, 10, None)
             .into_iter()
-            .map(|(slot, _)| namespace.at(slot).map(|r| r.id().to_owned()).unwrap_or_default())
+            .map(|(slot, _)| {
+                namespace
+                    .at(slot)
+                    .expect("search returns live slots")
+                    .id()
+                    .to_owned()
+            })
             .collect()
     }
 

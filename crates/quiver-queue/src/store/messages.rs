@@ -42,6 +42,7 @@ impl CancelFilter {
         let one = |wanted: &[String], value: Option<&str>| {
             wanted.is_empty() || value.is_some_and(|v| wanted.iter().any(|w| w == v))
         };
+        // A destination that does not parse as a URL has no host or path to match.
         let url = url::Url::parse(&spec.url).ok();
         one(&self.urls, Some(&spec.url))
             && one(&self.hosts, url.as_ref().and_then(url::Url::host_str))
