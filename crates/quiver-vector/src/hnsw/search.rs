@@ -5,7 +5,10 @@
 //! than a walk, which needs enough passing nodes near each step to move on. A filter that more records
 //! pass walks the graph, scoring only passing nodes: a rejected neighbour is a bridge whose own
 //! neighbours are taken in its place (the two-hop expansion of ACORN, Patel et al. 2024). The walk then
-//! does about the work of an unfiltered search over the passing subgraph, and judges each node once.
+//! does about the work of an unfiltered search over the passing subgraph, and judges each node once. It
+//! starts where the descent through the upper levels ends, near the query, and also from the nearest
+//! passing nodes of the planner's sample, so a filter that rejects the query's whole neighbourhood
+//! (one that keeps some clusters only) still has passing regions to walk in.
 
 use std::cell::RefCell;
 use std::cmp::Reverse;
@@ -21,6 +24,9 @@ use crate::score::{norm, prefetch};
 
 /// Below this share of passing records a walk, even through bridges, cannot find enough of them nearby.
 const MIN_WALK_SELECTIVITY: f64 = 0.02;
+
+/// A filtered walk also starts from this many of the planner's sampled passing nodes, the nearest.
+const WALK_SEEDS: usize = 4;
 
 /// Marks of visited nodes, cleared in O(1) by moving to a new generation.
 #[derive(Debug, Default)]
@@ -98,6 +104,8 @@ struct Scratch {
     results: BinaryHeap<Near>,
     fresh: Vec<u32>,
     bridges: Vec<u32>,
+    /// Exhaustive search: each passing node with its half-precision distance.
+    scored: Vec<Near>,
 }
 
 thread_local! {
@@ -105,21 +113,21 @@ thread_local! {
 }
 
 impl Hnsw {
-    /// Beam search on one level from `entry` with a padded query; up to `ef` accepted nodes, nearest
+    /// Beam search on one level from `entries` with a padded query; up to `ef` accepted nodes, nearest
     /// first, by half-precision distance.
     pub(super) fn search_level(
         &self,
         padded: &[f32],
-        entry: Near,
+        entries: &[Near],
         ef: usize,
         level: u8,
         accept: Accept<'_>,
     ) -> Vec<Near> {
         match accept {
-            Accept::Any => self.beam(padded, entry, ef, level, |_| true, false),
+            Accept::Any => self.beam(padded, entries, ef, level, |_| true, false),
             Accept::Live => self.beam(
                 padded,
-                entry,
+                entries,
                 ef,
                 level,
                 |node| !self.deleted[node as usize],
@@ -127,7 +135,7 @@ impl Hnsw {
             ),
             Accept::Filter(filter) => self.beam(
                 padded,
-                entry,
+                entries,
                 ef,
                 level,
                 |node| !self.deleted[node as usize] && filter(node as usize),
@@ -139,7 +147,7 @@ impl Hnsw {
     fn beam(
         &self,
         padded: &[f32],
-        entry: Near,
+        entries: &[Near],
         ef: usize,
         level: u8,
         accept: impl Fn(u32) -> bool,
@@ -157,6 +165,7 @@ impl Hnsw {
                 results,
                 fresh,
                 bridges,
+                ..
             } = scratch;
             visited.reset(self.levels.len());
             if through_bridges {
@@ -171,13 +180,19 @@ impl Hnsw {
             };
             candidates.clear();
             results.clear();
-            visited.first_visit(entry.1);
-            candidates.push(Reverse(entry));
-            if accept(entry.1) {
-                results.push(entry);
+            for &entry in entries {
+                if visited.first_visit(entry.1) {
+                    candidates.push(Reverse(entry));
+                    if accept(entry.1) {
+                        results.push(entry);
+                    }
+                }
+            }
+            while results.len() > ef {
+                results.pop();
             }
             let mut worst = if results.len() >= ef {
-                entry.0
+                results.peek().map_or(f32::INFINITY, |w| w.0)
             } else {
                 f32::INFINITY
             };
@@ -242,15 +257,19 @@ impl Hnsw {
     }
 
     /// Exhaustive search over the live nodes that `accept` passes: the passing nodes are gathered first,
-    /// then scored by their half-precision copies, loaded a few nodes ahead, and the best are re-ranked
-    /// with f32 vectors as after a walk. Where the nodes left out could still beat the f32 `k`-th best
-    /// by what half precision gets wrong (a run of near ties longer than `2 k`), the passing nodes
-    /// within that band are gathered again and re-ranked.
+    /// then scored by their half-precision copies, loaded a few nodes ahead, and the best `2 k` are
+    /// re-ranked with f32 vectors as after a walk. Where other nodes could still beat the f32 `k`-th
+    /// best by what half precision gets wrong (a run of near ties longer than `2 k`), those within that
+    /// band are re-ranked too, from the scores already taken: the filter judges each node once.
     fn exact(&self, query: &[f32], k: usize, accept: impl Fn(usize) -> bool) -> Vec<(usize, f32)> {
         const AHEAD: usize = 4;
         let padded = half::pad_query(query);
-        let nearest: Vec<Near> = SCRATCH.with(|cell| {
-            let passing = &mut cell.borrow_mut().fresh;
+        SCRATCH.with(|cell| {
+            let Scratch {
+                fresh: passing,
+                scored,
+                ..
+            } = &mut *cell.borrow_mut();
             passing.clear();
             passing.extend(
                 self.deleted
@@ -259,37 +278,37 @@ impl Hnsw {
                     .filter(|&(node, deleted)| !deleted && accept(node))
                     .map(|(node, _)| node as u32),
             );
-            let mut nearest = TopK::new(2 * k);
+            scored.clear();
             for (position, &node) in passing.iter().enumerate() {
                 if let Some(&later) = passing.get(position + AHEAD) {
                     prefetch(self.packed(later));
                 }
-                nearest.offer(node as usize, -self.traversal_distance(&padded, node));
+                scored.push(Near(self.traversal_distance(&padded, node), node));
             }
-            nearest
-                .into_sorted()
-                .into_iter()
-                .map(|(node, key)| Near(-key, node as u32))
-                .collect()
-        });
-        let best = self.rerank(query, k, &nearest);
-        let error = self.half_error_bound(query);
-        let is_band_wider = nearest.len() == 2 * k
-            && best.len() == k
-            && nearest.last().is_some_and(|last| last.0 - error < -best[k - 1].1);
-        if !is_band_wider {
-            return best;
-        }
-        let worst = -best[k - 1].1;
-        let mut band: Vec<Near> = (0..self.levels.len())
-            .filter(|&node| !self.deleted[node] && accept(node))
-            .filter_map(|node| {
-                let distance = self.traversal_distance(&padded, node as u32);
-                (distance - error < worst).then_some(Near(distance, node as u32))
-            })
-            .collect();
-        band.sort();
-        self.rerank(query, k, &band)
+            let head = (2 * k).min(scored.len());
+            if head == 0 {
+                return Vec::new();
+            }
+            scored.select_nth_unstable(head - 1);
+            let (nearest, rest) = scored.split_at_mut(head);
+            nearest.sort_unstable();
+            let best = self.rerank(query, k, nearest);
+            let error = self.half_error_bound(query);
+            let Some(worst) = best.get(k - 1).map(|(_, key)| -key) else {
+                return best;
+            };
+            let mut band: Vec<Near> = rest
+                .iter()
+                .filter(|near| near.0 - error < worst)
+                .copied()
+                .collect();
+            if band.is_empty() {
+                return best;
+            }
+            band.extend_from_slice(nearest);
+            band.sort_unstable();
+            self.rerank(query, k, &band)
+        })
     }
 
     /// The `k` best of `found` (ordered by half-precision distance) by f32 distance to `query`. The
@@ -297,14 +316,20 @@ impl Hnsw {
     /// distance is within what rounding to half precision can get wrong of the `k`-th best so far, so a
     /// run of near ties (near-parallel vectors) cannot hide the true nearest behind its look-alikes.
     fn rerank(&self, query: &[f32], k: usize, found: &[Near]) -> Vec<(usize, f32)> {
-        for near in found.iter().take(2 * k) {
-            prefetch(self.vector(near.1));
-        }
+        // Candidates past the first `2 k` are loaded this many ahead, while they may still be needed.
+        const AHEAD: usize = 4;
+        let load = |near: &Near| prefetch(self.vector(near.1));
+        found.iter().take(2 * k + AHEAD).for_each(load);
         let error = self.half_error_bound(query);
         let mut best = TopK::new(k);
         for (rank, near) in found.iter().enumerate() {
             if rank >= 2 * k && best.threshold().is_some_and(|worst| near.0 - error >= -worst) {
                 break;
+            }
+            if rank >= 2 * k
+                && let Some(later) = found.get(rank + AHEAD)
+            {
+                load(later);
             }
             best.offer(near.1 as usize, -self.distance(query, near.1));
         }
@@ -343,13 +368,15 @@ impl Hnsw {
         if self.live <= self.params.exact_below {
             return self.exact(&query, k, |slot| filter.is_none_or(|f| f(slot)));
         }
+        // Passing nodes the planner's sample found: a filtered walk also starts from the nearest few.
+        let mut sampled = Vec::new();
         let accept = match filter {
             None => Accept::Live,
             Some(filter) => {
                 // The planner: exhaustive search costs one distance per passing record; a walk costs
                 // about `ef * m` distances whatever the filter, once enough records pass to walk on.
                 let walk_from = MIN_WALK_SELECTIVITY.max((ef * self.params.m) as f64 / self.live as f64);
-                let selectivity = self.selectivity(filter, walk_from);
+                let selectivity = self.selectivity(filter, walk_from, &mut sampled);
                 let passing = selectivity * self.live as f64;
                 if selectivity < MIN_WALK_SELECTIVITY || passing <= (ef * self.params.m) as f64 {
                     return self.exact(&query, k, filter);
@@ -365,7 +392,17 @@ impl Hnsw {
         for level in (1..=self.max_level).rev() {
             current = self.greedy(&padded, current, level);
         }
-        let found = self.search_level(&padded, current, ef, 0, accept);
+        // The descent ends near the query whatever the filter. Where the filter rejects the query's
+        // whole neighbourhood (filters that follow the clusters), a walk from there alone finds no
+        // passing node to move on; the nearest sampled passing nodes start it in passing regions too.
+        let mut entries: Vec<Near> = sampled
+            .iter()
+            .map(|&node| Near(self.traversal_distance(&padded, node), node))
+            .collect();
+        entries.sort_unstable();
+        entries.truncate(WALK_SEEDS);
+        entries.push(current);
+        let found = self.search_level(&padded, &entries, ef, 0, accept);
         self.rerank(&query, k, &found)
     }
 
@@ -373,7 +410,8 @@ impl Hnsw {
     /// sample stops early, from 128 slots on, once the share is clearly (three standard errors) above or
     /// below `decides`, the share where the planner turns from scanning to walking: a filter is judged
     /// on far fewer slots when the choice is plain, which matters when judging one reads metadata.
-    fn selectivity(&self, accept: &dyn Fn(usize) -> bool, decides: f64) -> f64 {
+    /// The sampled nodes that pass are added to `passed`.
+    fn selectivity(&self, accept: &dyn Fn(usize) -> bool, decides: f64, passed: &mut Vec<u32>) -> f64 {
         const SAMPLE: usize = 1024;
         const FIRST_LOOK: usize = 128;
         let nodes = self.levels.len();
@@ -391,6 +429,7 @@ impl Hnsw {
                 live += 1;
                 if accept(node) {
                     passing += 1;
+                    passed.push(node as u32);
                 }
             }
             if live >= FIRST_LOOK && live % 64 == 0 {
@@ -433,19 +472,19 @@ mod tests {
             judged.set(judged.get() + 1);
             passes
         };
-        let every = graph.selectivity(&|_| counted(true), 0.05);
+        let every = graph.selectivity(&|_| counted(true), 0.05, &mut Vec::new());
         assert_eq!(
             (every, judged.replace(0)),
             (1.0, 128),
             "all pass: decided at the first look"
         );
-        let none = graph.selectivity(&|_| counted(false), 0.05);
+        let none = graph.selectivity(&|_| counted(false), 0.05, &mut Vec::new());
         assert_eq!(
             (none, judged.replace(0)),
             (0.0, 128),
             "none pass: decided at the first look"
         );
-        let near = graph.selectivity(&|slot| counted(slot % 20 == 0), 0.05);
+        let near = graph.selectivity(&|slot| counted(slot % 20 == 0), 0.05, &mut Vec::new());
         assert_eq!(
             judged.get(),
             1_024,
