@@ -28,3 +28,18 @@ pub(crate) enum Accept<'a> {
     /// Live nodes that pass a filter; rejected nodes are bridges to their neighbours.
     Filter(&'a dyn Fn(usize) -> bool),
 }
+
+/// Where a beam search starts: a node, and passing nodes to start from as well where the filter
+/// rejects that node (see `Hnsw::search_level`).
+#[derive(Clone, Copy)]
+pub(crate) struct Start<'a> {
+    pub(crate) entry: Near,
+    pub(crate) seeds: &'a [u32],
+}
+
+impl Start<'_> {
+    /// From `entry` alone.
+    pub(crate) fn at(entry: Near) -> Start<'static> {
+        Start { entry, seeds: &[] }
+    }
+}

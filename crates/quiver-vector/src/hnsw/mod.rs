@@ -20,7 +20,7 @@ use quiver_core::index::SimilarityFunction;
 use crate::dense::DenseIndex;
 use crate::half;
 use crate::score::{dot, norm, squared_distance};
-use candidates::{Accept, Near};
+use candidates::{Accept, Near, Start};
 use rows::Rows;
 
 /// Graph parameters.
@@ -289,7 +289,7 @@ impl Hnsw {
         for layer in (0..=level.min(self.max_level)).rev() {
             let found = self.search_level(
                 &padded,
-                &[current],
+                Start::at(current),
                 self.params.ef_construction,
                 layer,
                 Accept::Any,

@@ -6,9 +6,9 @@
 //! pass walks the graph, scoring only passing nodes: a rejected neighbour is a bridge whose own
 //! neighbours are taken in its place (the two-hop expansion of ACORN, Patel et al. 2024). The walk then
 //! does about the work of an unfiltered search over the passing subgraph, and judges each node once. It
-//! starts where the descent through the upper levels ends, near the query, and also from the nearest
-//! passing nodes of the planner's sample, so a filter that rejects the query's whole neighbourhood
-//! (one that keeps some clusters only) still has passing regions to walk in.
+//! starts where the descent through the upper levels ends, near the query, and where the filter rejects
+//! that node, also from the nearest passing nodes of the planner's sample, so a filter that rejects the
+//! query's whole neighbourhood (one that keeps some clusters only) still has passing regions to walk in.
 
 use std::cell::RefCell;
 use std::cmp::Reverse;
@@ -17,7 +17,7 @@ use std::collections::BinaryHeap;
 use quiver_core::index::SimilarityFunction;
 
 use super::Hnsw;
-use super::candidates::{Accept, Near};
+use super::candidates::{Accept, Near, Start};
 use crate::dense::{ExactIndex, TopK};
 use crate::half;
 use crate::score::{norm, prefetch};
@@ -25,7 +25,8 @@ use crate::score::{norm, prefetch};
 /// Below this share of passing records a walk, even through bridges, cannot find enough of them nearby.
 const MIN_WALK_SELECTIVITY: f64 = 0.02;
 
-/// A filtered walk also starts from this many of the planner's sampled passing nodes, the nearest.
+/// A filtered walk that starts at a rejected node also starts from this many of the planner's sampled
+/// passing nodes, the nearest.
 const WALK_SEEDS: usize = 4;
 
 /// Marks of visited nodes, cleared in O(1) by moving to a new generation.
@@ -113,21 +114,22 @@ thread_local! {
 }
 
 impl Hnsw {
-    /// Beam search on one level from `entries` with a padded query; up to `ef` accepted nodes, nearest
-    /// first, by half-precision distance.
+    /// Beam search on one level from `start` with a padded query; up to `ef` accepted nodes, nearest
+    /// first, by half-precision distance. Where `accept` rejects the start's entry, the search also
+    /// starts from the nearest few of its seeds (nodes known to pass).
     pub(super) fn search_level(
         &self,
         padded: &[f32],
-        entries: &[Near],
+        start: Start<'_>,
         ef: usize,
         level: u8,
         accept: Accept<'_>,
     ) -> Vec<Near> {
         match accept {
-            Accept::Any => self.beam(padded, entries, ef, level, |_| true, false),
+            Accept::Any => self.beam(padded, start, ef, level, |_| true, false),
             Accept::Live => self.beam(
                 padded,
-                entries,
+                start,
                 ef,
                 level,
                 |node| !self.deleted[node as usize],
@@ -135,7 +137,7 @@ impl Hnsw {
             ),
             Accept::Filter(filter) => self.beam(
                 padded,
-                entries,
+                start,
                 ef,
                 level,
                 |node| !self.deleted[node as usize] && filter(node as usize),
@@ -147,7 +149,7 @@ impl Hnsw {
     fn beam(
         &self,
         padded: &[f32],
-        entries: &[Near],
+        Start { entry, seeds }: Start<'_>,
         ef: usize,
         level: u8,
         accept: impl Fn(u32) -> bool,
@@ -180,16 +182,30 @@ impl Hnsw {
             };
             candidates.clear();
             results.clear();
-            for &entry in entries {
-                if visited.first_visit(entry.1) {
-                    candidates.push(Reverse(entry));
-                    if accept(entry.1) {
-                        results.push(entry);
+            visited.first_visit(entry.1);
+            candidates.push(Reverse(entry));
+            if accept(entry.1) {
+                results.push(entry);
+            } else if !seeds.is_empty() {
+                // The entry may sit in a neighbourhood the filter rejects whole (filters that follow
+                // the clusters), where a walk finds no passing node to move on: start from the
+                // nearest seeds too, which lie in passing regions.
+                let mut nearest: Vec<Near> = seeds
+                    .iter()
+                    .map(|&node| Near(self.traversal_distance(padded, node), node))
+                    .collect();
+                nearest.sort_unstable();
+                for &seed in nearest.iter().take(WALK_SEEDS) {
+                    if visited.first_visit(seed.1) {
+                        candidates.push(Reverse(seed));
+                        if accept(seed.1) {
+                            results.push(seed);
+                        }
                     }
                 }
-            }
-            while results.len() > ef {
-                results.pop();
+                while results.len() > ef {
+                    results.pop();
+                }
             }
             let mut worst = if results.len() >= ef {
                 results.peek().map_or(f32::INFINITY, |w| w.0)
@@ -368,7 +384,7 @@ impl Hnsw {
         if self.live <= self.params.exact_below {
             return self.exact(&query, k, |slot| filter.is_none_or(|f| f(slot)));
         }
-        // Passing nodes the planner's sample found: a filtered walk also starts from the nearest few.
+        // Passing nodes the planner's sample found: seeds for a filtered walk (see `search_level`).
         let mut sampled = Vec::new();
         let accept = match filter {
             None => Accept::Live,
@@ -392,17 +408,11 @@ impl Hnsw {
         for level in (1..=self.max_level).rev() {
             current = self.greedy(&padded, current, level);
         }
-        // The descent ends near the query whatever the filter. Where the filter rejects the query's
-        // whole neighbourhood (filters that follow the clusters), a walk from there alone finds no
-        // passing node to move on; the nearest sampled passing nodes start it in passing regions too.
-        let mut entries: Vec<Near> = sampled
-            .iter()
-            .map(|&node| Near(self.traversal_distance(&padded, node), node))
-            .collect();
-        entries.sort_unstable();
-        entries.truncate(WALK_SEEDS);
-        entries.push(current);
-        let found = self.search_level(&padded, &entries, ef, 0, accept);
+        let start = Start {
+            entry: current,
+            seeds: &sampled,
+        };
+        let found = self.search_level(&padded, start, ef, 0, accept);
         self.rerank(&query, k, &found)
     }
 
