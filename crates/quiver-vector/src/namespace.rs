@@ -499,6 +499,17 @@ impl Namespace {
 }
 
 #[cfg(test)]
+impl Namespace {
+    /// The ids of the `k` records nearest to `query` (unfiltered), nearest first.
+    pub(crate) fn nearest_ids(&self, query: &[f32], k: usize) -> Vec<String> {
+        self.search_dense(query, k, None)
+            .into_iter()
+            .map(|(slot, _)| self.at(slot).expect("search returns live slots").id().to_owned())
+            .collect()
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use quiver_core::index::{IndexType, SimilarityFunction};
 
@@ -536,19 +547,7 @@ mod tests {
             });
         }
         assert_eq!(namespace.pending_len(), 3_000);
-        let nearest = |namespace: &Namespace| -> Vec<String> {
-            namespace
-                .search_dense(&[1.0, 0.0], 3, None)
-                .into_iter()
-                .map(|(slot, _)| {
-                    namespace
-                        .at(slot)
-                        .expect("search returns live slots")
-                        .id()
-                        .to_owned()
-                })
-                .collect()
-        };
+        let nearest = |namespace: &Namespace| namespace.nearest_ids(&[1.0, 0.0], 3);
         assert_eq!(
             nearest(&namespace),
             ["v0", "v1", "v2"],

@@ -367,20 +367,6 @@ mod tests {
         namespace
     }
 
-    fn ids(namespace: &Namespace, query: &[f32]) -> Vec<String> {
-        namespace
-            .search_dense(query, 10, None)
-            .into_iter()
-            .map(|(slot, _)| {
-                namespace
-                    .at(slot)
-                    .expect("search returns live slots")
-                    .id()
-                    .to_owned()
-            })
-            .collect()
-    }
-
     const QUERY: [f32; 8] = [1.0, -2.0, 0.5, 3.0, 0.0, 1.0, -1.0, 2.0];
 
     #[test]
@@ -400,7 +386,7 @@ mod tests {
                 pending: 0
             }
         );
-        assert_eq!(ids(&restored, &QUERY), ids(&original, &QUERY));
+        assert_eq!(restored.nearest_ids(&QUERY, 10), original.nearest_ids(&QUERY, 10));
         assert_eq!(
             restored.get("r7").map(|r| r.to_record()),
             original.get("r7").map(|r| r.to_record())
@@ -427,7 +413,7 @@ mod tests {
             }
         );
         assert_eq!(restored.len(), 3_000);
-        let found = ids(&restored, &QUERY);
+        let found = restored.nearest_ids(&QUERY, 10);
         assert!(
             found.iter().all(|id| id[1..].parse::<usize>().unwrap() < 100),
             "changed vectors are found where they are now: {found:?}"
