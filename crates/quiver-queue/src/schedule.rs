@@ -68,6 +68,16 @@ impl CronSchedule {
                 "`{expression}` has {fields} fields; a cron expression has 5 (minute hour day month weekday)"
             ));
         }
+        // croner accepts an empty list item (`1,,2`, a lone `,`); the fuzz target found such an
+        // expression for which finding the next firing took over ten seconds.
+        if let Some(field) = expression
+            .split_whitespace()
+            .find(|field| field.split(',').any(str::is_empty))
+        {
+            return Err(format!(
+                "`{expression}` has an empty item in the list `{field}`; separate values with single commas"
+            ));
+        }
         let cron = Cron::from_str(expression)
             .map_err(|e| format!("`{expression}` is not a valid cron expression: {e}"))?;
         Ok(CronSchedule {
@@ -195,5 +205,13 @@ mod tests {
                 .contains("time zone")
         );
         assert!(CronSchedule::parse("CRON_TZ=UTC").is_err());
+        for empty_item in [", * * * 3", "1,,2 * * * *", "* * * * 3,", "0 9 ,1 * *"] {
+            assert!(
+                CronSchedule::parse(empty_item)
+                    .unwrap_err()
+                    .contains("empty item"),
+                "{empty_item}"
+            );
+        }
     }
 }
