@@ -108,6 +108,11 @@ impl From<Record> for Entry {
     }
 }
 
+/// Whether the slot table's `slot` holds the record `id`: how the table is searched by id.
+fn holds_id<'a>(entries: &'a [Option<Entry>], id: &'a str) -> impl Fn(&u32) -> bool + 'a {
+    move |&slot| entries[slot as usize].as_ref().is_some_and(|e| &*e.id == id)
+}
+
 /// The records of one namespace.
 #[derive(Debug)]
 pub struct Namespace {
@@ -306,11 +311,8 @@ impl Namespace {
 
     /// The live slot of the record `id`.
     fn slot_of(&self, id: &str) -> Option<usize> {
-        let entries = &self.entries;
         self.by_id
-            .find(self.hasher.hash_one(id), |&slot| {
-                entries[slot as usize].as_ref().is_some_and(|e| &*e.id == id)
-            })
+            .find(self.hasher.hash_one(id), holds_id(&self.entries, id))
             .map(|&slot| slot as usize)
     }
 
@@ -352,10 +354,10 @@ impl Namespace {
 
     /// Removes a record; whether it existed.
     pub fn remove(&mut self, id: &str) -> bool {
-        let entries = &self.entries;
-        let Ok(found) = self.by_id.find_entry(self.hasher.hash_one(id), |&slot| {
-            entries[slot as usize].as_ref().is_some_and(|e| &*e.id == id)
-        }) else {
+        let Ok(found) = self
+            .by_id
+            .find_entry(self.hasher.hash_one(id), holds_id(&self.entries, id))
+        else {
             return false;
         };
         let slot = found.remove().0 as usize;

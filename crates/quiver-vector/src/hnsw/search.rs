@@ -25,6 +25,9 @@ use crate::score::{norm, prefetch};
 /// Below this share of passing records a walk, even through bridges, cannot find enough of them nearby.
 const MIN_WALK_SELECTIVITY: f64 = 0.02;
 
+/// How many nodes ahead a scan or a re-ranking loads the vectors it reads next.
+const AHEAD: usize = 4;
+
 /// A filtered walk that starts at a rejected node also starts from this many of the planner's sampled
 /// passing nodes, the nearest.
 const WALK_SEEDS: usize = 4;
@@ -278,7 +281,6 @@ impl Hnsw {
     /// best by what half precision gets wrong (a run of near ties longer than `2 k`), those within that
     /// band are re-ranked too, from the scores already taken: the filter judges each node once.
     fn exact(&self, query: &[f32], k: usize, accept: impl Fn(usize) -> bool) -> Vec<(usize, f32)> {
-        const AHEAD: usize = 4;
         let padded = half::pad_query(query);
         SCRATCH.with(|cell| {
             let Scratch {
@@ -332,8 +334,7 @@ impl Hnsw {
     /// distance is within what rounding to half precision can get wrong of the `k`-th best so far, so a
     /// run of near ties (near-parallel vectors) cannot hide the true nearest behind its look-alikes.
     fn rerank(&self, query: &[f32], k: usize, found: &[Near]) -> Vec<(usize, f32)> {
-        // Candidates past the first `2 k` are loaded this many ahead, while they may still be needed.
-        const AHEAD: usize = 4;
+        // Candidates past the first `2 k` are loaded `AHEAD` ahead, while they may still be needed.
         let load = |near: &Near| prefetch(self.vector(near.1));
         found.iter().take(2 * k + AHEAD).for_each(load);
         let error = self.half_error_bound(query);
