@@ -279,7 +279,9 @@ pub(crate) async fn run(config: &Config, bench: VectorBench) -> Result<()> {
                     id: format!("v{n}"),
                     vector: Some(v.clone()),
                     sparse: None,
-                    metadata: Some(serde_json::json!({"cluster": clusters[n], "tag": n % 10})),
+                    metadata: Some(
+                        serde_json::json!({"cluster": clusters[n], "tag": n % 10, "shard": n % 100}),
+                    ),
                     data: None,
                 }
             })
@@ -287,7 +289,15 @@ pub(crate) async fn run(config: &Config, bench: VectorBench) -> Result<()> {
         vectors.upsert(&index, "", records).await?;
     }
     let upsert_rate = upsert_count as f64 / started.elapsed().as_secs_f64();
-    let language = filter_language_row(&vectors, &index, &base[..upsert_count], &queries, k).await?;
+    let language = filter_language_rows(
+        &vectors,
+        &index,
+        &base[..upsert_count],
+        &clusters[..upsert_count],
+        &queries,
+        k,
+    )
+    .await?;
     store.database().close().await;
 
     println!(
@@ -323,11 +333,22 @@ pub(crate) async fn run(config: &Config, bench: VectorBench) -> Result<()> {
             None => println!("| {label} | {qps:.0} | {recall:.3} | - |"),
         }
     }
-    let (unfiltered_service, filtered_service, service_recall) = language;
+    let (unfiltered_service, service_rows) = language;
     println!(
-        "through the service, {upsert_count} records with metadata, filter `tag = 3` (10 %): {filtered_service:.0} QPS, recall@10 {service_recall:.3}, {:.2}x the unfiltered {unfiltered_service:.0} QPS",
-        filtered_service / unfiltered_service
+        "through the service, {upsert_count} records with metadata {{cluster, tag: n % 10, shard: n % 100}}: unfiltered {unfiltered_service:.0} QPS"
     );
+    println!("| filter (filter language) | passes | QPS | recall@10 | QPS against unfiltered |");
+    println!("|---|---|---|---|---|");
+    for row in &service_rows {
+        println!(
+            "| `{}` | {} | {:.0} | {:.3} | {:.2}x |",
+            row.filter,
+            row.passes,
+            row.qps,
+            row.recall,
+            row.qps / unfiltered_service
+        );
+    }
     println!("memory: {memory_per_vector:.0} bytes per vector (vectors and graph)");
     println!(
         "durable acknowledged upserts (batches of 1,000, {upsert_count} vectors; acknowledged after the commit, the graph catches up in the background): {upsert_rate:.0} vectors/s"
@@ -335,16 +356,27 @@ pub(crate) async fn run(config: &Config, bench: VectorBench) -> Result<()> {
     Ok(())
 }
 
-/// Queries through the service, unfiltered and with a filter of the filter language on the records'
-/// metadata (`tag = 3`, one record in ten), once the indexer has put every vector in the graph: the
-/// QPS of each, and the filtered recall@10 against an exhaustive search.
-async fn filter_language_row(
+/// One filtered row through the service.
+struct ServiceRow {
+    filter: String,
+    passes: &'static str,
+    qps: f64,
+    recall: f64,
+}
+
+/// Queries through the service, unfiltered and with filters of the filter language on the records'
+/// metadata, once the indexer has put every vector in the graph: the unfiltered QPS, and each filter's
+/// QPS and recall@10 against an exhaustive search. Equality tests are answered from the metadata index;
+/// the range row (`tag >= 9`) is judged on each record's metadata, as any test the index does not
+/// answer.
+async fn filter_language_rows(
     vectors: &Arc<Vectors>,
     index: &IndexRef,
     base: &[Vec<f32>],
+    clusters: &[usize],
     queries: &[Vec<f32>],
     k: usize,
-) -> Result<(f64, f64, f64)> {
+) -> Result<(f64, Vec<ServiceRow>)> {
     let stop = tokio_util::sync::CancellationToken::new();
     let indexer = tokio::spawn(Arc::clone(vectors).run_indexer(stop.clone()));
     while vectors.info(index).await?.pending_vector_count > 0 {
@@ -352,46 +384,97 @@ async fn filter_language_row(
     }
     stop.cancel();
     indexer.await?;
-    let truth = exact_truth(&exact_index(base), queries, k, &|slot| slot % 10 == 3);
-    let filter = quiver_vector::filter::Filter::parse("tag = 3")?;
-    let mut rates = [0.0_f64; 2];
-    let mut results = Vec::new();
-    for (at, filter) in [None, filter].into_iter().enumerate() {
-        for _ in 0..PASSES {
-            let started = Instant::now();
-            let mut found = Vec::new();
-            for query in queries {
-                let hits = vectors
-                    .query(
-                        index,
-                        "",
-                        quiver_vector::query::Query {
-                            input: quiver_vector::query::QueryInput::Vectors {
-                                dense: Some(query.clone()),
-                                sparse: None,
-                            },
-                            top_k: k,
-                            filter: filter.clone(),
-                            ..Default::default()
-                        },
-                    )
-                    .await?;
-                found.push(
-                    hits.iter()
-                        .map(|hit| {
-                            let unexpected =
-                                || format!("a hit with an id the benchmark did not write: {}", hit.record.id);
-                            let slot = hit.record.id.strip_prefix('v').with_context(unexpected)?;
-                            slot.parse::<usize>().with_context(unexpected)
-                        })
-                        .collect::<Result<Vec<usize>>>()?,
-                );
-            }
-            rates[at] = rates[at].max(queries.len() as f64 / started.elapsed().as_secs_f64());
-            results = found;
-        }
+    let exact = exact_index(base);
+    let kept_clusters: Vec<String> = (0..clusters.iter().max().map_or(0, |c| c + 1))
+        .filter(|&cluster| keeps(cluster, 10))
+        .map(|cluster| cluster.to_string())
+        .collect();
+    let whole_clusters = format!("cluster IN ({})", kept_clusters.join(", "));
+    type Truth<'a> = Box<dyn Fn(usize) -> bool + 'a>;
+    let rows: Vec<(String, &'static str, Truth<'_>)> = vec![
+        ("shard = 7".into(), "1 %", Box::new(|n| n % 100 == 7)),
+        ("tag = 3".into(), "10 %", Box::new(|n| n % 10 == 3)),
+        ("tag IN (0, 1, 2, 3, 4)".into(), "50 %", Box::new(|n| n % 10 < 5)),
+        (
+            whole_clusters,
+            "10 % (whole clusters kept)",
+            Box::new(|n| keeps(clusters[n], 10)),
+        ),
+        (
+            "tag = 3 AND shard < 50".into(),
+            "5 % (index and judged)",
+            Box::new(|n| n % 10 == 3 && n % 100 < 50),
+        ),
+        (
+            "tag >= 9".into(),
+            "10 % (judged on metadata)",
+            Box::new(|n| n % 10 >= 9),
+        ),
+    ];
+    let (unfiltered, _) = service_queries(vectors, index, queries, k, None).await?;
+    let mut measured = Vec::new();
+    for (text, passes, accept) in rows {
+        let filter = quiver_vector::filter::Filter::parse(&text)?;
+        let (qps, results) = service_queries(vectors, index, queries, k, filter).await?;
+        let truth = exact_truth(&exact, queries, k, &*accept);
+        measured.push(ServiceRow {
+            filter: if text.len() > 40 {
+                format!("{}…)", &text[..36])
+            } else {
+                text
+            },
+            passes,
+            qps,
+            recall: recall(&results, &truth),
+        });
     }
-    Ok((rates[0], rates[1], recall(&results, &truth)))
+    Ok((unfiltered, measured))
+}
+
+/// The best of [`PASSES`] passes of `queries` through the service with `filter`: QPS and the results.
+async fn service_queries(
+    vectors: &Arc<Vectors>,
+    index: &IndexRef,
+    queries: &[Vec<f32>],
+    k: usize,
+    filter: Option<quiver_vector::filter::Filter>,
+) -> Result<(f64, Vec<Vec<usize>>)> {
+    let mut best = 0.0_f64;
+    let mut results = Vec::new();
+    for _ in 0..PASSES {
+        let started = Instant::now();
+        let mut found = Vec::new();
+        for query in queries {
+            let hits = vectors
+                .query(
+                    index,
+                    "",
+                    quiver_vector::query::Query {
+                        input: quiver_vector::query::QueryInput::Vectors {
+                            dense: Some(query.clone()),
+                            sparse: None,
+                        },
+                        top_k: k,
+                        filter: filter.clone(),
+                        ..Default::default()
+                    },
+                )
+                .await?;
+            found.push(
+                hits.iter()
+                    .map(|hit| {
+                        let unexpected =
+                            || format!("a hit with an id the benchmark did not write: {}", hit.record.id);
+                        let slot = hit.record.id.strip_prefix('v').with_context(unexpected)?;
+                        slot.parse::<usize>().with_context(unexpected)
+                    })
+                    .collect::<Result<Vec<usize>>>()?,
+            );
+        }
+        best = best.max(queries.len() as f64 / started.elapsed().as_secs_f64());
+        results = found;
+    }
+    Ok((best, results))
 }
 
 /// Exhaustive search over `base`, slot by slot.

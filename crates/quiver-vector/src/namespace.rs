@@ -19,6 +19,7 @@ use serde_json::Value;
 use crate::dense::{DenseIndex, ExactIndex, TopK};
 use crate::filter::Filter;
 use crate::hnsw::{Hnsw, HnswParams};
+use crate::metadata_index::MetadataIndex;
 use crate::postings::Postings;
 use crate::record::{IndexSpec, Record, SparseVector, StoredRecord};
 use crate::score::rank_key;
@@ -127,6 +128,8 @@ pub struct Namespace {
     pending: Vec<usize>,
     /// The sparse vectors' inverted index.
     postings: Postings,
+    /// The metadata's inverted index, for filters.
+    metadata_index: MetadataIndex,
     /// Each slot's sequence (slots are never reused, so it never changes).
     sequences: Vec<u64>,
     next_sequence: u64,
@@ -169,6 +172,7 @@ impl Namespace {
             similarity: spec.similarity,
             pending: Vec::new(),
             postings: Postings::default(),
+            metadata_index: MetadataIndex::default(),
             sequences: Vec::new(),
             next_sequence: 1,
             graph_inserts: 0,
@@ -340,9 +344,13 @@ impl Namespace {
         }
         self.order.insert(sequence, slot);
         self.next_sequence = self.next_sequence.max(sequence + 1);
+        let slot_number = u32::try_from(slot).expect("a namespace holds fewer than 2^32 slots");
+        if let Some(metadata) = &record.metadata {
+            self.metadata_index.add(slot_number, metadata);
+        }
         self.entries[slot] = Some(Entry::from(record));
         let (entries, hasher) = (&self.entries, &self.hasher);
-        let slot = u32::try_from(slot).expect("a namespace holds fewer than 2^32 slots");
+        let slot = slot_number;
         // Every slot in the table has its entry (a removal takes the slot out first), so the 0 for a
         // missing one is never used.
         self.by_id.insert_unique(hash, slot, |&other| {
@@ -365,6 +373,11 @@ impl Namespace {
             self.order.remove(&self.sequences[slot]);
             if let Some(sparse) = &entry.sparse {
                 self.postings.remove(slot, sparse);
+            }
+            if let Some(metadata) = &entry.metadata {
+                let entries = &self.entries;
+                self.metadata_index
+                    .remove(metadata, |slot| entries[slot as usize].is_some());
             }
         }
         self.dense.remove(slot);
@@ -401,18 +414,18 @@ impl Namespace {
         self.from_sequence(0).map(|(_, record)| record)
     }
 
-    /// Up to `k` accepted slots nearest to `query`, best first, with ranking keys.
-    pub fn search_dense(
-        &self,
-        query: &[f32],
-        k: usize,
-        filter: Option<&dyn Fn(RecordRef<'_>) -> bool>,
-    ) -> Vec<(usize, f32)> {
-        let accept = |record: RecordRef<'_>| filter.is_none_or(|f| f(record));
+    /// Up to `k` slots nearest to `query` whose records pass `filter`, best first, with ranking keys.
+    /// Where the metadata index can tell which records may pass, only those are judged.
+    pub fn search_dense(&self, query: &[f32], k: usize, filter: Option<&Filter>) -> Vec<(usize, f32)> {
+        let accept = |record: RecordRef<'_>| record.passes(filter);
+        let judge = |slot: usize| self.at(slot).is_some_and(accept);
         let from_graph = match filter {
-            Some(filter) => self
-                .dense
-                .search(query, k, &|slot| self.at(slot).is_some_and(filter)),
+            Some(filter) => match self.metadata_index.plan(filter) {
+                Some(listed) => self
+                    .dense
+                    .search_listed(query, k, &listed.slots, listed.exact, &judge),
+                None => self.dense.search(query, k, &judge),
+            },
             None => self.dense.search_all(query, k),
         };
         if self.pending.is_empty() {
@@ -593,6 +606,85 @@ mod tests {
         );
         assert!(namespace.remove("a"));
         assert!(namespace.get("a").is_none());
+    }
+
+    #[test]
+    fn filters_answered_from_the_metadata_index_find_what_judging_every_record_finds() {
+        let mut namespace = Namespace::new(&dense(4, SimilarityFunction::Euclidean));
+        let mut state = 7_u64;
+        let mut coordinate = move || {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (state >> 40) as f32 / (1 << 24) as f32
+        };
+        let metadata = |i: u32, version: u32| serde_json::json!({"tag": (i + version) % 40, "group": i % 2, "score": i % 7, "name": format!("r{i}")});
+        for i in 0..6_000_u32 {
+            let vector = (0..4).map(|_| coordinate()).collect();
+            namespace.put(StoredRecord {
+                sequence: u64::from(i) + 1,
+                record: Record {
+                    metadata: Some(metadata(i, 0)),
+                    ..record(&format!("v{i}"), vector).record
+                },
+            });
+        }
+        while namespace.index_pending(1_000) > 0 {}
+        // Changed and removed records leave the index; the changed ones come back pending.
+        for i in (0..6_000_u32).step_by(3) {
+            let vector = (0..4).map(|_| coordinate()).collect();
+            namespace.put(StoredRecord {
+                sequence: 10_000 + u64::from(i),
+                record: Record {
+                    metadata: Some(metadata(i, 1)),
+                    ..record(&format!("v{i}"), vector).record
+                },
+            });
+        }
+        for i in (1..6_000_u32).step_by(5) {
+            namespace.remove(&format!("v{i}"));
+        }
+        while namespace.index_pending(700) > 1_000 {}
+        assert!(namespace.pending_len() > 0, "some records are still pending");
+        let query = [0.5_f32, 0.25, 0.75, 0.5];
+        for (filter, listing_is_scanned) in [
+            ("tag = 7", true),
+            ("tag IN (7, 8) AND score > 3", true),
+            ("tag IN (7, 8) AND group = 1", true),
+            ("name = 'r42' OR name = 'r4242'", true),
+            ("group = 1", false),
+            ("group = 1 AND score > 3", false),
+        ] {
+            let parsed = Filter::parse(filter).unwrap().unwrap();
+            let mut passing: Vec<(f32, String)> = namespace
+                .records()
+                .filter(|record| record.passes(Some(&parsed)))
+                .map(|record| {
+                    let vector = record.vector().unwrap();
+                    let distance: f32 = vector.iter().zip(&query).map(|(a, b)| (a - b) * (a - b)).sum();
+                    (distance, record.id().to_owned())
+                })
+                .collect();
+            passing.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let truth: Vec<String> = passing.into_iter().take(10).map(|(_, id)| id).collect();
+            let found: Vec<String> = namespace
+                .search_dense(&query, 10, Some(&parsed))
+                .into_iter()
+                .map(|(slot, _)| namespace.at(slot).unwrap().id().to_owned())
+                .collect();
+            if listing_is_scanned {
+                assert_eq!(found, truth, "{filter}");
+            } else {
+                let hits = found.iter().filter(|id| truth.contains(id)).count();
+                assert!(hits >= 9, "{filter}: {hits} of the 10 nearest");
+                assert!(
+                    found
+                        .iter()
+                        .all(|id| namespace.get(id).unwrap().passes(Some(&parsed))),
+                    "{filter}: every hit passes"
+                );
+            }
+        }
     }
 
     #[test]

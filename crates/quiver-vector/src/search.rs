@@ -12,16 +12,13 @@ use crate::score::score;
 /// Runs a checked query against one namespace.
 pub(crate) fn run_query(spec: &IndexSpec, namespace: &Namespace, query: &Query) -> Vec<Hit> {
     let filter = query.filter.as_ref();
-    let record_filter = |record: RecordRef<'_>| record.passes(filter);
-    let dense_filter: Option<&dyn Fn(RecordRef<'_>) -> bool> =
-        filter.map(|_| &record_filter as &dyn Fn(RecordRef<'_>) -> bool);
     // A hybrid query fuses each part's own top k (DESIGN §10.10), as the hosted service does.
     let candidates = query.top_k;
     let dense: Vec<Hit> = query
         .dense()
         .map(|vector| {
             namespace
-                .search_dense(vector, candidates, dense_filter)
+                .search_dense(vector, candidates, filter)
                 .into_iter()
                 .filter_map(|(slot, _)| namespace.at(slot))
                 .map(|record| Hit {

@@ -32,6 +32,10 @@ const AHEAD: usize = 4;
 /// passing nodes, the nearest.
 const WALK_SEEDS: usize = 4;
 
+/// How many listed nodes a walk over a metadata index's listing draws as its seeds (the planner's
+/// sample draws about as many passing nodes where it walks).
+const SEED_DRAWS: usize = 128;
+
 /// Marks of visited nodes, cleared in O(1) by moving to a new generation.
 #[derive(Debug, Default)]
 struct Visited {
@@ -281,6 +285,22 @@ impl Hnsw {
     /// best by what half precision gets wrong (a run of near ties longer than `2 k`), those within that
     /// band are re-ranked too, from the scores already taken: the filter judges each node once.
     fn exact(&self, query: &[f32], k: usize, accept: impl Fn(usize) -> bool) -> Vec<(usize, f32)> {
+        let passing = self
+            .deleted
+            .iter()
+            .enumerate()
+            .filter(|&(node, deleted)| !deleted && accept(node))
+            .map(|(node, _)| node as u32);
+        self.exact_among(query, k, passing)
+    }
+
+    /// Exhaustive search over `passing` (live nodes), as [`Hnsw::exact`].
+    fn exact_among(
+        &self,
+        query: &[f32],
+        k: usize,
+        passing_nodes: impl Iterator<Item = u32>,
+    ) -> Vec<(usize, f32)> {
         let padded = half::pad_query(query);
         SCRATCH.with(|cell| {
             let Scratch {
@@ -289,13 +309,7 @@ impl Hnsw {
                 ..
             } = &mut *cell.borrow_mut();
             passing.clear();
-            passing.extend(
-                self.deleted
-                    .iter()
-                    .enumerate()
-                    .filter(|&(node, deleted)| !deleted && accept(node))
-                    .map(|(node, _)| node as u32),
-            );
+            passing.extend(passing_nodes);
             scored.clear();
             for (position, &node) in passing.iter().enumerate() {
                 if let Some(&later) = passing.get(position + AHEAD) {
@@ -401,20 +415,80 @@ impl Hnsw {
                 Accept::Filter(filter)
             }
         };
+        self.walk(&query, k, ef, accept, &sampled)
+    }
+
+    /// Searches the live nodes that `accept` passes, knowing that only nodes in `listed` (ascending;
+    /// it may hold removed nodes, and nodes past the graph's end) can pass, as a metadata index tells.
+    /// The planner then counts instead of sampling: few listed nodes are scanned, and a walk tests
+    /// membership in the list before `accept`, which judges only listed nodes (and not at all where
+    /// `exact` says every listed live node passes).
+    pub fn search_listed(
+        &self,
+        query: &[f32],
+        k: usize,
+        listed: &[u32],
+        exact: bool,
+        accept: &dyn Fn(usize) -> bool,
+    ) -> Vec<(usize, f32)> {
+        if k == 0 || self.live == 0 {
+            return Vec::new();
+        }
+        let query = ExactIndex::prepare(self.similarity, query);
+        let ef = self.params.ef_search.max(k);
+        let nodes = self.levels.len();
+        let passes = |node: u32| {
+            (node as usize) < nodes && !self.deleted[node as usize] && (exact || accept(node as usize))
+        };
+        let share = listed.len() as f64 / self.live as f64;
+        if self.live <= self.params.exact_below
+            || share < MIN_WALK_SELECTIVITY
+            || listed.len() <= ef * self.params.m
+        {
+            return self.exact_among(&query, k, listed.iter().copied().filter(|&node| passes(node)));
+        }
+        let mut members = vec![0_u64; nodes.div_ceil(64)];
+        for &node in listed.iter().take_while(|&&node| (node as usize) < nodes) {
+            members[node as usize / 64] |= 1 << (node % 64);
+        }
+        let is_member = |node: usize| members[node / 64] & (1 << (node % 64)) != 0;
+        let filter = |node: usize| is_member(node) && (exact || accept(node));
+        // Seeds for a walk that starts in a rejected neighbourhood, as the planner's sample gives them:
+        // listed nodes that pass, drawn at pseudo-random positions.
+        let draws = listed.len().min(SEED_DRAWS);
+        let seeds: Vec<u32> = (0..draws as u64)
+            .map(|draw| {
+                listed[((draw.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize * listed.len()) >> 32]
+            })
+            .filter(|&node| passes(node))
+            .collect();
+        self.walk(&query, k, ef, Accept::Filter(&filter), &seeds)
+    }
+
+    /// The walk: a greedy descent through the upper levels, a beam search on level 0 from where it ends
+    /// (and from the nearest `seeds` where `accept` rejects that node), and the f32 re-ranking.
+    fn walk(
+        &self,
+        query: &[f32],
+        k: usize,
+        ef: usize,
+        accept: Accept<'_>,
+        seeds: &[u32],
+    ) -> Vec<(usize, f32)> {
         let Some(entry) = self.entry else {
             return Vec::new();
         };
-        let padded = half::pad_query(&query);
+        let padded = half::pad_query(query);
         let mut current = Near(self.traversal_distance(&padded, entry), entry);
         for level in (1..=self.max_level).rev() {
             current = self.greedy(&padded, current, level);
         }
         let start = Start {
             entry: current,
-            seeds: &sampled,
+            seeds,
         };
         let found = self.search_level(&padded, start, ef, 0, accept);
-        self.rerank(&query, k, &found)
+        self.rerank(query, k, &found)
     }
 
     /// The share of live vectors that pass `accept`, estimated from a sample of up to 1,024 slots. The
