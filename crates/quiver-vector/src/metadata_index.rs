@@ -13,7 +13,8 @@
 //! graph and the slot table know as removed).
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
+use std::ops::Bound;
 
 use serde_json::Value;
 
@@ -26,6 +27,10 @@ pub const MAX_DEPTH: usize = 4;
 /// judged on each record.
 pub const MAX_TEXT: usize = 64;
 
+/// The most distinct numbers a range test unites the postings of; a range over more (a timestamp field,
+/// say) is judged on each record instead.
+pub const MAX_RANGE_VALUES: usize = 1024;
+
 /// A scalar value as the index keys it, so that equal values under the filter language's equality
 /// share a key: numbers by their `f64` value (`1 = 1.0`), booleans apart from the numbers `1` and `0`
 /// that also equal them (a lookup takes both keys).
@@ -37,8 +42,17 @@ enum Key {
 }
 
 fn number_key(value: f64) -> Key {
-    // `-0.0 == 0.0` in the filter language, as in IEEE 754.
-    Key::Number(if value == 0.0 { 0 } else { value.to_bits() })
+    Key::Number(number_bits(value))
+}
+
+/// A number's bits, with `-0.0` as `0.0` (equal in the filter language, as in IEEE 754).
+fn number_bits(value: f64) -> u64 {
+    if value == 0.0 { 0 } else { value.to_bits() }
+}
+
+/// A number's bits reordered so that unsigned order is numeric order (for numbers that are not NaN).
+fn sortable(bits: u64) -> u64 {
+    if bits >> 63 == 1 { !bits } else { bits | 1 << 63 }
 }
 
 /// The key of a scalar metadata value; `None` for other values and for texts too long to index.
@@ -110,11 +124,20 @@ pub struct Listed<'a> {
     pub exact: bool,
 }
 
+/// One field's values.
+#[derive(Debug, Default)]
+struct Field {
+    /// By value.
+    values: HashMap<Key, Posting>,
+    /// The numbers among the values, in numeric order (as [`sortable`] bits), for ranges.
+    numbers: BTreeSet<u64>,
+}
+
 /// The metadata index of one namespace.
 #[derive(Debug, Default)]
 pub struct MetadataIndex {
-    /// By encoded field path, by value.
-    fields: HashMap<Box<str>, HashMap<Key, Posting>>,
+    /// By encoded field path.
+    fields: HashMap<Box<str>, Field>,
 }
 
 impl MetadataIndex {
@@ -122,15 +145,14 @@ impl MetadataIndex {
     /// namespace hands out slots in order).
     pub fn add(&mut self, slot: u32, metadata: &Value) {
         each_field(metadata, &mut |path, key| {
-            let posting = match self.fields.get_mut(path) {
-                Some(values) => values.entry(key).or_default(),
-                None => self
-                    .fields
-                    .entry(path.into())
-                    .or_default()
-                    .entry(key)
-                    .or_default(),
+            let field = match self.fields.get_mut(path) {
+                Some(field) => field,
+                None => self.fields.entry(path.into()).or_default(),
             };
+            if let Key::Number(bits) = key {
+                field.numbers.insert(sortable(bits));
+            }
+            let posting = field.values.entry(key).or_default();
             if posting.slots.last().is_none_or(|&last| last < slot) {
                 posting.slots.push(slot);
                 posting.live += 1;
@@ -142,10 +164,10 @@ impl MetadataIndex {
     /// when a posting drops its removed ones.
     pub fn remove(&mut self, metadata: &Value, is_live: impl Fn(u32) -> bool) {
         each_field(metadata, &mut |path, key| {
-            let Some(values) = self.fields.get_mut(path) else {
+            let Some(field) = self.fields.get_mut(path) else {
                 return;
             };
-            let Some(posting) = values.get_mut(&key) else {
+            let Some(posting) = field.values.get_mut(&key) else {
                 return;
             };
             posting.live = posting.live.saturating_sub(1);
@@ -154,8 +176,11 @@ impl MetadataIndex {
                 posting.live = posting.slots.len();
             }
             if posting.live == 0 {
-                values.remove(&key);
-                if values.is_empty() {
+                field.values.remove(&key);
+                if let Key::Number(bits) = key {
+                    field.numbers.remove(&sortable(bits));
+                }
+                if field.values.is_empty() {
                     self.fields.remove(path);
                 }
             }
@@ -209,7 +234,19 @@ impl MetadataIndex {
                     exact,
                 })
             }
-            Filter::Compare { .. }
+            Filter::Compare {
+                path,
+                op:
+                    op @ (Comparison::Less
+                    | Comparison::LessOrEqual
+                    | Comparison::Greater
+                    | Comparison::GreaterOrEqual),
+                value,
+            } => self.in_range(path, *op, value),
+            Filter::Compare {
+                op: Comparison::NotEqual,
+                ..
+            }
             | Filter::In { negated: true, .. }
             | Filter::HasField { .. }
             | Filter::Glob { .. }
@@ -225,9 +262,9 @@ impl MetadataIndex {
             keys.extend(keys_equal_to(literal)?);
         }
         let lists: Vec<Cow<'_, [u32]>> = match self.fields.get(path.as_str()) {
-            Some(values) => keys
+            Some(field) => keys
                 .iter()
-                .filter_map(|key| values.get(key))
+                .filter_map(|key| field.values.get(key))
                 .map(|posting| Cow::Borrowed(posting.slots.as_slice()))
                 .collect(),
             None => Vec::new(),
@@ -236,6 +273,59 @@ impl MetadataIndex {
             slots: union(lists),
             exact: true,
         })
+    }
+
+    /// The slots whose field `path` holds a number `op` the literal; `None` where the range holds more
+    /// than [`MAX_RANGE_VALUES`] distinct numbers.
+    fn in_range(&self, path: &[Segment], op: Comparison, literal: &Literal) -> Option<Listed<'_>> {
+        let path = encoded_path(path)?;
+        let nothing = Listed {
+            slots: Cow::Borrowed(&[]),
+            exact: true,
+        };
+        // Only numbers compare with `<` and the like: a text or boolean literal passes no record.
+        let (Literal::Number(bound), Some(field)) = (literal, self.fields.get(path.as_str())) else {
+            return Some(nothing);
+        };
+        let at = sortable(number_bits(*bound));
+        let range = match op {
+            Comparison::Less => (Bound::Unbounded, Bound::Excluded(at)),
+            Comparison::LessOrEqual => (Bound::Unbounded, Bound::Included(at)),
+            Comparison::Greater => (Bound::Excluded(at), Bound::Unbounded),
+            Comparison::GreaterOrEqual | Comparison::Equal | Comparison::NotEqual => {
+                (Bound::Included(at), Bound::Unbounded)
+            }
+        };
+        let numbers: Vec<u64> = field
+            .numbers
+            .range(range)
+            .take(MAX_RANGE_VALUES + 1)
+            .copied()
+            .collect();
+        if numbers.len() > MAX_RANGE_VALUES {
+            return None;
+        }
+        let lists = numbers
+            .into_iter()
+            .filter_map(|number| {
+                let bits = sortable_back(number);
+                field.values.get(&Key::Number(bits))
+            })
+            .map(|posting| Cow::Borrowed(posting.slots.as_slice()))
+            .collect();
+        Some(Listed {
+            slots: union(lists),
+            exact: true,
+        })
+    }
+}
+
+/// The bits [`sortable`] reordered.
+fn sortable_back(sorted: u64) -> u64 {
+    if sorted >> 63 == 1 {
+        sorted & !(1 << 63)
+    } else {
+        !sorted
     }
 }
 
@@ -349,6 +439,10 @@ mod tests {
             json!({"tag": 4, "city": "Istanbul", "geo": {"continent": "Europe"}, "score": 9}),
             json!({"city": "x".repeat(MAX_TEXT + 1), "a.b": 1, "a": {"b": 2}}),
             json!(null),
+            json!({"score": -5}),
+            json!({"score": -0.0}),
+            json!({"score": 2.5}),
+            json!({"score": 0}),
         ]
     }
 
@@ -366,6 +460,20 @@ mod tests {
             "open = 1",
             "open = 0",
             "a.b = 2",
+            "tag > 3",
+            "tag >= 3",
+            "tag < 4",
+            "tag <= 3.5",
+            "score < 100",
+            "tag > 'a'",
+            "tag >= 3 AND tag < 4",
+            "open > 0",
+            "tag = 3 OR score > 5",
+            "score < 0",
+            "score <= 0",
+            "score >= -5",
+            "score > -1",
+            "score > -0.0",
             "tag = 3 AND city = 'Berlin'",
             "tag = 3 OR city = 'Paris'",
             "missing = 1",
@@ -383,9 +491,9 @@ mod tests {
         let records = records();
         let index = index(&records);
         let (slots, exact) =
-            plan(&index, "city = 'Istanbul' AND score > 5").expect("the equality is indexed");
+            plan(&index, "city = 'Istanbul' AND HAS FIELD score").expect("the equality is indexed");
         assert_eq!((slots, exact), (vec![0, 3], false));
-        assert_eq!(judged(&records, "city = 'Istanbul' AND score > 5"), vec![3]);
+        assert_eq!(judged(&records, "city = 'Istanbul' AND HAS FIELD score"), vec![3]);
     }
 
     #[test]
@@ -393,18 +501,26 @@ mod tests {
         let index = index(&records());
         for filter in [
             "tag != 3",
-            "tag > 3",
             "city GLOB 'I*'",
             "tags CONTAINS 3",
             "tags[0] = 3",
             "tag NOT IN (3)",
             "HAS FIELD tag",
-            "tag = 3 OR score > 5",
+            "tag = 3 OR tag != 4",
             &format!("city = '{}'", "x".repeat(MAX_TEXT + 1)),
             "a.b.c.d.e = 1",
         ] {
             assert_eq!(plan(&index, filter), None, "{filter}");
         }
+    }
+
+    #[test]
+    fn a_range_over_too_many_distinct_numbers_is_left_to_the_records() {
+        let records: Vec<Value> = (0..2 * MAX_RANGE_VALUES).map(|n| json!({"at": n})).collect();
+        let index = index(&records);
+        assert_eq!(plan(&index, "at > 10"), None);
+        let narrow = format!("at >= {}", 2 * MAX_RANGE_VALUES - 5);
+        assert_eq!(plan(&index, &narrow), Some((judged(&records, &narrow), true)));
     }
 
     #[test]

@@ -652,8 +652,10 @@ mod tests {
             ("tag IN (7, 8) AND score > 3", true),
             ("tag IN (7, 8) AND group = 1", true),
             ("name = 'r42' OR name = 'r4242'", true),
+            ("tag IN (7, 8) AND name GLOB 'r1*'", true),
             ("group = 1", false),
             ("group = 1 AND score > 3", false),
+            ("group = 1 AND name GLOB 'r1*'", false),
         ] {
             let parsed = Filter::parse(filter).unwrap().unwrap();
             let mut passing: Vec<(f32, String)> = namespace
