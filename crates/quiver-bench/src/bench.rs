@@ -110,6 +110,10 @@ pub(crate) enum BenchCommand {
         /// Directory for scratch files.
         #[arg(long)]
         dir: Option<PathBuf>,
+        /// Records upserted through the service (with metadata) for the durable upsert rate and the
+        /// filter-language rows; at most `--count`.
+        #[arg(long, default_value_t = 20_000)]
+        service_count: usize,
     },
     /// Durable publish throughput against a bare hyper server (same load, same run), delivery
     /// throughput to a local receiver, and publish-to-delivery latency at 1,000 msg/s.
@@ -422,8 +426,10 @@ pub(crate) async fn run(command: BenchCommand, config: &Config) -> Result<()> {
             ef,
             peer_python,
             dir,
+            service_count,
         } => {
             let bench = crate::bench_vector::VectorBench {
+                service_count,
                 count,
                 dimension,
                 queries,

@@ -31,6 +31,7 @@ pub(crate) struct VectorBench {
     pub(crate) efs: Vec<usize>,
     pub(crate) dir: Option<PathBuf>,
     pub(crate) peer_python: Option<PathBuf>,
+    pub(crate) service_count: usize,
 }
 
 /// SplitMix64 and Box-Muller: deterministic Gaussian samples.
@@ -267,7 +268,7 @@ pub(crate) async fn run(config: &Config, bench: VectorBench) -> Result<()> {
         },
         models: quiver_vector::text::TextModels::default(),
     };
-    let upsert_count = bench.count.min(20_000);
+    let upsert_count = bench.count.min(bench.service_count);
     let started = Instant::now();
     for (batch_number, chunk) in base[..upsert_count].chunks(1000).enumerate() {
         let records = chunk
@@ -280,7 +281,7 @@ pub(crate) async fn run(config: &Config, bench: VectorBench) -> Result<()> {
                     vector: Some(v.clone()),
                     sparse: None,
                     metadata: Some(
-                        serde_json::json!({"cluster": clusters[n], "tag": n % 10, "shard": n % 100}),
+                        serde_json::json!({"cluster": clusters[n], "tag": n % 10, "shard": n % 100, "part": n % 1000, "name": format!("r{n}")}),
                     ),
                     data: None,
                 }
@@ -335,7 +336,7 @@ pub(crate) async fn run(config: &Config, bench: VectorBench) -> Result<()> {
     }
     let (unfiltered_service, service_rows) = language;
     println!(
-        "through the service, {upsert_count} records with metadata {{cluster, tag: n % 10, shard: n % 100}}: unfiltered {unfiltered_service:.0} QPS"
+        "through the service, {upsert_count} records with metadata {{cluster, tag: n % 10, shard: n % 100, part: n % 1000, name: r<n>}}: unfiltered {unfiltered_service:.0} QPS"
     );
     println!("| filter (filter language) | passes | QPS | recall@10 | QPS against unfiltered |");
     println!("|---|---|---|---|---|");
@@ -366,9 +367,8 @@ struct ServiceRow {
 
 /// Queries through the service, unfiltered and with filters of the filter language on the records'
 /// metadata, once the indexer has put every vector in the graph: the unfiltered QPS, and each filter's
-/// QPS and recall@10 against an exhaustive search. Equality and range tests are answered from the
-/// metadata index; the `NOT IN` row is judged on each record's metadata, as any test the index does not
-/// answer.
+/// QPS and recall@10 against an exhaustive search. Comparisons are answered from the metadata index;
+/// the `GLOB` row is judged on each record's metadata, as any test the index does not answer.
 async fn filter_language_rows(
     vectors: &Arc<Vectors>,
     index: &IndexRef,
@@ -385,31 +385,58 @@ async fn filter_language_rows(
     stop.cancel();
     indexer.await?;
     let exact = exact_index(base);
-    let kept_clusters: Vec<String> = (0..clusters.iter().max().map_or(0, |c| c + 1))
-        .filter(|&cluster| keeps(cluster, 10))
-        .map(|cluster| cluster.to_string())
-        .collect();
-    let whole_clusters = format!("cluster IN ({})", kept_clusters.join(", "));
+    // The clusters `keeps` picks, listed: kept by `IN`, or dropped by `NOT IN`.
+    let clusters_where = |modulus: usize, kept: bool| {
+        let listed: Vec<String> = (0..clusters.iter().max().map_or(0, |c| c + 1))
+            .filter(|&cluster| keeps(cluster, modulus))
+            .map(|cluster| cluster.to_string())
+            .collect();
+        let not = if kept { "" } else { "NOT " };
+        format!("cluster {not}IN ({})", listed.join(", "))
+    };
     type Truth<'a> = Box<dyn Fn(usize) -> bool + 'a>;
+    let in_clusters =
+        |modulus: usize, kept: bool| -> Truth<'_> { Box::new(move |n| keeps(clusters[n], modulus) == kept) };
     let rows: Vec<(String, &'static str, Truth<'_>)> = vec![
+        ("part = 7".into(), "0.1 %", Box::new(|n| n % 1000 == 7)),
         ("shard = 7".into(), "1 %", Box::new(|n| n % 100 == 7)),
         ("tag = 3".into(), "10 %", Box::new(|n| n % 10 == 3)),
         ("tag IN (0, 1, 2, 3, 4)".into(), "50 %", Box::new(|n| n % 10 < 5)),
         (
-            whole_clusters,
+            clusters_where(100, true),
+            "1 % (whole clusters kept)",
+            in_clusters(100, true),
+        ),
+        (
+            clusters_where(10, true),
             "10 % (whole clusters kept)",
-            Box::new(|n| keeps(clusters[n], 10)),
+            in_clusters(10, true),
+        ),
+        (
+            clusters_where(2, true),
+            "50 % (whole clusters kept)",
+            in_clusters(2, true),
+        ),
+        (
+            clusters_where(10, false),
+            "90 % (10 % of clusters dropped)",
+            in_clusters(10, false),
         ),
         (
             "tag = 3 AND shard < 50".into(),
-            "5 % (index and judged)",
+            "5 % (two tests)",
             Box::new(|n| n % 10 == 3 && n % 100 < 50),
         ),
         ("tag >= 9".into(), "10 % (a range)", Box::new(|n| n % 10 >= 9)),
         (
             "tag NOT IN (0, 1, 2, 3, 4, 5, 6, 7, 8)".into(),
-            "10 % (judged on metadata)",
+            "10 % (a negation)",
             Box::new(|n| n % 10 >= 9),
+        ),
+        (
+            "name GLOB '*3'".into(),
+            "10 % (judged on metadata)",
+            Box::new(|n| n % 10 == 3),
         ),
     ];
     let (unfiltered, _) = service_queries(vectors, index, queries, k, None).await?;

@@ -1,12 +1,13 @@
 //! An inverted index of the records' metadata: for each field reached through object keys alone (up to
 //! [`MAX_DEPTH`] keys deep), and each scalar value found there, the slots of the records holding it.
 //!
-//! A filter's equality tests (`=`, `IN`, and `AND` / `OR` of them) are answered from it: the planner
-//! then knows exactly how many records pass instead of estimating it from a sample, a selective filter
-//! scans only the listed slots instead of judging every record's metadata, and a walk through the graph
-//! tests a bit instead of reading metadata. Other tests (ranges, `GLOB`, `HAS FIELD`, negations) are
-//! judged on each record's metadata as before; under an `AND` with an indexed test, only on the records
-//! that test lists.
+//! A filter's comparisons (`=`, `!=`, `<`, `<=`, `>`, `>=`, `IN`, `NOT IN`, and `AND` / `OR` of them)
+//! are answered from it: the planner then knows exactly which records may pass instead of estimating
+//! how many from a sample, a selective filter scans only the listed slots instead of judging every
+//! record's metadata, and a walk through the graph tests a bit instead of reading metadata. Other tests
+//! (`GLOB`, `CONTAINS`, `HAS FIELD`, array elements, and comparisons that would unite more than
+//! [`MAX_VALUES`] values' postings) are judged on each record's metadata as before; under an `AND`
+//! with an indexed test, only on the records that test lists.
 //!
 //! Slots are never reused, so a removed record's slot only ever leaves a posting: postings drop
 //! removed slots lazily, once they are half of it, and a listing may hold removed slots (which the
@@ -27,9 +28,9 @@ pub const MAX_DEPTH: usize = 4;
 /// judged on each record.
 pub const MAX_TEXT: usize = 64;
 
-/// The most distinct numbers a range test unites the postings of; a range over more (a timestamp field,
-/// say) is judged on each record instead.
-pub const MAX_RANGE_VALUES: usize = 1024;
+/// The most distinct values whose postings one test unites (a range, or a negation, which lists every
+/// other value of the field): a test over more (a range of timestamps, say) is judged on each record.
+pub const MAX_VALUES: usize = 1024;
 
 /// A scalar value as the index keys it, so that equal values under the filter language's equality
 /// share a key: numbers by their `f64` value (`1 = 1.0`), booleans apart from the numbers `1` and `0`
@@ -39,6 +40,28 @@ enum Key {
     Text(Box<str>),
     Number(u64),
     Bool(bool),
+}
+
+impl Key {
+    /// Whether the filter language compares a field holding this value with `literal` at all (the
+    /// negated tests pass only values of a comparable kind).
+    fn same_kind(&self, literal: &Literal) -> bool {
+        match self {
+            Key::Text(_) => matches!(literal, Literal::Text(_)),
+            Key::Number(_) => matches!(literal, Literal::Number(_)),
+            Key::Bool(_) => as_bool(literal).is_some(),
+        }
+    }
+}
+
+/// The boolean a literal equals: `true`, `false`, `1` and `0`.
+fn as_bool(literal: &Literal) -> Option<bool> {
+    match literal {
+        Literal::Bool(b) => Some(*b),
+        Literal::Number(n) if *n == 1.0 => Some(true),
+        Literal::Number(n) if *n == 0.0 => Some(false),
+        Literal::Number(_) | Literal::Text(_) => None,
+    }
 }
 
 fn number_key(value: f64) -> Key {
@@ -55,27 +78,45 @@ fn sortable(bits: u64) -> u64 {
     if bits >> 63 == 1 { !bits } else { bits | 1 << 63 }
 }
 
-/// The key of a scalar metadata value; `None` for other values and for texts too long to index.
-fn key_of(value: &Value) -> Option<Key> {
-    match value {
-        Value::String(text) if text.len() <= MAX_TEXT => Some(Key::Text(text.as_str().into())),
-        Value::Number(number) => number.as_f64().map(number_key),
-        Value::Bool(b) => Some(Key::Bool(*b)),
-        Value::String(_) | Value::Null | Value::Array(_) | Value::Object(_) => None,
+/// The bits [`sortable`] reordered.
+fn sortable_back(sorted: u64) -> u64 {
+    if sorted >> 63 == 1 {
+        sorted & !(1 << 63)
+    } else {
+        !sorted
     }
 }
 
-/// The keys a field must hold to equal `literal`; `None` where the index cannot tell (a long text).
+/// What the index makes of a metadata value.
+enum Indexed {
+    /// A scalar it lists.
+    Key(Key),
+    /// A text too long to list.
+    LongText,
+    /// A scalar element of an array, listed for `CONTAINS`.
+    Element(Key),
+}
+
+/// How the index takes a metadata value; `None` for values it ignores (null, arrays).
+fn indexed(value: &Value) -> Option<Indexed> {
+    Some(Indexed::Key(match value {
+        Value::String(text) if text.len() > MAX_TEXT => return Some(Indexed::LongText),
+        Value::String(text) => Key::Text(text.as_str().into()),
+        Value::Number(number) => number_key(number.as_f64()?),
+        Value::Bool(b) => Key::Bool(*b),
+        Value::Null | Value::Array(_) | Value::Object(_) => return None,
+    }))
+}
+
+/// The keys a field must hold to equal `literal`; `None` for a text too long to be listed.
 fn keys_equal_to(literal: &Literal) -> Option<Vec<Key>> {
     Some(match literal {
         Literal::Text(text) if text.len() <= MAX_TEXT => vec![Key::Text(text.as_str().into())],
         Literal::Text(_) => return None,
         Literal::Number(n) => {
             let mut keys = vec![number_key(*n)];
-            if *n == 1.0 {
-                keys.push(Key::Bool(true));
-            } else if *n == 0.0 {
-                keys.push(Key::Bool(false));
+            if let Some(b) = as_bool(literal) {
+                keys.push(Key::Bool(b));
             }
             keys
         }
@@ -114,11 +155,95 @@ struct Posting {
     live: usize,
 }
 
+/// A set of slots: an ascending list, or a bitmap (bit `s % 64` of word `s / 64` for slot `s`), which
+/// uniting several lists makes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Slots<'a> {
+    /// Ascending.
+    List(Cow<'a, [u32]>),
+    /// A bitmap and how many bits it has set.
+    Bits {
+        /// The words.
+        words: Vec<u64>,
+        /// Set bits.
+        count: usize,
+    },
+}
+
+impl Slots<'_> {
+    /// How many slots.
+    pub fn len(&self) -> usize {
+        match self {
+            Slots::List(list) => list.len(),
+            Slots::Bits { count, .. } => *count,
+        }
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether `slot` is one.
+    pub fn contains(&self, slot: u32) -> bool {
+        match self {
+            Slots::List(list) => list.binary_search(&slot).is_ok(),
+            Slots::Bits { words, .. } => bit(words, slot),
+        }
+    }
+
+    /// The slots in ascending order.
+    pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        let (list, words): (&[u32], &[u64]) = match self {
+            Slots::List(list) => (list, &[]),
+            Slots::Bits { words, .. } => (&[], words),
+        };
+        list.iter()
+            .copied()
+            .chain(words.iter().enumerate().flat_map(|(at, &word)| {
+                let mut rest = word;
+                std::iter::from_fn(move || {
+                    (rest != 0).then(|| {
+                        let slot = at as u32 * 64 + rest.trailing_zeros();
+                        rest &= rest - 1;
+                        slot
+                    })
+                })
+            }))
+    }
+
+    /// A bitmap of the slots: borrowed where it is one.
+    pub fn bitmap(&self) -> Cow<'_, [u64]> {
+        match self {
+            Slots::Bits { words, .. } => Cow::Borrowed(words),
+            Slots::List(list) => {
+                let mut words = vec![0_u64; list.last().map_or(0, |&last| last as usize / 64 + 1)];
+                for &slot in list.iter() {
+                    words[slot as usize / 64] |= 1 << (slot % 64);
+                }
+                Cow::Owned(words)
+            }
+        }
+    }
+
+    fn bits(words: Vec<u64>) -> Slots<'static> {
+        let count = words.iter().map(|word| word.count_ones() as usize).sum();
+        Slots::Bits { words, count }
+    }
+}
+
+/// Whether `slot`'s bit is set in `words` (slots past the end are not).
+pub fn bit(words: &[u64], slot: u32) -> bool {
+    words
+        .get(slot as usize / 64)
+        .is_some_and(|word| word & (1 << (slot % 64)) != 0)
+}
+
 /// The slots a filter may pass, from the index.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Listed<'a> {
-    /// Ascending; it may hold removed slots, which never pass.
-    pub slots: Cow<'a, [u32]>,
+    /// They may hold removed slots, which never pass.
+    pub slots: Slots<'a>,
     /// Whether every listed live record passes the filter (otherwise each must be judged); either way,
     /// no unlisted record passes.
     pub exact: bool,
@@ -131,6 +256,11 @@ struct Field {
     values: HashMap<Key, Posting>,
     /// The numbers among the values, in numeric order (as [`sortable`] bits), for ranges.
     numbers: BTreeSet<u64>,
+    /// Live records holding a text here too long to list: a negation, which such a text may pass,
+    /// is then judged on each record.
+    long_texts: usize,
+    /// By scalar element of the arrays held here (texts up to [`MAX_TEXT`] bytes).
+    elements: HashMap<Key, Posting>,
 }
 
 /// The metadata index of one namespace.
@@ -144,15 +274,24 @@ impl MetadataIndex {
     /// Lists `slot` under each indexed field of `metadata`. Slots must arrive in ascending order (a
     /// namespace hands out slots in order).
     pub fn add(&mut self, slot: u32, metadata: &Value) {
-        each_field(metadata, &mut |path, key| {
+        each_field(metadata, &mut |path, value| {
             let field = match self.fields.get_mut(path) {
                 Some(field) => field,
                 None => self.fields.entry(path.into()).or_default(),
             };
-            if let Key::Number(bits) = key {
-                field.numbers.insert(sortable(bits));
-            }
-            let posting = field.values.entry(key).or_default();
+            let posting = match value {
+                Indexed::Key(key) => {
+                    if let Key::Number(bits) = key {
+                        field.numbers.insert(sortable(bits));
+                    }
+                    field.values.entry(key).or_default()
+                }
+                Indexed::LongText => {
+                    field.long_texts += 1;
+                    return;
+                }
+                Indexed::Element(key) => field.elements.entry(key).or_default(),
+            };
             if posting.slots.last().is_none_or(|&last| last < slot) {
                 posting.slots.push(slot);
                 posting.live += 1;
@@ -163,44 +302,64 @@ impl MetadataIndex {
     /// Counts `slot`, whose record held `metadata`, as removed; `is_live` tells the slots still live
     /// when a posting drops its removed ones.
     pub fn remove(&mut self, metadata: &Value, is_live: impl Fn(u32) -> bool) {
-        each_field(metadata, &mut |path, key| {
+        each_field(metadata, &mut |path, value| {
             let Some(field) = self.fields.get_mut(path) else {
                 return;
             };
-            let Some(posting) = field.values.get_mut(&key) else {
-                return;
+            let (postings, key) = match value {
+                Indexed::LongText => {
+                    field.long_texts = field.long_texts.saturating_sub(1);
+                    (None, None)
+                }
+                Indexed::Key(key) => (Some(&mut field.values), Some(key)),
+                Indexed::Element(key) => (Some(&mut field.elements), Some(key)),
             };
-            posting.live = posting.live.saturating_sub(1);
-            if posting.slots.len() >= 2 * posting.live + 16 {
-                posting.slots.retain(|&slot| is_live(slot));
-                posting.live = posting.slots.len();
+            if let (Some(postings), Some(key)) = (postings, key)
+                && let Some(posting) = postings.get_mut(&key)
+            {
+                posting.live = posting.live.saturating_sub(1);
+                if posting.slots.len() >= 2 * posting.live + 16 {
+                    posting.slots.retain(|&slot| is_live(slot));
+                    posting.live = posting.slots.len();
+                }
+                if posting.live == 0 {
+                    postings.remove(&key);
+                    if let Key::Number(bits) = key
+                        && !field.values.contains_key(&key)
+                    {
+                        field.numbers.remove(&sortable(bits));
+                    }
+                }
             }
-            if posting.live == 0 {
-                field.values.remove(&key);
-                if let Key::Number(bits) = key {
-                    field.numbers.remove(&sortable(bits));
-                }
-                if field.values.is_empty() {
-                    self.fields.remove(path);
-                }
+            if field.values.is_empty() && field.elements.is_empty() && field.long_texts == 0 {
+                self.fields.remove(path);
             }
         });
     }
 
     /// The slots that may pass `filter`, where the index can tell; `None` where it cannot (no test of
-    /// the filter, or of an `OR`, is one the index answers).
+    /// an `AND`, or not every test of an `OR`, is one the index answers).
     pub fn plan(&self, filter: &Filter) -> Option<Listed<'_>> {
         match filter {
-            Filter::Compare {
-                path,
-                op: Comparison::Equal,
-                value,
-            } => self.equal_to(path, std::slice::from_ref(value)),
+            Filter::Compare { path, op, value } => match op {
+                Comparison::Equal => self.equal_to(path, std::slice::from_ref(value)),
+                Comparison::NotEqual => self.none_of(path, std::slice::from_ref(value)),
+                Comparison::Less
+                | Comparison::LessOrEqual
+                | Comparison::Greater
+                | Comparison::GreaterOrEqual => self.in_range(path, *op, value),
+            },
             Filter::In {
                 path,
                 values,
-                negated: false,
-            } => self.equal_to(path, values),
+                negated,
+            } => {
+                if *negated {
+                    self.none_of(path, values)
+                } else {
+                    self.equal_to(path, values)
+                }
+            }
             Filter::And(parts) => {
                 let mut planned: Vec<Listed<'_>> = Vec::with_capacity(parts.len());
                 let mut exact = true;
@@ -216,76 +375,91 @@ impl MetadataIndex {
                 planned.sort_by_key(|listed| listed.slots.len());
                 let mut planned = planned.into_iter();
                 let first = planned.next()?;
-                let slots = planned.fold(first.slots, |kept, other| {
-                    Cow::Owned(intersect(&kept, &other.slots))
-                });
+                let slots = planned.fold(first.slots, |kept, other| intersect(kept, &other.slots));
                 Some(Listed { slots, exact })
             }
             Filter::Or(parts) => {
                 let mut exact = true;
-                let mut lists = Vec::with_capacity(parts.len());
+                let mut all = Vec::with_capacity(parts.len());
                 for part in parts {
                     let listed = self.plan(part)?;
                     exact &= listed.exact;
-                    lists.push(listed.slots);
+                    all.push(listed.slots);
                 }
                 Some(Listed {
-                    slots: union(lists),
+                    slots: union(all),
                     exact,
                 })
             }
-            Filter::Compare {
+            Filter::Contains {
                 path,
-                op:
-                    op @ (Comparison::Less
-                    | Comparison::LessOrEqual
-                    | Comparison::Greater
-                    | Comparison::GreaterOrEqual),
                 value,
-            } => self.in_range(path, *op, value),
-            Filter::Compare {
-                op: Comparison::NotEqual,
-                ..
+                negated: false,
+            } => {
+                let field = self.field(path)?;
+                let postings = keys_equal_to(value)?
+                    .iter()
+                    .filter_map(|key| field?.elements.get(key))
+                    .map(posting_slots)
+                    .collect();
+                Some(exactly(union(postings)))
             }
-            | Filter::In { negated: true, .. }
-            | Filter::HasField { .. }
-            | Filter::Glob { .. }
-            | Filter::Contains { .. } => None,
+            Filter::HasField { .. } | Filter::Glob { .. } | Filter::Contains { negated: true, .. } => None,
         }
+    }
+
+    /// The field `path` and its encoded name, where a filter's path can name an indexed field: `None`
+    /// for paths the index does not cover, `Some(None)` for a field no live record holds.
+    fn field(&self, path: &[Segment]) -> Option<Option<&Field>> {
+        let path = encoded_path(path)?;
+        Some(self.fields.get(path.as_str()))
     }
 
     /// The slots whose field `path` equals one of `literals`.
     fn equal_to(&self, path: &[Segment], literals: &[Literal]) -> Option<Listed<'_>> {
-        let path = encoded_path(path)?;
+        let field = self.field(path)?;
         let mut keys = Vec::new();
         for literal in literals {
             keys.extend(keys_equal_to(literal)?);
         }
-        let lists: Vec<Cow<'_, [u32]>> = match self.fields.get(path.as_str()) {
-            Some(field) => keys
-                .iter()
-                .filter_map(|key| field.values.get(key))
-                .map(|posting| Cow::Borrowed(posting.slots.as_slice()))
-                .collect(),
-            None => Vec::new(),
+        let postings = keys
+            .iter()
+            .filter_map(|key| field?.values.get(key))
+            .map(posting_slots)
+            .collect();
+        Some(exactly(union(postings)))
+    }
+
+    /// The slots whose field `path` holds a scalar of a kind one of `literals` compares with, equal to
+    /// none of them (`!=`, `NOT IN`); `None` where that takes more than [`MAX_VALUES`] values, or where
+    /// a text too long to list may pass.
+    fn none_of(&self, path: &[Segment], literals: &[Literal]) -> Option<Listed<'_>> {
+        let Some(field) = self.field(path)? else {
+            return Some(exactly(Slots::List(Cow::Borrowed(&[]))));
         };
-        Some(Listed {
-            slots: union(lists),
-            exact: true,
-        })
+        let texts = literals.iter().any(|literal| matches!(literal, Literal::Text(_)));
+        if field.values.len() > MAX_VALUES || (texts && field.long_texts > 0) {
+            return None;
+        }
+        // A long text literal equals no listed value, so it excludes none.
+        let excluded: Vec<Key> = literals.iter().filter_map(keys_equal_to).flatten().collect();
+        let postings = field
+            .values
+            .iter()
+            .filter(|(key, _)| literals.iter().any(|literal| key.same_kind(literal)))
+            .filter(|(key, _)| !excluded.contains(key))
+            .map(|(_, posting)| posting_slots(posting))
+            .collect();
+        Some(exactly(union(postings)))
     }
 
     /// The slots whose field `path` holds a number `op` the literal; `None` where the range holds more
-    /// than [`MAX_RANGE_VALUES`] distinct numbers.
+    /// than [`MAX_VALUES`] distinct numbers.
     fn in_range(&self, path: &[Segment], op: Comparison, literal: &Literal) -> Option<Listed<'_>> {
-        let path = encoded_path(path)?;
-        let nothing = Listed {
-            slots: Cow::Borrowed(&[]),
-            exact: true,
-        };
+        let field = self.field(path)?;
         // Only numbers compare with `<` and the like: a text or boolean literal passes no record.
-        let (Literal::Number(bound), Some(field)) = (literal, self.fields.get(path.as_str())) else {
-            return Some(nothing);
+        let (Literal::Number(bound), Some(field)) = (literal, field) else {
+            return Some(exactly(Slots::List(Cow::Borrowed(&[]))));
         };
         let at = sortable(number_bits(*bound));
         let range = match op {
@@ -296,52 +470,52 @@ impl MetadataIndex {
                 (Bound::Included(at), Bound::Unbounded)
             }
         };
-        let numbers: Vec<u64> = field
-            .numbers
-            .range(range)
-            .take(MAX_RANGE_VALUES + 1)
-            .copied()
-            .collect();
-        if numbers.len() > MAX_RANGE_VALUES {
+        let numbers: Vec<u64> = field.numbers.range(range).take(MAX_VALUES + 1).copied().collect();
+        if numbers.len() > MAX_VALUES {
             return None;
         }
-        let lists = numbers
+        let postings = numbers
             .into_iter()
-            .filter_map(|number| {
-                let bits = sortable_back(number);
-                field.values.get(&Key::Number(bits))
-            })
-            .map(|posting| Cow::Borrowed(posting.slots.as_slice()))
+            .filter_map(|number| field.values.get(&Key::Number(sortable_back(number))))
+            .map(posting_slots)
             .collect();
-        Some(Listed {
-            slots: union(lists),
-            exact: true,
-        })
+        Some(exactly(union(postings)))
     }
 }
 
-/// The bits [`sortable`] reordered.
-fn sortable_back(sorted: u64) -> u64 {
-    if sorted >> 63 == 1 {
-        sorted & !(1 << 63)
-    } else {
-        !sorted
-    }
+fn posting_slots(posting: &Posting) -> Slots<'_> {
+    Slots::List(Cow::Borrowed(posting.slots.as_slice()))
 }
 
-/// Calls `found` with each indexed field of `metadata` (encoded) and the key of its value.
-fn each_field(metadata: &Value, found: &mut impl FnMut(&str, Key)) {
-    fn walk(value: &Value, path: &mut String, depth: usize, found: &mut impl FnMut(&str, Key)) {
+fn exactly(slots: Slots<'_>) -> Listed<'_> {
+    Listed { slots, exact: true }
+}
+
+/// Calls `found` with each indexed field of `metadata` (encoded) and how its value is indexed.
+fn each_field(metadata: &Value, found: &mut impl FnMut(&str, Indexed)) {
+    fn walk(value: &Value, path: &mut String, depth: usize, found: &mut impl FnMut(&str, Indexed)) {
         let Value::Object(map) = value else { return };
         for (name, value) in map {
             let mark = path.len();
             push_key(path, name);
-            if value.is_object() {
-                if depth < MAX_DEPTH {
-                    walk(value, path, depth + 1, found);
+            match value {
+                Value::Object(_) => {
+                    if depth < MAX_DEPTH {
+                        walk(value, path, depth + 1, found);
+                    }
                 }
-            } else if let Some(key) = key_of(value) {
-                found(path, key);
+                Value::Array(items) => {
+                    for item in items {
+                        if let Some(Indexed::Key(key)) = indexed(item) {
+                            found(path, Indexed::Element(key));
+                        }
+                    }
+                }
+                Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => {
+                    if let Some(value) = indexed(value) {
+                        found(path, value);
+                    }
+                }
             }
             path.truncate(mark);
         }
@@ -349,53 +523,58 @@ fn each_field(metadata: &Value, found: &mut impl FnMut(&str, Key)) {
     walk(metadata, &mut String::new(), 1, found);
 }
 
-/// The slots in both ascending lists.
-fn intersect(left: &[u32], right: &[u32]) -> Vec<u32> {
-    let (small, large) = if left.len() <= right.len() {
-        (left, right)
-    } else {
-        (right, left)
-    };
-    let mut kept = Vec::with_capacity(small.len());
-    let mut rest = large;
-    for &slot in small {
-        match rest.binary_search(&slot) {
-            Ok(at) => {
-                kept.push(slot);
-                rest = &rest[at + 1..];
+/// The slots in both sets: a list filtered by the other set, or two bitmaps' common bits.
+fn intersect<'a>(left: Slots<'a>, right: &Slots<'_>) -> Slots<'a> {
+    match (left, right) {
+        (Slots::Bits { mut words, .. }, Slots::Bits { words: other, .. }) => {
+            words.truncate(other.len());
+            for (word, other) in words.iter_mut().zip(other) {
+                *word &= other;
             }
-            Err(at) => rest = &rest[at..],
+            Slots::bits(words)
         }
+        (Slots::List(list), other) => Slots::List(Cow::Owned(
+            list.iter()
+                .copied()
+                .filter(|&slot| other.contains(slot))
+                .collect(),
+        )),
+        (bits @ Slots::Bits { .. }, Slots::List(list)) => Slots::List(Cow::Owned(
+            list.iter().copied().filter(|&slot| bits.contains(slot)).collect(),
+        )),
     }
-    kept
 }
 
-/// The slots in any of the ascending lists, ascending and once each: marked in a bitmap over the
-/// slots' range and read back in order, which costs a word per 64 slots of range instead of a sort.
-fn union(mut lists: Vec<Cow<'_, [u32]>>) -> Cow<'_, [u32]> {
-    if lists.len() <= 1 {
-        return lists.pop().unwrap_or(Cow::Borrowed(&[]));
+/// The slots in any of the sets: one set as it is, more marked in a bitmap over the slots' range,
+/// which costs a word per 64 slots of range instead of a sort.
+fn union(mut sets: Vec<Slots<'_>>) -> Slots<'_> {
+    if sets.len() <= 1 {
+        return sets.pop().unwrap_or(Slots::List(Cow::Borrowed(&[])));
     }
-    let Some(last) = lists.iter().filter_map(|list| list.last()).max() else {
-        return Cow::Borrowed(&[]);
-    };
-    let mut marks = vec![0_u64; *last as usize / 64 + 1];
-    let mut total = 0;
-    for list in &lists {
-        total += list.len();
-        for &slot in list.iter() {
-            marks[slot as usize / 64] |= 1 << (slot % 64);
+    let words = sets
+        .iter()
+        .map(|set| match set {
+            Slots::List(list) => list.last().map_or(0, |&last| last as usize / 64 + 1),
+            Slots::Bits { words, .. } => words.len(),
+        })
+        .max()
+        .unwrap_or(0);
+    let mut marks = vec![0_u64; words];
+    for set in &sets {
+        match set {
+            Slots::List(list) => {
+                for &slot in list.iter() {
+                    marks[slot as usize / 64] |= 1 << (slot % 64);
+                }
+            }
+            Slots::Bits { words, .. } => {
+                for (mark, word) in marks.iter_mut().zip(words) {
+                    *mark |= word;
+                }
+            }
         }
     }
-    let mut all = Vec::with_capacity(total);
-    for (word_at, &word) in marks.iter().enumerate() {
-        let mut rest = word;
-        while rest != 0 {
-            all.push(word_at as u32 * 64 + rest.trailing_zeros());
-            rest &= rest - 1;
-        }
-    }
-    Cow::Owned(all)
+    Slots::bits(marks)
 }
 
 #[cfg(test)]
@@ -418,7 +597,7 @@ mod tests {
             .expect("not empty");
         index
             .plan(&filter)
-            .map(|listed| (listed.slots.into_owned(), listed.exact))
+            .map(|listed| (listed.slots.iter().collect(), listed.exact))
     }
 
     /// The slots a filter passes, judged record by record.
@@ -436,7 +615,7 @@ mod tests {
             json!({"tag": 3, "city": "Istanbul", "geo": {"continent": "Asia"}, "open": true}),
             json!({"tag": 3.0, "city": "Berlin", "geo": {"continent": "Europe"}, "open": false}),
             json!({"tag": "3", "city": "Paris", "tags": [3], "open": 1}),
-            json!({"tag": 4, "city": "Istanbul", "geo": {"continent": "Europe"}, "score": 9}),
+            json!({"tag": 4, "city": "Istanbul", "geo": {"continent": "Europe"}, "score": 9, "tags": ["3", 4, 4, true]}),
             json!({"city": "x".repeat(MAX_TEXT + 1), "a.b": 1, "a": {"b": 2}}),
             json!(null),
             json!({"score": -5}),
@@ -469,6 +648,19 @@ mod tests {
             "tag >= 3 AND tag < 4",
             "open > 0",
             "tag = 3 OR score > 5",
+            "tag != 3",
+            "tag NOT IN (3, 4)",
+            "open != true",
+            "open != 1",
+            "score != 0",
+            "tag NOT IN ('3', 4)",
+            "tag != 3 AND open = false",
+            "tags CONTAINS 3",
+            "tags CONTAINS '3'",
+            "tags CONTAINS 4",
+            "tags CONTAINS 1",
+            "tags CONTAINS true",
+            "tags CONTAINS 4 OR tag = 3",
             "score < 0",
             "score <= 0",
             "score >= -5",
@@ -500,13 +692,12 @@ mod tests {
     fn tests_the_index_cannot_answer_are_left_to_the_records() {
         let index = index(&records());
         for filter in [
-            "tag != 3",
             "city GLOB 'I*'",
-            "tags CONTAINS 3",
+            "tags NOT CONTAINS 3",
             "tags[0] = 3",
-            "tag NOT IN (3)",
+            "city != 'Paris'",
             "HAS FIELD tag",
-            "tag = 3 OR tag != 4",
+            "tag = 3 OR city GLOB 'I*'",
             &format!("city = '{}'", "x".repeat(MAX_TEXT + 1)),
             "a.b.c.d.e = 1",
         ] {
@@ -516,10 +707,11 @@ mod tests {
 
     #[test]
     fn a_range_over_too_many_distinct_numbers_is_left_to_the_records() {
-        let records: Vec<Value> = (0..2 * MAX_RANGE_VALUES).map(|n| json!({"at": n})).collect();
+        let records: Vec<Value> = (0..2 * MAX_VALUES).map(|n| json!({"at": n})).collect();
         let index = index(&records);
         assert_eq!(plan(&index, "at > 10"), None);
-        let narrow = format!("at >= {}", 2 * MAX_RANGE_VALUES - 5);
+        assert_eq!(plan(&index, "at != 10"), None);
+        let narrow = format!("at >= {}", 2 * MAX_VALUES - 5);
         assert_eq!(plan(&index, &narrow), Some((judged(&records, &narrow), true)));
     }
 
@@ -562,16 +754,28 @@ mod tests {
     }
 
     #[test]
-    fn lists_intersect_and_unite_in_order() {
-        assert_eq!(intersect(&[1, 3, 5, 7, 9], &[2, 3, 4, 9, 10]), vec![3, 9]);
-        let lists = vec![
-            Cow::Owned(vec![1, 5, 9, 64, 200]),
-            Cow::Owned(vec![2, 5, 10, 63, 64]),
-        ];
-        assert_eq!(union(lists).into_owned(), vec![1, 2, 5, 9, 10, 63, 64, 200]);
+    fn sets_intersect_and_unite_in_order_as_lists_or_bitmaps() {
+        let list = |slots: &[u32]| Slots::List(Cow::Owned(slots.to_vec()));
+        let united = union(vec![list(&[1, 5, 9, 64, 200]), list(&[2, 5, 10, 63, 64])]);
+        assert!(matches!(united, Slots::Bits { count: 8, .. }));
         assert_eq!(
-            union(vec![Cow::Owned(Vec::new()), Cow::Owned(Vec::new())]).into_owned(),
-            Vec::<u32>::new()
+            united.iter().collect::<Vec<_>>(),
+            vec![1, 2, 5, 9, 10, 63, 64, 200]
         );
+        let other = union(vec![list(&[5, 64]), list(&[300])]);
+        let both = intersect(united.clone(), &other);
+        assert_eq!(both.iter().collect::<Vec<_>>(), vec![5, 64]);
+        assert_eq!(
+            intersect(list(&[3, 5, 64, 65]), &united)
+                .iter()
+                .collect::<Vec<_>>(),
+            vec![5, 64]
+        );
+        assert_eq!(
+            intersect(united, &list(&[1, 4, 200])).iter().collect::<Vec<_>>(),
+            vec![1, 200]
+        );
+        assert!(union(vec![list(&[]), list(&[])]).is_empty());
+        assert!(bit(&list(&[0, 70]).bitmap(), 70) && !bit(&list(&[0, 70]).bitmap(), 700));
     }
 }

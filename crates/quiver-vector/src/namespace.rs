@@ -646,6 +646,8 @@ mod tests {
         }
         while namespace.index_pending(700) > 1_000 {}
         assert!(namespace.pending_len() > 0, "some records are still pending");
+        // A narrow beam, so that a listing of half the records is walked rather than scanned.
+        namespace.dense.set_ef_search(16);
         let query = [0.5_f32, 0.25, 0.75, 0.5];
         for (filter, listing_is_scanned) in [
             ("tag = 7", true),

@@ -340,3 +340,60 @@ fn parsed_filters_evaluate_like_a_naive_reference_on_random_metadata() {
         "the generated cases exercise both outcomes ({matched} of 20000 matched)"
     );
 }
+
+/// The metadata index lists, for every random filter it answers, exactly the live records that pass
+/// (or, where it says the listing is not exact, at least them), on random metadata with records removed.
+#[test]
+fn the_metadata_index_lists_what_judging_each_record_passes() {
+    use quiver_vector::metadata_index::MetadataIndex;
+
+    let mut random = Random(1926);
+    let records: Vec<Value> = (0..600).map(|_| metadata(&mut random)).collect();
+    let mut index = MetadataIndex::default();
+    for (slot, record) in records.iter().enumerate() {
+        index.add(slot as u32, record);
+    }
+    let mut live = vec![true; records.len()];
+    // Two records in three, so that postings also drop their removed slots.
+    for slot in (0..records.len()).filter(|slot| slot % 3 > 0) {
+        live[slot] = false;
+        index.remove(&records[slot], |s| live[s as usize]);
+    }
+    let (mut answered, mut exact) = (0, 0);
+    let mut wrong = Vec::new();
+    for _ in 0..3_000 {
+        let generated = tree(&mut random, 2);
+        let text = print(&mut random, &generated);
+        let parsed = Filter::parse(&text).expect("parses").expect("not empty");
+        let Some(listed) = index.plan(&parsed) else {
+            continue;
+        };
+        answered += 1;
+        exact += usize::from(listed.exact);
+        let listed_live: Vec<u32> = listed.slots.iter().filter(|&s| live[s as usize]).collect();
+        let passing: Vec<u32> = (0..records.len() as u32)
+            .filter(|&s| live[s as usize] && parsed.matches(&records[s as usize]))
+            .collect();
+        let agrees = if listed.exact {
+            listed_live == passing
+        } else {
+            passing.iter().all(|s| listed_live.contains(s))
+        };
+        if !agrees {
+            wrong.push(format!(
+                "`{text}` (exact: {}): listed {listed_live:?}, passing {passing:?}",
+                listed.exact
+            ));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{} wrong listings, first: {:?}",
+        wrong.len(),
+        &wrong[..wrong.len().min(3)]
+    );
+    assert!(
+        answered > 1_000 && exact > 500,
+        "the index answered {answered} filters ({exact} exactly)"
+    );
+}

@@ -20,6 +20,7 @@ use super::Hnsw;
 use super::candidates::{Accept, Near, Start};
 use crate::dense::{ExactIndex, TopK};
 use crate::half;
+use crate::metadata_index::{Slots, bit};
 use crate::score::{norm, prefetch};
 
 /// Below this share of passing records a walk, even through bridges, cannot find enough of them nearby.
@@ -32,9 +33,12 @@ const AHEAD: usize = 4;
 /// passing nodes, the nearest.
 const WALK_SEEDS: usize = 4;
 
-/// How many listed nodes a walk over a metadata index's listing draws as its seeds (the planner's
-/// sample draws about as many passing nodes where it walks).
-const SEED_DRAWS: usize = 128;
+/// How many nodes a walk over a metadata index's listing draws to find its seeds among (as many as the
+/// planner's sample draws at most).
+const SEED_DRAWS: usize = 1024;
+
+/// A metadata index's listing is scanned up to this many times `ef * m` nodes, the work of a walk.
+const SCAN_LISTED: usize = 10;
 
 /// Marks of visited nodes, cleared in O(1) by moving to a new generation.
 #[derive(Debug, Default)]
@@ -418,16 +422,18 @@ impl Hnsw {
         self.walk(&query, k, ef, accept, &sampled)
     }
 
-    /// Searches the live nodes that `accept` passes, knowing that only nodes in `listed` (ascending;
-    /// it may hold removed nodes, and nodes past the graph's end) can pass, as a metadata index tells.
-    /// The planner then counts instead of sampling: few listed nodes are scanned, and a walk tests
-    /// membership in the list before `accept`, which judges only listed nodes (and not at all where
-    /// `exact` says every listed live node passes).
+    /// Searches the live nodes that `accept` passes, knowing that only nodes in `listed` can pass (as
+    /// a metadata index tells; it may hold removed nodes, and nodes past the graph's end). The planner
+    /// then counts instead of sampling. A listing is scanned up to [`SCAN_LISTED`] times the work of a
+    /// walk: scanning listed nodes reads their vectors in order and needs no bridges, while a walk
+    /// over few passing nodes goes through many rejected ones. A walk tests membership in a bitmap
+    /// of the listing before `accept`, which judges only listed nodes, and not at all where `exact`
+    /// says every listed live node passes.
     pub fn search_listed(
         &self,
         query: &[f32],
         k: usize,
-        listed: &[u32],
+        listed: &Slots<'_>,
         exact: bool,
         accept: &dyn Fn(usize) -> bool,
     ) -> Vec<(usize, f32)> {
@@ -443,24 +449,17 @@ impl Hnsw {
         let share = listed.len() as f64 / self.live as f64;
         if self.live <= self.params.exact_below
             || share < MIN_WALK_SELECTIVITY
-            || listed.len() <= ef * self.params.m
+            || listed.len() <= SCAN_LISTED * ef * self.params.m
         {
-            return self.exact_among(&query, k, listed.iter().copied().filter(|&node| passes(node)));
+            return self.exact_among(&query, k, listed.iter().filter(|&node| passes(node)));
         }
-        let mut members = vec![0_u64; nodes.div_ceil(64)];
-        for &node in listed.iter().take_while(|&&node| (node as usize) < nodes) {
-            members[node as usize / 64] |= 1 << (node % 64);
-        }
-        let is_member = |node: usize| members[node / 64] & (1 << (node % 64)) != 0;
-        let filter = |node: usize| is_member(node) && (exact || accept(node));
+        let members = listed.bitmap();
+        let filter = |node: usize| bit(&members, node as u32) && (exact || accept(node));
         // Seeds for a walk that starts in a rejected neighbourhood, as the planner's sample gives them:
-        // listed nodes that pass, drawn at pseudo-random positions.
-        let draws = listed.len().min(SEED_DRAWS);
-        let seeds: Vec<u32> = (0..draws as u64)
-            .map(|draw| {
-                listed[((draw.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize * listed.len()) >> 32]
-            })
-            .filter(|&node| passes(node))
+        // passing nodes at pseudo-random positions.
+        let seeds: Vec<u32> = (0..SEED_DRAWS as u64)
+            .map(|draw| (((draw.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize * nodes) >> 32) as u32)
+            .filter(|&node| bit(&members, node) && passes(node))
             .collect();
         self.walk(&query, k, ef, Accept::Filter(&filter), &seeds)
     }
