@@ -525,7 +525,8 @@ fn is_scalar(value: &Value) -> bool {
     matches!(value, Value::String(_) | Value::Number(_) | Value::Bool(_))
 }
 
-fn as_bool_literal(literal: &Literal) -> Option<bool> {
+/// The boolean a literal equals where the field is a boolean: `true`, `false`, `1` and `0`.
+pub(crate) fn as_bool_literal(literal: &Literal) -> Option<bool> {
     match literal {
         Literal::Bool(b) => Some(*b),
         Literal::Number(n) if *n == 1.0 => Some(true),

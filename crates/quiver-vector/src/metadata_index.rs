@@ -19,7 +19,7 @@ use std::ops::Bound;
 
 use serde_json::Value;
 
-use crate::filter::{Comparison, Filter, Literal, Segment};
+use crate::filter::{Comparison, Filter, Literal, Segment, as_bool_literal};
 
 /// The deepest field indexed, in keys: `a.b.c.d`.
 pub const MAX_DEPTH: usize = 4;
@@ -49,18 +49,8 @@ impl Key {
         match self {
             Key::Text(_) => matches!(literal, Literal::Text(_)),
             Key::Number(_) => matches!(literal, Literal::Number(_)),
-            Key::Bool(_) => as_bool(literal).is_some(),
+            Key::Bool(_) => as_bool_literal(literal).is_some(),
         }
-    }
-}
-
-/// The boolean a literal equals: `true`, `false`, `1` and `0`.
-fn as_bool(literal: &Literal) -> Option<bool> {
-    match literal {
-        Literal::Bool(b) => Some(*b),
-        Literal::Number(n) if *n == 1.0 => Some(true),
-        Literal::Number(n) if *n == 0.0 => Some(false),
-        Literal::Number(_) | Literal::Text(_) => None,
     }
 }
 
@@ -115,7 +105,7 @@ fn keys_equal_to(literal: &Literal) -> Option<Vec<Key>> {
         Literal::Text(_) => return None,
         Literal::Number(n) => {
             let mut keys = vec![number_key(*n)];
-            if let Some(b) = as_bool(literal) {
+            if let Some(b) = as_bool_literal(literal) {
                 keys.push(Key::Bool(b));
             }
             keys
