@@ -109,6 +109,12 @@ impl From<Record> for Entry {
     }
 }
 
+/// Threads a graph builds on: every core.
+fn build_threads() -> usize {
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get))
+}
+
 /// Whether the slot table's `slot` holds the record `id`: how the table is searched by id.
 fn holds_id<'a>(entries: &'a [Option<Entry>], id: &'a str) -> impl Fn(&u32) -> bool + 'a {
     move |&slot| entries[slot as usize].as_ref().is_some_and(|e| &*e.id == id)
@@ -497,13 +503,14 @@ impl Namespace {
     pub fn index_pending(&mut self, limit: usize) -> usize {
         let take = limit.min(self.pending.len());
         let batch: Vec<usize> = self.pending.drain(..take).collect();
-        for slot in &batch {
-            // The graph takes the vector: the record no longer holds its own copy.
-            if let Some(vector) = self.entries[*slot].as_mut().and_then(|e| e.vector.take()) {
-                self.dense.insert(*slot, &vector);
-                self.graph_inserts += 1;
-            }
-        }
+        // The graph takes the vectors: the records no longer hold their own copies.
+        let vectors: Vec<(usize, Box<[f32]>)> = batch
+            .iter()
+            .filter_map(|&slot| Some((slot, self.entries[slot].as_mut()?.vector.take()?)))
+            .collect();
+        let items: Vec<(usize, &[f32])> = vectors.iter().map(|(slot, vector)| (*slot, &**vector)).collect();
+        self.dense.insert_many(&items, build_threads());
+        self.graph_inserts += items.len() as u64;
         batch.len()
     }
 

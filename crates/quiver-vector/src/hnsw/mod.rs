@@ -247,17 +247,100 @@ impl Hnsw {
         chosen.into_iter().map(|near| near.1).collect()
     }
 
-    fn connect(&mut self, node: u32, neighbour: u32, level: u8) {
-        let limit = if level == 0 {
+    /// The neighbours a new node links to on each of its levels, from the top: the heuristic's pick
+    /// among what a search of the graph finds there and among `peers`, nodes of the same batch before
+    /// it, which the search cannot reach yet.
+    /// Reads the graph and the vectors only, so a batch's choices run on several threads.
+    fn choose(&self, node: u32, prepared: &[f32], peers: &[u32]) -> Chosen {
+        let level = self.levels[node as usize];
+        let padded = half::pad_query(prepared);
+        let mut layers = Vec::with_capacity(level as usize + 1);
+        let mut current = self
+            .entry
+            .map(|entry| Near(self.traversal_distance(&padded, entry), entry));
+        if let Some(start) = current.as_mut() {
+            for upper in (level + 1..=self.max_level).rev() {
+                *start = self.greedy(&padded, *start, upper);
+            }
+        }
+        for layer in (0..=level).rev() {
+            let mut candidates = match current {
+                Some(start) if layer <= self.max_level => {
+                    let found = self.search_level(
+                        &padded,
+                        Start::at(start),
+                        self.params.ef_construction,
+                        layer,
+                        Accept::Any,
+                    );
+                    if let Some(nearest) = found.first() {
+                        current = Some(*nearest);
+                    }
+                    found
+                }
+                Some(_) | None => Vec::new(),
+            };
+            let searched = candidates.len();
+            candidates.extend(
+                peers
+                    .iter()
+                    .filter(|&&peer| self.levels[peer as usize] >= layer)
+                    .map(|&peer| Near(self.traversal_distance(&padded, peer), peer)),
+            );
+            if candidates.len() > searched {
+                candidates.sort_unstable();
+            }
+            // A new node links to `m` neighbours on every level, as in the paper and hnswlib; level-0 lists
+            // grow to twice that through the links others make to it.
+            layers.push((layer, self.select(&candidates, self.params.m)));
+        }
+        Chosen { node, layers }
+    }
+
+    /// Links new nodes as `chosen`, in order: each to its neighbours, and each neighbour back to the
+    /// new nodes that chose it. A neighbour list that grows past its limit is pruned by the same
+    /// heuristic, once for all the nodes of the batch that chose it; the prunings read the graph only,
+    /// so they run on `threads` threads.
+    fn link_all(&mut self, chosen: Vec<Chosen>, threads: usize) {
+        let mut back: Vec<(u8, u32, u32)> = Vec::new();
+        for Chosen { node, layers } in &chosen {
+            for (layer, neighbours) in layers {
+                self.set_neighbours(*node, *layer, neighbours);
+                back.extend(neighbours.iter().map(|&neighbour| (*layer, neighbour, *node)));
+            }
+        }
+        back.sort_unstable();
+        let groups: Vec<&[(u8, u32, u32)]> = back.chunk_by(|a, b| (a.0, a.1) == (b.0, b.1)).collect();
+        let graph = &*self;
+        let lists: Vec<(u8, u32, Vec<u32>)> = in_parallel(&groups, threads, |group| {
+            let (layer, neighbour) = (group[0].0, group[0].1);
+            graph.grown_list(neighbour, layer, group.iter().map(|&(_, _, node)| node))
+        });
+        for (layer, neighbour, list) in lists {
+            self.set_neighbours(neighbour, layer, &list);
+        }
+        for Chosen { node, .. } in chosen {
+            let level = self.levels[node as usize];
+            if self.entry.is_none() || level > self.max_level {
+                self.max_level = level;
+                self.entry = Some(node);
+            }
+        }
+    }
+
+    /// `neighbour`'s list on `layer` with `new` nodes added, pruned by the heuristic to its limit.
+    fn grown_list(&self, neighbour: u32, layer: u8, new: impl Iterator<Item = u32>) -> (u8, u32, Vec<u32>) {
+        let limit = if layer == 0 {
             2 * self.params.m
         } else {
             self.params.m
         };
-        let mut list = self.neighbours(neighbour, level).to_vec();
-        if list.contains(&node) {
-            return;
+        let mut list = self.neighbours(neighbour, layer).to_vec();
+        for node in new {
+            if node != neighbour && !list.contains(&node) {
+                list.push(node);
+            }
         }
-        list.push(node);
         if list.len() > limit {
             let base = self.padded_prepared(neighbour);
             let mut scored: Vec<Near> = list
@@ -267,59 +350,12 @@ impl Hnsw {
             scored.sort();
             list = self.select(&scored, limit);
         }
-        self.set_neighbours(neighbour, level, &list);
+        (layer, neighbour, list)
     }
 
-    fn add(&mut self, node: u32, vector: &[f32]) {
-        let level = self.random_level();
-        self.levels[node as usize] = level;
-        if level > 0 {
-            self.upper.insert(node, vec![Vec::new(); level as usize]);
-        }
-        let Some(entry) = self.entry else {
-            self.entry = Some(node);
-            self.max_level = level;
-            return;
-        };
-        let padded = half::pad_query(vector);
-        let mut current = Near(self.traversal_distance(&padded, entry), entry);
-        for upper in (level + 1..=self.max_level).rev() {
-            current = self.greedy(&padded, current, upper);
-        }
-        for layer in (0..=level.min(self.max_level)).rev() {
-            let found = self.search_level(
-                &padded,
-                Start::at(current),
-                self.params.ef_construction,
-                layer,
-                Accept::Any,
-            );
-            // A new node links to `m` neighbours on every level, as in the paper and hnswlib; level-0 lists
-            // grow to twice that through the links others make to it.
-            let chosen = self.select(&found, self.params.m);
-            self.set_neighbours(node, layer, &chosen);
-            for neighbour in chosen {
-                self.connect(node, neighbour, layer);
-            }
-            if let Some(nearest) = found.first() {
-                current = *nearest;
-            }
-        }
-        if level > self.max_level {
-            self.max_level = level;
-            self.entry = Some(node);
-        }
-    }
-}
-
-/// 1 over `vector`'s norm, and 1 for a zero vector (which cosine ranks as it is, as `prepare` leaves it).
-fn inverse_norm(vector: &[f32]) -> f32 {
-    let length = norm(vector);
-    if length == 0.0 { 1.0 } else { 1.0 / length }
-}
-
-impl DenseIndex for Hnsw {
-    fn insert(&mut self, slot: usize, vector: &[f32]) {
+    /// Makes room for `slot` (and the unused slots before it) and stores its vector, its
+    /// half-precision copy and its level; returns the vector as ranked (scaled for cosine).
+    fn append(&mut self, slot: usize, vector: &[f32]) -> Vec<f32> {
         assert!(slot >= self.levels.len(), "HNSW slots are never reused");
         let is_cosine = self.similarity == SimilarityFunction::Cosine;
         // Scaled as `derive_halves` scales a loaded graph's vectors, so both make the same halves.
@@ -346,7 +382,89 @@ impl DenseIndex for Hnsw {
         self.deleted[slot] = false;
         self.live += 1;
         self.max_norm = self.max_norm.max(norm(&prepared));
-        self.add(slot as u32, &prepared);
+        let level = self.random_level();
+        self.levels[slot] = level;
+        if level > 0 {
+            self.upper.insert(slot as u32, vec![Vec::new(); level as usize]);
+        }
+        prepared
+    }
+
+    /// Inserts many vectors, searching for their neighbours on `threads` threads: in batches, each
+    /// batch's searches in parallel against the graph as it stands, then its links one node at a time,
+    /// each node also weighing the nodes of its batch linked before it. A batch is at most 1/16 of the
+    /// graph (and [`MAX_BATCH`]), so a small graph grows one node at a time. One thread inserts one
+    /// vector after the other.
+    pub fn insert_many(&mut self, items: &[(usize, &[f32])], threads: usize) {
+        if threads <= 1 {
+            for &(slot, vector) in items {
+                self.insert(slot, vector);
+            }
+            return;
+        }
+        let mut at = 0;
+        while at < items.len() {
+            let size = (self.live / 16).clamp(1, MAX_BATCH).min(items.len() - at);
+            let batch: Vec<(u32, Vec<f32>)> = items[at..at + size]
+                .iter()
+                .map(|&(slot, vector)| (slot as u32, self.append(slot, vector)))
+                .collect();
+            at += size;
+            let nodes: Vec<u32> = batch.iter().map(|(node, _)| *node).collect();
+            let graph = &*self;
+            let positions: Vec<usize> = (0..size).collect();
+            let chosen = in_parallel(&positions, threads, |&position| {
+                let (node, prepared) = &batch[position];
+                graph.choose(*node, prepared, &nodes[..position])
+            });
+            self.link_all(chosen, threads);
+        }
+    }
+}
+
+/// `work` on each of `items` on up to `threads` threads (interleaved), the answers in the items' order,
+/// so the outcome does not depend on which thread runs first.
+fn in_parallel<T: Sync, R: Send>(items: &[T], threads: usize, work: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let lanes = threads.min(items.len()).max(1);
+    if lanes == 1 {
+        return items.iter().map(&work).collect();
+    }
+    let work = &work;
+    let lane = move |first: usize| -> Vec<R> { items.iter().skip(first).step_by(lanes).map(work).collect() };
+    let mut parts: Vec<std::vec::IntoIter<R>> = std::thread::scope(|scope| {
+        let others: Vec<_> = (1..lanes).map(|first| scope.spawn(move || lane(first))).collect();
+        let mut parts = vec![lane(0).into_iter()];
+        parts.extend(others.into_iter().map(|other| {
+            other
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                .into_iter()
+        }));
+        parts
+    });
+    (0..items.len()).filter_map(|i| parts[i % lanes].next()).collect()
+}
+
+/// The most nodes [`Hnsw::insert_many`] searches for at once.
+const MAX_BATCH: usize = 64;
+
+/// The neighbours a new node chose on each of its levels (see `Hnsw::choose`), from the top.
+struct Chosen {
+    node: u32,
+    layers: Vec<(u8, Vec<u32>)>,
+}
+
+/// 1 over `vector`'s norm, and 1 for a zero vector (which cosine ranks as it is, as `prepare` leaves it).
+fn inverse_norm(vector: &[f32]) -> f32 {
+    let length = norm(vector);
+    if length == 0.0 { 1.0 } else { 1.0 / length }
+}
+
+impl DenseIndex for Hnsw {
+    fn insert(&mut self, slot: usize, vector: &[f32]) {
+        let prepared = self.append(slot, vector);
+        let chosen = self.choose(slot as u32, &prepared, &[]);
+        self.link_all(vec![chosen], 1);
     }
 
     fn remove(&mut self, slot: usize) {
@@ -456,6 +574,56 @@ mod tests {
             let recall = recall(similarity, 128, &|_| true);
             assert!(recall >= 0.95, "{similarity}: recall@10 {recall}");
         }
+    }
+
+    #[test]
+    fn a_graph_built_on_two_threads_recalls_what_exhaustive_search_finds_and_is_the_same_every_time() {
+        let (dimension, k) = (24, 10);
+        let data = clustered(5_000, dimension, 7);
+        let items: Vec<(usize, &[f32])> = data
+            .iter()
+            .enumerate()
+            .map(|(slot, v)| (slot, v.as_slice()))
+            .collect();
+        let build = || {
+            let params = HnswParams {
+                exact_below: 0,
+                ef_search: 64,
+                ..HnswParams::default()
+            };
+            let mut graph = Hnsw::new(SimilarityFunction::Cosine, dimension, params);
+            for chunk in items.chunks(64) {
+                graph.insert_many(chunk, 2);
+            }
+            graph
+        };
+        let graph = build();
+        assert_eq!(graph.len(), data.len());
+        let mut exact = ExactIndex::new(SimilarityFunction::Cosine, dimension);
+        for (slot, vector) in data.iter().enumerate() {
+            exact.insert(slot, vector);
+        }
+        let queries = clustered(100, dimension, 99);
+        let mut found = 0;
+        for query in &queries {
+            let truth: std::collections::HashSet<usize> = exact
+                .search_all(query, k)
+                .into_iter()
+                .map(|(slot, _)| slot)
+                .collect();
+            found += graph
+                .search_all(query, k)
+                .iter()
+                .filter(|(slot, _)| truth.contains(slot))
+                .count();
+        }
+        let recall = found as f64 / (queries.len() * k) as f64;
+        assert!(recall >= 0.95, "recall@10 {recall}");
+        let again = build();
+        assert!(
+            graph.level0 == again.level0 && graph.upper == again.upper && graph.entry == again.entry,
+            "the same inserts make the same graph whichever thread finishes first"
+        );
     }
 
     #[test]
