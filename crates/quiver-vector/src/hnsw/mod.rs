@@ -393,7 +393,7 @@ impl Hnsw {
     /// Inserts many vectors, searching for their neighbours on `threads` threads: in batches, each
     /// batch's searches in parallel against the graph as it stands, then its links one node at a time,
     /// each node also weighing the nodes of its batch linked before it. A batch is at most 1/16 of the
-    /// graph (and [`MAX_BATCH`]), so a small graph grows one node at a time. One thread inserts one
+    /// graph (and `MAX_BATCH`), so a small graph grows one node at a time. One thread inserts one
     /// vector after the other.
     pub fn insert_many(&mut self, items: &[(usize, &[f32])], threads: usize) {
         if threads <= 1 {

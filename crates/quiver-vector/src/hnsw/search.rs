@@ -424,7 +424,7 @@ impl Hnsw {
 
     /// Searches the live nodes that `accept` passes, knowing that only nodes in `listed` can pass (as
     /// a metadata index tells; it may hold removed nodes, and nodes past the graph's end). The planner
-    /// then counts instead of sampling. A listing is scanned up to [`SCAN_LISTED`] times the work of a
+    /// then counts instead of sampling. A listing is scanned up to `SCAN_LISTED` times the work of a
     /// walk: scanning listed nodes reads their vectors in order and needs no bridges, while a walk
     /// over few passing nodes goes through many rejected ones. A walk tests membership in a bitmap
     /// of the listing before `accept`, which judges only listed nodes, and not at all where `exact`
