@@ -288,6 +288,7 @@ pub(crate) async fn run(config: &Config, bench: VectorBench) -> Result<()> {
         models: quiver_vector::text::TextModels::default(),
     };
     let upsert_count = bench.count.min(bench.service_count);
+    let record_metadata = |n: usize| serde_json::json!({"cluster": clusters[n], "tag": n % 10, "shard": n % 100, "part": n % 1000, "name": format!("r{n}")});
     let started = Instant::now();
     for (batch_number, chunk) in base[..upsert_count].chunks(1000).enumerate() {
         let records = chunk
@@ -299,9 +300,7 @@ pub(crate) async fn run(config: &Config, bench: VectorBench) -> Result<()> {
                     id: format!("v{n}"),
                     vector: Some(v.clone()),
                     sparse: None,
-                    metadata: Some(
-                        serde_json::json!({"cluster": clusters[n], "tag": n % 10, "shard": n % 100, "part": n % 1000, "name": format!("r{n}")}),
-                    ),
+                    metadata: Some(record_metadata(n)),
                     data: None,
                 }
             })
@@ -309,6 +308,13 @@ pub(crate) async fn run(config: &Config, bench: VectorBench) -> Result<()> {
         vectors.upsert(&index, "", records).await?;
     }
     let upsert_rate = upsert_count as f64 / started.elapsed().as_secs_f64();
+    // What the service's metadata index of these records holds.
+    let mut metadata_index = quiver_vector::metadata_index::MetadataIndex::default();
+    for n in 0..upsert_count {
+        metadata_index.add(n as u32, &record_metadata(n));
+    }
+    let index_bytes = metadata_index.memory_bytes() as f64 / upsert_count as f64;
+    drop(metadata_index);
     let language = filter_language_rows(
         &vectors,
         &index,
@@ -365,6 +371,7 @@ pub(crate) async fn run(config: &Config, bench: VectorBench) -> Result<()> {
     println!(
         "through the service, {upsert_count} records with metadata {{cluster, tag: n % 10, shard: n % 100, part: n % 1000, name: r<n>}}: unfiltered {unfiltered_service:.0} QPS"
     );
+    println!("metadata index: {index_bytes:.0} bytes per record (estimated from its capacities)");
     println!("| filter (filter language) | passes | QPS | recall@10 | QPS against unfiltered |");
     println!("|---|---|---|---|---|");
     for row in &service_rows {

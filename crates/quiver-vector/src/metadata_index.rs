@@ -327,6 +327,35 @@ impl MetadataIndex {
         });
     }
 
+    /// Bytes it holds, estimated from its collections' capacities (hash tables at a byte of control
+    /// per entry, ordered sets at twice their keys).
+    pub fn memory_bytes(&self) -> usize {
+        let postings = |values: &HashMap<Key, Posting>| {
+            values.capacity() * (size_of::<(Key, Posting)>() + 1)
+                + values
+                    .iter()
+                    .map(|(key, posting)| {
+                        let text = match key {
+                            Key::Text(text) => text.len(),
+                            Key::Number(_) | Key::Bool(_) => 0,
+                        };
+                        text + posting.slots.capacity() * size_of::<u32>()
+                    })
+                    .sum::<usize>()
+        };
+        self.fields.capacity() * (size_of::<(Box<str>, Field)>() + 1)
+            + self
+                .fields
+                .iter()
+                .map(|(path, field)| {
+                    path.len()
+                        + postings(&field.values)
+                        + postings(&field.elements)
+                        + field.numbers.len() * 2 * size_of::<u64>()
+                })
+                .sum::<usize>()
+    }
+
     /// The slots that may pass `filter`, where the index can tell; `None` where it cannot (no test of
     /// an `AND`, or not every test of an `OR`, is one the index answers).
     pub fn plan(&self, filter: &Filter) -> Option<Listed<'_>> {

@@ -422,27 +422,40 @@ impl Hnsw {
     }
 }
 
-/// `work` on each of `items` on up to `threads` threads (interleaved), the answers in the items' order,
-/// so the outcome does not depend on which thread runs first.
+/// `work` on each of `items` on up to `threads` threads, each taking the next item not yet taken (so a
+/// thread that drew quick items takes more), the answers in the items' order: the outcome does not
+/// depend on which thread ran what.
 fn in_parallel<T: Sync, R: Send>(items: &[T], threads: usize, work: impl Fn(&T) -> R + Sync) -> Vec<R> {
     let lanes = threads.min(items.len()).max(1);
     if lanes == 1 {
         return items.iter().map(&work).collect();
     }
-    let work = &work;
-    let lane = move |first: usize| -> Vec<R> { items.iter().skip(first).step_by(lanes).map(work).collect() };
-    let mut parts: Vec<std::vec::IntoIter<R>> = std::thread::scope(|scope| {
-        let others: Vec<_> = (1..lanes).map(|first| scope.spawn(move || lane(first))).collect();
-        let mut parts = vec![lane(0).into_iter()];
-        parts.extend(others.into_iter().map(|other| {
-            other
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-                .into_iter()
-        }));
-        parts
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let (work, next) = (&work, &next);
+    let lane = move || -> Vec<(usize, R)> {
+        let mut done = Vec::new();
+        loop {
+            let at = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let Some(item) = items.get(at) else {
+                return done;
+            };
+            done.push((at, work(item)));
+        }
+    };
+    let mut done: Vec<(usize, R)> = std::thread::scope(|scope| {
+        let others: Vec<_> = (1..lanes).map(|_| scope.spawn(lane)).collect();
+        let mut done = lane();
+        for other in others {
+            done.extend(
+                other
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            );
+        }
+        done
     });
-    (0..items.len()).filter_map(|i| parts[i % lanes].next()).collect()
+    done.sort_unstable_by_key(|(at, _)| *at);
+    done.into_iter().map(|(_, answer)| answer).collect()
 }
 
 /// The most nodes [`Hnsw::insert_many`] searches for at once.
