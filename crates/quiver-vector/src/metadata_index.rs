@@ -1,13 +1,14 @@
 //! An inverted index of the records' metadata: for each field reached through object keys alone (up to
 //! [`MAX_DEPTH`] keys deep), and each scalar value found there, the slots of the records holding it.
 //!
-//! A filter's comparisons (`=`, `!=`, `<`, `<=`, `>`, `>=`, `IN`, `NOT IN`, and `AND` / `OR` of them)
-//! are answered from it: the planner then knows exactly which records may pass instead of estimating
-//! how many from a sample, a selective filter scans only the listed slots instead of judging every
-//! record's metadata, and a walk through the graph tests a bit instead of reading metadata. Other tests
-//! (`GLOB`, `CONTAINS`, `HAS FIELD`, array elements, and comparisons that would unite more than
-//! [`MAX_VALUES`] values' postings) are judged on each record's metadata as before; under an `AND`
-//! with an indexed test, only on the records that test lists.
+//! A filter's tests (`=`, `!=`, `<`, `<=`, `>`, `>=`, `IN`, `NOT IN`, `CONTAINS`, `GLOB`, `NOT GLOB`,
+//! and `AND` / `OR` of them) are answered from it: the planner then knows exactly which records may
+//! pass instead of estimating how many from a sample, a selective filter scans only the listed slots
+//! instead of judging every record's metadata, and a walk through the graph tests a bit instead of
+//! reading metadata. A `GLOB` is matched against the field's distinct texts. Other tests (`HAS FIELD`,
+//! `NOT CONTAINS`, array positions, and tests that would unite more than [`MAX_VALUES`] values'
+//! postings, such as a range over timestamps or a `GLOB` over a distinct name per record) are judged on
+//! each record's metadata as before; under an `AND` with an answered test, only on the records it lists.
 //!
 //! Slots are never reused, so a removed record's slot only ever leaves a posting: postings drop
 //! removed slots lazily, once they are half of it, and a listing may hold removed slots (which the
@@ -19,7 +20,7 @@ use std::ops::Bound;
 
 use serde_json::Value;
 
-use crate::filter::{Comparison, Filter, Literal, Segment, as_bool_literal};
+use crate::filter::{Comparison, Filter, Literal, Segment, as_bool_literal, glob_matches};
 
 /// The deepest field indexed, in keys: `a.b.c.d`.
 pub const MAX_DEPTH: usize = 4;
@@ -423,7 +424,12 @@ impl MetadataIndex {
                     .collect();
                 Some(exactly(union(postings)))
             }
-            Filter::HasField { .. } | Filter::Glob { .. } | Filter::Contains { negated: true, .. } => None,
+            Filter::Glob {
+                path,
+                pattern,
+                negated,
+            } => self.globbed(path, pattern, *negated),
+            Filter::HasField { .. } | Filter::Contains { negated: true, .. } => None,
         }
     }
 
@@ -467,6 +473,25 @@ impl MetadataIndex {
             .iter()
             .filter(|(key, _)| literals.iter().any(|literal| key.same_kind(literal)))
             .filter(|(key, _)| !excluded.contains(key))
+            .map(|(_, posting)| posting_slots(posting))
+            .collect();
+        Some(exactly(union(postings)))
+    }
+
+    /// The slots whose field `path` holds a text that `pattern` matches (or, `negated`, does not),
+    /// matched against each distinct text of the field; `None` where the field holds more than
+    /// [`MAX_VALUES`] distinct values, or a text too long to list.
+    fn globbed(&self, path: &[Segment], pattern: &str, negated: bool) -> Option<Listed<'_>> {
+        let Some(field) = self.field(path)? else {
+            return Some(exactly(Slots::List(Cow::Borrowed(&[]))));
+        };
+        if field.values.len() > MAX_VALUES || field.long_texts > 0 {
+            return None;
+        }
+        let postings = field
+            .values
+            .iter()
+            .filter(|(key, _)| matches!(key, Key::Text(text) if glob_matches(pattern, text) != negated))
             .map(|(_, posting)| posting_slots(posting))
             .collect();
         Some(exactly(union(postings)))
@@ -680,6 +705,9 @@ mod tests {
             "tags CONTAINS 1",
             "tags CONTAINS true",
             "tags CONTAINS 4 OR tag = 3",
+            "geo.continent GLOB 'Eu*'",
+            "geo.continent NOT GLOB 'Eu*'",
+            "tag GLOB '3'",
             "score < 0",
             "score <= 0",
             "score >= -5",
@@ -712,6 +740,7 @@ mod tests {
         let index = index(&records());
         for filter in [
             "city GLOB 'I*'",
+            "city NOT GLOB 'I*'",
             "tags NOT CONTAINS 3",
             "tags[0] = 3",
             "city != 'Paris'",
