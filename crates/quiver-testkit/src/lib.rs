@@ -5,8 +5,10 @@
 //! - [`receiver`]: [`Receiver`], a local HTTP endpoint that records every request and answers with
 //!   chosen statuses, bodies or delays.
 //! - [`calls`]: request helpers: send and read JSON, publish, create and call vector indexes.
+//! - [`poll`]: waiting for what the server does in the background.
 
 pub mod calls;
+pub mod poll;
 pub mod receiver;
 pub mod server;
 

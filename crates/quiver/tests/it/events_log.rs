@@ -50,11 +50,10 @@ async fn published(server: &TestServer, url: &str, headers: &[(&str, &str)]) -> 
 
 /// Polls until the log holds `count` events.
 async fn wait_for_log(server: &TestServer, count: usize) {
-    let started = std::time::Instant::now();
-    while log(server, "", 1000).await.len() < count {
-        assert!(started.elapsed() < WAIT, "the log never reached {count} events");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    quiver_testkit::poll::until(&format!("the log reaching {count} events"), WAIT, || async {
+        (log(server, "", 1000).await.len() >= count).then_some(())
+    })
+    .await;
 }
 
 #[tokio::test]

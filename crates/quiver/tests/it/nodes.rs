@@ -7,6 +7,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use quiver_testkit::poll::eventually;
 use quiver_testkit::{Receiver, Reply};
 use serde_json::{Value, json};
 
@@ -121,18 +122,6 @@ fn deliveries(receiver: &Receiver) -> HashMap<String, usize> {
         }
     }
     seen
-}
-
-/// Waits until `done` holds, for at most `limit`.
-async fn eventually(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + limit;
-    while Instant::now() < deadline {
-        if done() {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    done()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

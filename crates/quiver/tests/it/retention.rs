@@ -26,18 +26,11 @@ async fn states_of(server: &TestServer, message_id: &str) -> Vec<String> {
 
 /// Polls until the message's states are `expected`.
 async fn wait_for_states(server: &TestServer, message_id: &str, expected: &[&str]) {
-    let started = std::time::Instant::now();
-    loop {
-        let states = states_of(server, message_id).await;
-        if states == expected {
-            return;
-        }
-        assert!(
-            started.elapsed() < WAIT,
-            "{message_id}: {states:?}, expected {expected:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let what = format!("{message_id} reaching the states {expected:?}");
+    quiver_testkit::poll::until(&what, WAIT, || async {
+        (states_of(server, message_id).await == expected).then_some(())
+    })
+    .await;
 }
 
 fn id(published: &Value) -> String {
@@ -127,16 +120,13 @@ async fn finished_messages_leave_the_log_behind_thousands_of_older_pending_ones(
 async fn dead_letter(server: &TestServer, receiver: &Receiver, body: &str) -> (String, String) {
     let (_, published) = publish(server, &receiver.url("/down"), &[("Svc-Retries", "0")], body).await;
     let message_id = id(&published);
-    let started = std::time::Instant::now();
-    loop {
-        let path = format!("/v2/dlq?messageId={message_id}");
+    let path = format!("/v2/dlq?messageId={message_id}");
+    let dlq_id = quiver_testkit::poll::until(&format!("{body} reaching the DLQ"), WAIT, || async {
         let (_, page) = send(server.queue(Method::GET, &path)).await;
-        if let Some(dlq_id) = page["messages"][0]["dlqId"].as_str() {
-            return (message_id, dlq_id.to_owned());
-        }
-        assert!(started.elapsed() < WAIT, "{body} never reached the DLQ");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+        page["messages"][0]["dlqId"].as_str().map(str::to_owned)
+    })
+    .await;
+    (message_id, dlq_id)
 }
 
 async fn dlq_status(server: &TestServer, dlq_id: &str) -> StatusCode {

@@ -67,14 +67,14 @@ async fn a_url_group_fans_out_to_every_endpoint_with_its_default_headers() {
         "/v2/events?messageId={}",
         published[0]["messageId"].as_str().unwrap()
     );
-    let started = std::time::Instant::now();
-    let message = loop {
+    let message = quiver_testkit::poll::until("the message's events", WAIT, || async {
         let (_, message) = send(server.queue(Method::GET, &events_url)).await;
-        if message["events"].as_array().is_some_and(|e| !e.is_empty()) || started.elapsed() > WAIT {
-            break message;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    };
+        message["events"]
+            .as_array()
+            .is_some_and(|e| !e.is_empty())
+            .then_some(message)
+    })
+    .await;
     assert_eq!(
         message["events"][0]["maxRetries"], 2,
         "retries came from the group defaults"
