@@ -30,6 +30,7 @@ pub mod record;
 pub mod score;
 pub mod search;
 pub mod service;
+pub mod slots;
 pub mod snapshot;
 pub mod store;
 #[cfg(feature = "testing")]

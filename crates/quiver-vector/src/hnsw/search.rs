@@ -20,8 +20,8 @@ use super::Hnsw;
 use super::candidates::{Accept, Near, Start};
 use crate::dense::{ExactIndex, TopK};
 use crate::half;
-use crate::metadata_index::{Slots, bit};
 use crate::score::{norm, prefetch};
+use crate::slots::{Slots, bit};
 
 /// Below this share of passing records a walk, even through bridges, cannot find enough of them nearby.
 const MIN_WALK_SELECTIVITY: f64 = 0.02;
