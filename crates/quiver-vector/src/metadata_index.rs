@@ -179,8 +179,8 @@ pub struct MetadataIndex {
 }
 
 impl MetadataIndex {
-    /// Lists `slot` under each indexed field of `metadata`. Slots must arrive in ascending order (a
-    /// namespace hands out slots in order).
+    /// Lists `slot` under each indexed field of `metadata`. Slots in ascending order are appended
+    /// (a namespace hands out new slots in order); one below the last is inserted in its place.
     pub fn add(&mut self, slot: u32, metadata: &Value) {
         each_field(metadata, &mut |path, value| {
             let field = match self.fields.get_mut(path) {
@@ -202,6 +202,9 @@ impl MetadataIndex {
             };
             if posting.slots.last().is_none_or(|&last| last < slot) {
                 posting.slots.push(slot);
+                posting.live += 1;
+            } else if let Err(at) = posting.slots.binary_search(&slot) {
+                posting.slots.insert(at, slot);
                 posting.live += 1;
             }
         });
@@ -624,6 +627,15 @@ mod tests {
         assert_eq!(plan(&index, "at != 10"), None);
         let narrow = format!("at >= {}", 2 * MAX_VALUES - 5);
         assert_eq!(plan(&index, &narrow), Some((judged(&records, &narrow), true)));
+    }
+
+    #[test]
+    fn slots_listed_out_of_order_take_their_place_once() {
+        let mut index = MetadataIndex::default();
+        for slot in [5, 2, 9, 2, 7] {
+            index.add(slot, &json!({"tag": 1}));
+        }
+        assert_eq!(plan(&index, "tag = 1"), Some((vec![2, 5, 7, 9], true)));
     }
 
     #[test]

@@ -241,6 +241,8 @@ impl Namespace {
             namespace.entries.resize_with(nodes, || None);
             namespace.sequences.resize(nodes, 0);
             restored.from_snapshot = placed.len();
+            // In slot order, so the metadata index's postings grow at their ends.
+            placed.sort_unstable_by_key(|(slot, _)| *slot);
             for (slot, mut stored) in placed {
                 // The graph holds the same vector.
                 stored.record.vector = None;

@@ -395,6 +395,36 @@ mod tests {
     }
 
     #[test]
+    fn filters_find_every_record_a_snapshot_brings_back_whatever_order_the_store_reads_them_in() {
+        let tagged = |records: Vec<StoredRecord>| -> Vec<StoredRecord> {
+            records
+                .into_iter()
+                .map(|mut stored| {
+                    let n: usize = stored.record.id[1..].parse().unwrap();
+                    stored.record.metadata = Some(serde_json::json!({"tag": n % 4}));
+                    stored
+                })
+                .collect()
+        };
+        let original = indexed(tagged(records(3_000, 0.0)));
+        let image = original.image();
+        // Read back in another order, the records take their snapshot slots out of slot order.
+        let mut read_back = tagged(records(3_000, 0.0));
+        read_back.reverse();
+        let (restored, _) = Namespace::restore(&SPEC, read_back, Some(image));
+        let filter = crate::filter::Filter::parse("tag = 1").unwrap().unwrap();
+        let ids = |namespace: &Namespace| -> Vec<String> {
+            namespace
+                .search_dense(&QUERY, 3_000, Some(&filter))
+                .into_iter()
+                .map(|(slot, _)| namespace.at(slot).unwrap().id().to_owned())
+                .collect()
+        };
+        assert_eq!(ids(&restored).len(), 750);
+        assert_eq!(ids(&restored), ids(&original));
+    }
+
+    #[test]
     fn writes_after_a_snapshot_are_pending_and_found_and_removed_records_are_never_returned() {
         let original = indexed(records(3_000, 0.0));
         let image = original.image();
