@@ -469,8 +469,12 @@ fn each_field(metadata: &Value, found: &mut impl FnMut(&str, Indexed)) {
                     }
                 }
                 Value::Array(items) => {
+                    // Each distinct element once: a removal counts a record out of a posting once.
+                    let mut seen = std::collections::HashSet::new();
                     for item in items {
-                        if let Some(Indexed::Key(key)) = indexed(item) {
+                        if let Some(Indexed::Key(key)) = indexed(item)
+                            && seen.insert(key.clone())
+                        {
                             found(path, Indexed::Element(key));
                         }
                     }
@@ -636,6 +640,17 @@ mod tests {
             index.add(slot, &json!({"tag": 1}));
         }
         assert_eq!(plan(&index, "tag = 1"), Some((vec![2, 5, 7, 9], true)));
+    }
+
+    #[test]
+    fn a_record_whose_array_repeats_an_element_leaves_its_posting_once() {
+        let records = [json!({"tags": [4]}), json!({"tags": [4, 4, "x", "x"]})];
+        let mut index = index(&records);
+        index.remove(&records[1], |slot| slot == 0);
+        let (mut slots, exact) = plan(&index, "tags CONTAINS 4").expect("indexed");
+        slots.retain(|&slot| slot == 0);
+        assert_eq!((slots, exact), (vec![0], true));
+        assert_eq!(plan(&index, "tags CONTAINS 'x'"), Some((Vec::new(), true)));
     }
 
     #[test]
