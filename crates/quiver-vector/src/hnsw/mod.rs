@@ -390,11 +390,11 @@ impl Hnsw {
         prepared
     }
 
-    /// Inserts many vectors, searching for their neighbours on `threads` threads: in batches, each
-    /// batch's searches in parallel against the graph as it stands, then its links one node at a time,
-    /// each node also weighing the nodes of its batch linked before it. A batch is at most 1/16 of the
-    /// graph (and `MAX_BATCH`), so a small graph grows one node at a time. One thread inserts one
-    /// vector after the other.
+    /// Inserts many vectors on `threads` threads, in batches: each node of a batch chooses its
+    /// neighbours in parallel (`Hnsw::choose`: a search of the graph as it stands, and the batch's
+    /// earlier nodes), then the batch is linked (`Hnsw::link_all`: lists written on one thread, the
+    /// prunings of grown lists in parallel). A batch is at most 1/16 of the graph (and `MAX_BATCH`), so
+    /// a small graph grows one node at a time. One thread inserts one vector after the other.
     pub fn insert_many(&mut self, items: &[(usize, &[f32])], threads: usize) {
         if threads <= 1 {
             for &(slot, vector) in items {
@@ -548,17 +548,33 @@ mod tests {
         accept: &dyn Fn(usize) -> bool,
         queries: &[Vec<f32>],
     ) -> f64 {
-        let (dimension, k) = (24, 10);
-        let data = clustered(5_000, dimension, 7);
-        let params = HnswParams {
+        let data = clustered(5_000, 24, 7);
+        let mut graph = Hnsw::new(similarity, 24, search_params(ef_search));
+        for (slot, vector) in data.iter().enumerate() {
+            graph.insert(slot, vector);
+        }
+        recall_in(&graph, &data, accept, queries)
+    }
+
+    /// Parameters for a test graph: searched with `ef_search`, never exhaustively.
+    fn search_params(ef_search: usize) -> HnswParams {
+        HnswParams {
             exact_below: 0,
             ef_search,
             ..HnswParams::default()
-        };
-        let mut graph = Hnsw::new(similarity, dimension, params);
-        let mut exact = ExactIndex::new(similarity, dimension);
+        }
+    }
+
+    /// Recall@10 of `queries` in `graph`, which holds `data`, against an exhaustive search.
+    fn recall_in(
+        graph: &Hnsw,
+        data: &[Vec<f32>],
+        accept: &dyn Fn(usize) -> bool,
+        queries: &[Vec<f32>],
+    ) -> f64 {
+        let k = 10;
+        let mut exact = ExactIndex::new(graph.similarity, graph.dimension);
         for (slot, vector) in data.iter().enumerate() {
-            graph.insert(slot, vector);
             exact.insert(slot, vector);
         }
         let mut found = 0;
@@ -591,20 +607,14 @@ mod tests {
 
     #[test]
     fn a_graph_built_on_two_threads_recalls_what_exhaustive_search_finds_and_is_the_same_every_time() {
-        let (dimension, k) = (24, 10);
-        let data = clustered(5_000, dimension, 7);
+        let data = clustered(5_000, 24, 7);
         let items: Vec<(usize, &[f32])> = data
             .iter()
             .enumerate()
             .map(|(slot, v)| (slot, v.as_slice()))
             .collect();
         let build = || {
-            let params = HnswParams {
-                exact_below: 0,
-                ef_search: 64,
-                ..HnswParams::default()
-            };
-            let mut graph = Hnsw::new(SimilarityFunction::Cosine, dimension, params);
+            let mut graph = Hnsw::new(SimilarityFunction::Cosine, 24, search_params(64));
             for chunk in items.chunks(64) {
                 graph.insert_many(chunk, 2);
             }
@@ -612,25 +622,7 @@ mod tests {
         };
         let graph = build();
         assert_eq!(graph.len(), data.len());
-        let mut exact = ExactIndex::new(SimilarityFunction::Cosine, dimension);
-        for (slot, vector) in data.iter().enumerate() {
-            exact.insert(slot, vector);
-        }
-        let queries = clustered(100, dimension, 99);
-        let mut found = 0;
-        for query in &queries {
-            let truth: std::collections::HashSet<usize> = exact
-                .search_all(query, k)
-                .into_iter()
-                .map(|(slot, _)| slot)
-                .collect();
-            found += graph
-                .search_all(query, k)
-                .iter()
-                .filter(|(slot, _)| truth.contains(slot))
-                .count();
-        }
-        let recall = found as f64 / (queries.len() * k) as f64;
+        let recall = recall_in(&graph, &data, &|_| true, &clustered(100, 24, 99));
         assert!(recall >= 0.95, "recall@10 {recall}");
         let again = build();
         assert!(

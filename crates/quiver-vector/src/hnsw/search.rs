@@ -40,6 +40,13 @@ const SEED_DRAWS: usize = 1024;
 /// A metadata index's listing is scanned up to this many times `ef * m` nodes, the work of a walk.
 const SCAN_LISTED: usize = 10;
 
+/// The node a sample's `draw` looks at among `nodes`: pseudo-random positions (a multiplicative hash of
+/// the draw number), since an evenly strided sample would alias with filters that follow insertion
+/// order.
+fn sampled_node(draw: u64, nodes: usize) -> usize {
+    ((draw.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize * nodes) >> 32
+}
+
 /// Marks of visited nodes, cleared in O(1) by moving to a new generation.
 #[derive(Debug, Default)]
 struct Visited {
@@ -458,7 +465,7 @@ impl Hnsw {
         // Seeds for a walk that starts in a rejected neighbourhood, as the planner's sample gives them:
         // passing nodes at pseudo-random positions.
         let seeds: Vec<u32> = (0..SEED_DRAWS as u64)
-            .map(|draw| (((draw.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize * nodes) >> 32) as u32)
+            .map(|draw| sampled_node(draw, nodes) as u32)
             .filter(|&node| bit(&members, node) && passes(node))
             .collect();
         self.walk(&query, k, ef, Accept::Filter(&filter), &seeds)
@@ -500,14 +507,12 @@ impl Hnsw {
         const FIRST_LOOK: usize = 128;
         let nodes = self.levels.len();
         let (mut live, mut passing) = (0_usize, 0_usize);
-        // Pseudo-random positions (a multiplicative hash of the draw number): an evenly strided sample
-        // would alias with filters that follow insertion order.
         let draws = SAMPLE.min(nodes);
         for draw in 0..draws as u64 {
             let node = if draws == nodes {
                 draw as usize
             } else {
-                ((draw.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize * nodes) >> 32
+                sampled_node(draw, nodes)
             };
             if !self.deleted[node] {
                 live += 1;
