@@ -35,8 +35,8 @@ pub const MAX_TEXT: usize = 64;
 pub const MAX_VALUES: usize = 1024;
 
 /// A scalar value as the index keys it, so that equal values under the filter language's equality
-/// share a key: numbers by their `f64` value (`1 = 1.0`), booleans apart from the numbers `1` and `0`
-/// that also equal them (a lookup takes both keys).
+/// share a key: numbers by their `f64` value (`1 = 1.0`) as [`sortable`] bits, booleans apart from the
+/// numbers `1` and `0` that also equal them (a lookup takes both keys).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum Key {
     Text(Box<str>),
@@ -57,26 +57,14 @@ impl Key {
 }
 
 fn number_key(value: f64) -> Key {
-    Key::Number(number_bits(value))
+    Key::Number(sortable(value))
 }
 
-/// A number's bits, with `-0.0` as `0.0` (equal in the filter language, as in IEEE 754).
-fn number_bits(value: f64) -> u64 {
-    if value == 0.0 { 0 } else { value.to_bits() }
-}
-
-/// A number's bits reordered so that unsigned order is numeric order (for numbers that are not NaN).
-fn sortable(bits: u64) -> u64 {
+/// A number's bits reordered so that unsigned order is numeric order (for numbers that are not NaN),
+/// with `-0.0` as `0.0` (equal in the filter language, as in IEEE 754).
+fn sortable(value: f64) -> u64 {
+    let bits = if value == 0.0 { 0 } else { value.to_bits() };
     if bits >> 63 == 1 { !bits } else { bits | 1 << 63 }
-}
-
-/// The bits [`sortable`] reordered.
-fn sortable_back(sorted: u64) -> u64 {
-    if sorted >> 63 == 1 {
-        sorted & !(1 << 63)
-    } else {
-        !sorted
-    }
 }
 
 /// What the index makes of a metadata value.
@@ -162,7 +150,7 @@ pub struct Listed<'a> {
 struct Field {
     /// By value.
     values: HashMap<Key, Posting>,
-    /// The numbers among the values, in numeric order (as [`sortable`] bits), for ranges.
+    /// The numbers among the values, in numeric order (their keys' bits), for ranges.
     numbers: BTreeSet<u64>,
     /// Live records holding a text here too long to list: a negation, which such a text may pass,
     /// is then judged on each record.
@@ -190,7 +178,7 @@ impl MetadataIndex {
             let posting = match value {
                 Indexed::Key(key) => {
                     if let Key::Number(bits) = key {
-                        field.numbers.insert(sortable(bits));
+                        field.numbers.insert(bits);
                     }
                     field.values.entry(key).or_default()
                 }
@@ -217,13 +205,13 @@ impl MetadataIndex {
             let Some(field) = self.fields.get_mut(path) else {
                 return;
             };
-            let (postings, key) = match value {
+            let (postings, key, is_value) = match value {
                 Indexed::LongText => {
                     field.long_texts = field.long_texts.saturating_sub(1);
-                    (None, None)
+                    (None, None, false)
                 }
-                Indexed::Key(key) => (Some(&mut field.values), Some(key)),
-                Indexed::Element(key) => (Some(&mut field.elements), Some(key)),
+                Indexed::Key(key) => (Some(&mut field.values), Some(key), true),
+                Indexed::Element(key) => (Some(&mut field.elements), Some(key), false),
             };
             if let (Some(postings), Some(key)) = (postings, key)
                 && let Some(posting) = postings.get_mut(&key)
@@ -235,10 +223,8 @@ impl MetadataIndex {
                 }
                 if posting.live == 0 {
                     postings.remove(&key);
-                    if let Key::Number(bits) = key
-                        && !field.values.contains_key(&key)
-                    {
-                        field.numbers.remove(&sortable(bits));
+                    if let (true, Key::Number(bits)) = (is_value, key) {
+                        field.numbers.remove(&bits);
                     }
                 }
             }
@@ -337,12 +323,7 @@ impl MetadataIndex {
                 negated: false,
             } => {
                 let field = self.field(path)?;
-                let postings = keys_equal_to(value)?
-                    .iter()
-                    .filter_map(|key| field?.elements.get(key))
-                    .map(posting_slots)
-                    .collect();
-                Some(exactly(union(postings)))
+                equal_in(field.map(|field| &field.elements), std::slice::from_ref(value))
             }
             Filter::Glob {
                 path,
@@ -353,8 +334,8 @@ impl MetadataIndex {
         }
     }
 
-    /// The field `path` and its encoded name, where a filter's path can name an indexed field: `None`
-    /// for paths the index does not cover, `Some(None)` for a field no live record holds.
+    /// The field at a filter's `path`: `None` for paths the index does not cover, `Some(None)` for a
+    /// field no live record holds.
     fn field(&self, path: &[Segment]) -> Option<Option<&Field>> {
         let path = encoded_path(path)?;
         Some(self.fields.get(path.as_str()))
@@ -363,16 +344,7 @@ impl MetadataIndex {
     /// The slots whose field `path` equals one of `literals`.
     fn equal_to(&self, path: &[Segment], literals: &[Literal]) -> Option<Listed<'_>> {
         let field = self.field(path)?;
-        let mut keys = Vec::new();
-        for literal in literals {
-            keys.extend(keys_equal_to(literal)?);
-        }
-        let postings = keys
-            .iter()
-            .filter_map(|key| field?.values.get(key))
-            .map(posting_slots)
-            .collect();
-        Some(exactly(union(postings)))
+        equal_in(field.map(|field| &field.values), literals)
     }
 
     /// The slots whose field `path` holds a scalar of a kind one of `literals` compares with, equal to
@@ -380,7 +352,7 @@ impl MetadataIndex {
     /// a text too long to list may pass.
     fn none_of(&self, path: &[Segment], literals: &[Literal]) -> Option<Listed<'_>> {
         let Some(field) = self.field(path)? else {
-            return Some(exactly(Slots::List(Cow::Borrowed(&[]))));
+            return Some(nothing());
         };
         let texts = literals.iter().any(|literal| matches!(literal, Literal::Text(_)));
         if field.values.len() > MAX_VALUES || (texts && field.long_texts > 0) {
@@ -403,7 +375,7 @@ impl MetadataIndex {
     /// [`MAX_VALUES`] distinct values, or a text too long to list.
     fn globbed(&self, path: &[Segment], pattern: &str, negated: bool) -> Option<Listed<'_>> {
         let Some(field) = self.field(path)? else {
-            return Some(exactly(Slots::List(Cow::Borrowed(&[]))));
+            return Some(nothing());
         };
         if field.values.len() > MAX_VALUES || field.long_texts > 0 {
             return None;
@@ -423,9 +395,9 @@ impl MetadataIndex {
         let field = self.field(path)?;
         // Only numbers compare with `<` and the like: a text or boolean literal passes no record.
         let (Literal::Number(bound), Some(field)) = (literal, field) else {
-            return Some(exactly(Slots::List(Cow::Borrowed(&[]))));
+            return Some(nothing());
         };
-        let at = sortable(number_bits(*bound));
+        let at = sortable(*bound);
         let range = match op {
             Comparison::Less => (Bound::Unbounded, Bound::Excluded(at)),
             Comparison::LessOrEqual => (Bound::Unbounded, Bound::Included(at)),
@@ -440,7 +412,7 @@ impl MetadataIndex {
         }
         let postings = numbers
             .into_iter()
-            .filter_map(|number| field.values.get(&Key::Number(sortable_back(number))))
+            .filter_map(|number| field.values.get(&Key::Number(number)))
             .map(posting_slots)
             .collect();
         Some(exactly(union(postings)))
@@ -453,6 +425,26 @@ fn posting_slots(posting: &Posting) -> Slots<'_> {
 
 fn exactly(slots: Slots<'_>) -> Listed<'_> {
     Listed { slots, exact: true }
+}
+
+/// No slot: what a test passes on a field no live record holds (or with a literal it never matches).
+fn nothing() -> Listed<'static> {
+    exactly(Slots::List(Cow::Borrowed(&[])))
+}
+
+/// The slots whose key in `postings` (a field's values, or its arrays' elements; `None` where no live
+/// record holds the field) equals one of `literals`; `None` for a literal the index cannot look up.
+fn equal_in<'a>(postings: Option<&'a HashMap<Key, Posting>>, literals: &[Literal]) -> Option<Listed<'a>> {
+    let mut keys = Vec::new();
+    for literal in literals {
+        keys.extend(keys_equal_to(literal)?);
+    }
+    let found = keys
+        .iter()
+        .filter_map(|key| postings?.get(key))
+        .map(posting_slots)
+        .collect();
+    Some(exactly(union(found)))
 }
 
 /// Calls `found` with each indexed field of `metadata` (encoded) and how its value is indexed.

@@ -352,16 +352,15 @@ impl Namespace {
         }
         self.order.insert(sequence, slot);
         self.next_sequence = self.next_sequence.max(sequence + 1);
-        let slot_number = u32::try_from(slot).expect("a namespace holds fewer than 2^32 slots");
+        let number = u32::try_from(slot).expect("a namespace holds fewer than 2^32 slots");
         if let Some(metadata) = &record.metadata {
-            self.metadata_index.add(slot_number, metadata);
+            self.metadata_index.add(number, metadata);
         }
         self.entries[slot] = Some(Entry::from(record));
         let (entries, hasher) = (&self.entries, &self.hasher);
-        let slot = slot_number;
         // Every slot in the table has its entry (a removal takes the slot out first), so the 0 for a
         // missing one is never used.
-        self.by_id.insert_unique(hash, slot, |&other| {
+        self.by_id.insert_unique(hash, number, |&other| {
             entries[other as usize]
                 .as_ref()
                 .map_or(0, |e| hasher.hash_one(&*e.id))
@@ -526,7 +525,17 @@ impl Namespace {
 impl Namespace {
     /// The ids of the `k` records nearest to `query` (unfiltered), nearest first.
     pub(crate) fn nearest_ids(&self, query: &[f32], k: usize) -> Vec<String> {
-        self.search_dense(query, k, None)
+        self.nearest_passing_ids(query, k, None)
+    }
+
+    /// The ids of the `k` records nearest to `query` that pass `filter`, nearest first.
+    pub(crate) fn nearest_passing_ids(
+        &self,
+        query: &[f32],
+        k: usize,
+        filter: Option<&Filter>,
+    ) -> Vec<String> {
+        self.search_dense(query, k, filter)
             .into_iter()
             .map(|(slot, _)| self.at(slot).expect("search returns live slots").id().to_owned())
             .collect()
@@ -680,11 +689,7 @@ mod tests {
                 .collect();
             passing.sort_by(|a, b| a.0.total_cmp(&b.0));
             let truth: Vec<String> = passing.into_iter().take(10).map(|(_, id)| id).collect();
-            let found: Vec<String> = namespace
-                .search_dense(&query, 10, Some(&parsed))
-                .into_iter()
-                .map(|(slot, _)| namespace.at(slot).unwrap().id().to_owned())
-                .collect();
+            let found = namespace.nearest_passing_ids(&query, 10, Some(&parsed));
             if listing_is_scanned {
                 assert_eq!(found, truth, "{filter}");
             } else {

@@ -413,13 +413,7 @@ mod tests {
         read_back.reverse();
         let (restored, _) = Namespace::restore(&SPEC, read_back, Some(image));
         let filter = crate::filter::Filter::parse("tag = 1").unwrap().unwrap();
-        let ids = |namespace: &Namespace| -> Vec<String> {
-            namespace
-                .search_dense(&QUERY, 3_000, Some(&filter))
-                .into_iter()
-                .map(|(slot, _)| namespace.at(slot).unwrap().id().to_owned())
-                .collect()
-        };
+        let ids = |namespace: &Namespace| namespace.nearest_passing_ids(&QUERY, 3_000, Some(&filter));
         assert_eq!(ids(&restored).len(), 750);
         assert_eq!(ids(&restored), ids(&original));
     }
