@@ -56,6 +56,12 @@ impl Encoder {
         }
     }
 
+    /// Zero bytes up to the next multiple of `alignment` from the start of the encoding.
+    pub(crate) fn pad_to(&mut self, alignment: usize) {
+        let padded = self.bytes.len().next_multiple_of(alignment);
+        self.bytes.resize(padded, 0);
+    }
+
     /// Bytes preceded by their length.
     pub(crate) fn text(&mut self, value: &str) {
         self.count(value.len());
@@ -131,14 +137,21 @@ impl<'a> Decoder<'a> {
         self.take(count)
     }
 
+    /// Skips what [`Encoder::pad_to`] wrote (when both started at the same byte), which must be zeros.
+    pub(crate) fn skip_padding(&mut self, alignment: usize) -> Result<(), DecodeError> {
+        let at = self.at;
+        let padding = self.take(at.next_multiple_of(alignment) - at)?;
+        if padding.iter().any(|&byte| byte != 0) {
+            return Err(DecodeError::Invalid(format!(
+                "the padding at byte {at} is not zeros"
+            )));
+        }
+        Ok(())
+    }
+
     /// `count` four-byte words.
     fn words(&mut self, count: usize) -> Result<std::slice::ChunksExact<'a, u8>, DecodeError> {
-        let at = self.at;
-        let length = count.checked_mul(4).ok_or(DecodeError::Truncated {
-            at,
-            wanted: usize::MAX,
-        })?;
-        Ok(self.take(length)?.chunks_exact(4))
+        Ok(self.word_bytes(count)?.chunks_exact(4))
     }
 
     pub(crate) fn u32s(&mut self, count: usize) -> Result<Vec<u32>, DecodeError> {
@@ -148,11 +161,14 @@ impl<'a> Decoder<'a> {
             .collect())
     }
 
-    pub(crate) fn f32s(&mut self, count: usize) -> Result<Vec<f32>, DecodeError> {
-        Ok(self
-            .words(count)?
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect())
+    /// The bytes of `count` four-byte words (such as f32 values), as they are in the input.
+    pub(crate) fn word_bytes(&mut self, count: usize) -> Result<&'a [u8], DecodeError> {
+        let at = self.at;
+        let length = count.checked_mul(4).ok_or(DecodeError::Truncated {
+            at,
+            wanted: usize::MAX,
+        })?;
+        self.take(length)
     }
 
     pub(crate) fn text(&mut self) -> Result<&'a str, DecodeError> {
@@ -177,16 +193,20 @@ mod tests {
         encoder.f32s(&[1.5, -0.0]);
         encoder.u32s(&[3, 4]);
         encoder.text("ns é");
+        encoder.pad_to(16);
+        encoder.u8(9);
         let mut decoder = Decoder::new(&encoder.bytes);
         assert_eq!(decoder.u8(), Ok(7));
         assert_eq!(decoder.u32(), Ok(70_000));
         assert_eq!(decoder.u64(), Ok(u64::MAX - 1));
         let count = decoder.count(4).unwrap();
-        let floats = decoder.f32s(count).unwrap();
-        assert_eq!(floats[0], 1.5);
-        assert!(floats[1].is_sign_negative());
+        let floats = decoder.word_bytes(count).unwrap();
+        assert_eq!(floats[..4], 1.5_f32.to_le_bytes());
+        assert_eq!(floats[4..], (-0.0_f32).to_le_bytes());
         assert_eq!(decoder.u32s(2), Ok(vec![3, 4]));
         assert_eq!(decoder.text(), Ok("ns é"));
+        assert_eq!(decoder.skip_padding(16), Ok(()));
+        assert_eq!(decoder.u8(), Ok(9));
         assert_eq!(decoder.remaining(), 0);
         assert!(matches!(decoder.u8(), Err(DecodeError::Truncated { .. })));
 

@@ -10,6 +10,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasher, RandomState};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use hashbrown::HashTable;
@@ -19,6 +20,7 @@ use serde_json::Value;
 use crate::dense::{DenseIndex, ExactIndex, TopK};
 use crate::filter::Filter;
 use crate::hnsw::{Hnsw, HnswParams};
+use crate::mapped::MappedFile;
 use crate::metadata_index::MetadataIndex;
 use crate::postings::Postings;
 use crate::record::{IndexSpec, Record, SparseVector, StoredRecord};
@@ -248,6 +250,9 @@ impl Namespace {
                 stored.record.vector = None;
                 namespace.place(slot, stored);
             }
+            // Checking and deriving read every vector once; a mapped file's pages go back to the page
+            // cache until a search or fetch needs them.
+            namespace.dense.release_mapped_pages();
         } else {
             later = records;
         }
@@ -256,6 +261,17 @@ impl Namespace {
         }
         restored.pending = namespace.pending.len();
         (namespace, restored)
+    }
+
+    /// Reads the graph's vectors that `image` (this namespace's, by [`Namespace::image`]) shares from
+    /// `file`, which holds `image`'s graph encoded with its vectors at byte `vectors_at`.
+    pub(crate) fn adopt_mapped(&mut self, image: &GraphImage, file: &Arc<MappedFile>, vectors_at: usize) {
+        self.dense.adopt_mapped(&image.graph, file, vectors_at);
+    }
+
+    /// Bytes of the graph's vectors read in place from mapped snapshot files.
+    pub fn mapped_vector_bytes(&self) -> usize {
+        self.dense.mapped_vector_bytes()
     }
 
     /// Vectors moved into the graph since the last [`Namespace::image`] (or since it was made).

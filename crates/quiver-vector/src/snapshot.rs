@@ -17,21 +17,39 @@
 //! copy from another node) saves the work for everything that did not change and costs nothing for the
 //! rest. The store's records are always read: they are the truth, and reading them is a small part of
 //! what the graph's rebuild costs.
+//!
+//! A file of at least [`MAP_AT_LEAST`] bytes is mapped rather than read ([`crate::mapped`]): its
+//! vectors, padded to start on an aligned byte since format 3, are then read in place, so the f32 copy
+//! of a loaded graph lives in the page cache and only the half-precision copies, the lists and the
+//! records take the process's memory. A file just written is mapped the same way, and the namespace it
+//! was written from reads the vectors it shares with the file from there from then on
+//! ([`Written::adopt_into`]), so only vectors inserted since the last snapshot are held in memory.
 
-use std::path::PathBuf;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use quiver_core::IndexId;
 
 use crate::codec::{DecodeError, Decoder, Encoder};
-use crate::hnsw::{Hnsw, HnswParams};
+use crate::hnsw::{Hnsw, HnswParams, Source};
+use crate::mapped::{self, MappedFile};
 use crate::namespace::{GraphImage, Namespace};
 use crate::record::IndexSpec;
 use crate::store::FeedPosition;
 
 const MAGIC: &[u8; 8] = b"QVGRAPH\0";
 
-/// The format this build writes and reads (2: vectors as written, where 1 held cosine's unit copies).
-pub const FORMAT_VERSION: u32 = 2;
+/// The format this build writes (3: the vectors start on an aligned byte, so a map reads them in
+/// place; 2: the same without that padding, which this build still reads; 1 held cosine's unit copies).
+pub const FORMAT_VERSION: u32 = 3;
+
+/// The oldest format this build reads.
+const OLDEST_READ: u32 = 2;
+
+/// Files of at least this many bytes are mapped rather than read (a map costs the kernel a mapping,
+/// so small namespaces' files are read and copied).
+pub const MAP_AT_LEAST: u64 = 4 << 20;
 
 /// Length (u64) and CRC-32 (u32) of everything before them.
 const TRAILER: usize = 12;
@@ -48,7 +66,7 @@ pub enum SnapshotError {
     #[error("it is not a graph snapshot")]
     NotASnapshot,
     /// Another build's format.
-    #[error("it has format version {0}; this build reads version {FORMAT_VERSION}")]
+    #[error("it has format version {0}; this build reads versions {OLDEST_READ} to {FORMAT_VERSION}")]
     Version(u32),
     /// The file is shorter (or longer) than its trailer says.
     #[error("it is truncated: it holds {found} bytes, its trailer says {expected}")]
@@ -76,6 +94,8 @@ pub type Snapshot = (GraphImage, FeedPosition);
 #[derive(Debug, Clone)]
 pub struct Snapshots {
     dir: PathBuf,
+    /// Files of at least this many bytes are mapped.
+    map_at_least: u64,
 }
 
 fn hex(name: &str) -> String {
@@ -98,7 +118,18 @@ fn from_hex(text: &str) -> Option<String> {
 impl Snapshots {
     /// Snapshots under `dir` (created when the first one is written).
     pub fn new(dir: PathBuf) -> Snapshots {
-        Snapshots { dir }
+        Snapshots {
+            dir,
+            map_at_least: MAP_AT_LEAST,
+        }
+    }
+
+    /// Maps files of at least `bytes` instead of [`MAP_AT_LEAST`].
+    pub fn map_at_least(self, bytes: u64) -> Snapshots {
+        Snapshots {
+            map_at_least: bytes,
+            ..self
+        }
     }
 
     fn index_dir(&self, index: IndexId) -> PathBuf {
@@ -122,12 +153,21 @@ impl Snapshots {
         namespace: &str,
         spec: &IndexSpec,
     ) -> Result<Option<Snapshot>, SnapshotError> {
-        let bytes = match std::fs::read(self.path(index, namespace)) {
-            Ok(bytes) => bytes,
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(error) => return Err(error.into()),
-        };
-        decode(&bytes, namespace, spec).map(Some)
+        match self.load(&self.path(index, namespace), namespace, spec) {
+            Err(SnapshotError::Io(error)) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            read => read.map(Some),
+        }
+    }
+
+    /// The snapshot in the file at `path`, mapped when it is large enough.
+    fn load(&self, path: &Path, namespace: &str, spec: &IndexSpec) -> Result<Snapshot, SnapshotError> {
+        match mapped::open_if_large(path, self.map_at_least)? {
+            Some(file) => {
+                let file = Arc::new(file);
+                decode_from(file.bytes(), Some(&file), namespace, spec)
+            }
+            None => decode(&std::fs::read(path)?, namespace, spec),
+        }
     }
 
     /// Every snapshot of an index's namespaces, read and checked (a file that cannot be read or is
@@ -146,9 +186,7 @@ impl Snapshots {
             .flatten()
             .filter_map(|entry| {
                 let namespace = namespace_of(&entry.file_name().to_string_lossy())?;
-                let read = std::fs::read(entry.path())
-                    .map_err(SnapshotError::from)
-                    .and_then(|bytes| decode(&bytes, &namespace, spec));
+                let read = self.load(&entry.path(), &namespace, spec);
                 Some((namespace, read))
             })
             .collect()
@@ -165,15 +203,37 @@ impl Snapshots {
         namespace: &str,
         image: &GraphImage,
         position: FeedPosition,
-    ) -> Result<usize, SnapshotError> {
-        let bytes = encode(namespace, image, position);
+    ) -> Result<Written, SnapshotError> {
+        let (bytes, vectors_at) = encode_locating_vectors(namespace, image, position);
         let directory = self.index_dir(index);
         std::fs::create_dir_all(&directory)?;
         let path = self.path(index, namespace);
         let temporary = path.with_extension(format!("{EXTENSION}.partial"));
-        std::fs::write(&temporary, &bytes)?;
+        // Readable too, so the file can be mapped through this handle.
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&temporary)?;
+        file.write_all(&bytes)?;
         std::fs::rename(&temporary, &path)?;
-        Ok(bytes.len())
+        // The handle still names the file just written, whatever is renamed over it later.
+        let mapped = if bytes.len() as u64 >= self.map_at_least {
+            match MappedFile::open(&file) {
+                Ok(map) => Some((Arc::new(map), vectors_at)),
+                Err(error) => {
+                    tracing::warn!(%error, "a graph snapshot written could not be mapped; its vectors stay in memory");
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        Ok(Written {
+            bytes: bytes.len(),
+            mapped,
+        })
     }
 
     /// Removes an index's snapshots (it was deleted).
@@ -216,14 +276,38 @@ fn namespace_of(file_name: &str) -> Option<String> {
         .and_then(from_hex)
 }
 
+/// A snapshot written by [`Snapshots::write`].
+#[derive(Debug)]
+pub struct Written {
+    /// Its size.
+    pub bytes: usize,
+    /// The file mapped, when it is large enough, and where its vectors start.
+    mapped: Option<(Arc<MappedFile>, usize)>,
+}
+
+impl Written {
+    /// Makes `namespace` read the vectors it shares with `image` (the image this snapshot was written
+    /// from) from the file written, so the memory they held goes with the image.
+    pub fn adopt_into(&self, namespace: &mut Namespace, image: &GraphImage) {
+        if let Some((file, vectors_at)) = &self.mapped {
+            namespace.adopt_mapped(image, file, *vectors_at);
+        }
+    }
+}
+
 /// A namespace's snapshot file.
 pub fn encode(namespace: &str, image: &GraphImage, position: FeedPosition) -> Vec<u8> {
+    encode_locating_vectors(namespace, image, position).0
+}
+
+/// [`encode`], and where in the file the graph's vectors start.
+fn encode_locating_vectors(namespace: &str, image: &GraphImage, position: FeedPosition) -> (Vec<u8>, usize) {
     let mut encoder = Encoder::default();
     encoder.bytes.extend_from_slice(MAGIC);
     encoder.u32(FORMAT_VERSION);
     encoder.u64(position);
     encoder.text(namespace);
-    image.graph.encode(&mut encoder);
+    let vectors_at = image.graph.encode(&mut encoder);
     encoder.count(image.ids.len());
     for id in &image.ids {
         match id {
@@ -238,24 +322,30 @@ pub fn encode(namespace: &str, image: &GraphImage, position: FeedPosition) -> Ve
     let checksum = crc32fast::hash(&encoder.bytes);
     encoder.u64(length);
     encoder.u32(checksum);
-    encoder.bytes
+    (encoder.bytes, vectors_at)
 }
 
 /// The image and feed position in a namespace's snapshot file.
 ///
 /// # Errors
 /// Anything short of a whole, sound snapshot of `namespace` built for `spec`.
-pub fn decode(
+pub fn decode(bytes: &[u8], namespace: &str, spec: &IndexSpec) -> Result<Snapshot, SnapshotError> {
+    decode_from(bytes, None, namespace, spec)
+}
+
+/// [`decode`] of `bytes`, which are all of `file` when one is given (its vectors are then read there).
+fn decode_from(
     bytes: &[u8],
+    file: Option<&Arc<MappedFile>>,
     namespace: &str,
     spec: &IndexSpec,
-) -> Result<(GraphImage, FeedPosition), SnapshotError> {
+) -> Result<Snapshot, SnapshotError> {
     if bytes.len() < MAGIC.len() || &bytes[..MAGIC.len()] != MAGIC {
         return Err(SnapshotError::NotASnapshot);
     }
     let mut header = Decoder::new(&bytes[MAGIC.len()..]);
     let version = header.u32()?;
-    if version != FORMAT_VERSION {
+    if !(OLDEST_READ..=FORMAT_VERSION).contains(&version) {
         return Err(SnapshotError::Version(version));
     }
     let Some(body_length) = bytes.len().checked_sub(TRAILER) else {
@@ -276,7 +366,9 @@ pub fn decode(
     if crc32fast::hash(body) != checksum {
         return Err(SnapshotError::Checksum);
     }
-    let mut decoder = Decoder::new(&body[MAGIC.len() + 4..]);
+    // Read from the file's first byte, where the encoding's padding is counted from.
+    let mut decoder = Decoder::new(body);
+    decoder.bytes(MAGIC.len() + 4)?;
     let position = decoder.u64()?;
     let stored = decoder.text()?;
     if stored != namespace {
@@ -287,6 +379,10 @@ pub fn decode(
         spec.similarity,
         spec.dimension,
         HnswParams::default(),
+        Source {
+            file,
+            is_padded: version >= 3,
+        },
     )?;
     let count = decoder.count(1)?;
     if count != graph.node_count() {
@@ -524,5 +620,53 @@ mod tests {
         assert!(snapshots.read(index, "kept", &SPEC).unwrap().is_some());
         snapshots.remove_index(index).unwrap();
         assert!(snapshots.read(index, "", &SPEC).unwrap().is_none());
+    }
+
+    #[test]
+    fn a_mapped_snapshot_reads_its_vectors_in_place_and_restores_the_same_namespace() {
+        let dir = tempfile::tempdir().unwrap();
+        let snapshots = Snapshots::new(dir.path().to_path_buf()).map_at_least(0);
+        let index = IndexId::random();
+        let mut original = indexed(records(5_000, 0.0));
+        let before = original.nearest_ids(&QUERY, 10);
+        let image = original.image();
+        let written = snapshots.write(index, "docs", &image, 9).unwrap();
+        // A namespace built apart shares no memory with the image: it reads nothing from the file.
+        let mut other = indexed(records(5_000, 0.0));
+        written.adopt_into(&mut other, &image);
+        assert_eq!(other.mapped_vector_bytes(), 0);
+        // The namespace written reads its full chunks from the file from now on.
+        written.adopt_into(&mut original, &image);
+        drop(image);
+        assert_eq!(original.mapped_vector_bytes(), 4_096 * 8 * 4);
+        assert_eq!(original.nearest_ids(&QUERY, 10), before);
+        assert_eq!(
+            original.get("r4000").map(|r| r.to_record()),
+            other.get("r4000").map(|r| r.to_record())
+        );
+        let (image, position) = snapshots.read(index, "docs", &SPEC).unwrap().unwrap();
+        assert_eq!(position, 9);
+        assert!(
+            image.graph.mapped_vector_bytes() >= 4_096 * 8 * 4,
+            "a full chunk of vectors is read in place"
+        );
+        let (restored, counts) = Namespace::restore(&SPEC, records(5_000, 0.0), Some(image));
+        assert_eq!(counts.from_snapshot, 5_000);
+        assert_eq!(restored.nearest_ids(&QUERY, 10), original.nearest_ids(&QUERY, 10));
+        for id in ["r3", "r4100", "r4999"] {
+            assert_eq!(
+                restored.get(id).map(|r| r.to_record()),
+                original.get(id).map(|r| r.to_record())
+            );
+        }
+        // The file is replaced by the next snapshot while the restored namespace still reads the old one.
+        snapshots.write(index, "docs", &restored.image(), 10).unwrap();
+        assert_eq!(restored.nearest_ids(&QUERY, 10), original.nearest_ids(&QUERY, 10));
+        // The default maps only large files: this one is read and copied.
+        let (copied, _) = Snapshots::new(dir.path().to_path_buf())
+            .read(index, "docs", &SPEC)
+            .unwrap()
+            .unwrap();
+        assert_eq!(copied.graph.mapped_vector_bytes(), 0);
     }
 }

@@ -6,6 +6,7 @@
 //! file that passes its checksum but was written wrong cannot make a search index out of bounds.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use quiver_core::index::SimilarityFunction;
 
@@ -13,6 +14,7 @@ use super::rows::Rows;
 use super::{Hnsw, HnswParams, inverse_norm};
 use crate::codec::{DecodeError, Decoder, Encoder};
 use crate::half;
+use crate::mapped::MappedFile;
 use crate::score::norm;
 
 /// Levels are drawn below this (see `Hnsw::random_level`).
@@ -20,6 +22,30 @@ const MAX_LEVEL: u8 = 16;
 
 /// No entry point (an empty graph).
 const NO_ENTRY: u32 = u32::MAX;
+
+/// The vectors start at a multiple of this many bytes from the start of the encoding, so a mapped
+/// file's vectors can be read in place as f32 values.
+const VECTOR_ALIGNMENT: usize = 64;
+
+/// Where a graph's bytes are read from.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Source<'a> {
+    /// The mapped file the decoder reads, from its first byte: full chunks of vectors are read there
+    /// in place instead of copied.
+    pub(crate) file: Option<&'a Arc<MappedFile>>,
+    /// Whether the vectors were padded to [`VECTOR_ALIGNMENT`] (snapshot format 3 on; format 2 was
+    /// not).
+    pub(crate) is_padded: bool,
+}
+
+impl Default for Source<'_> {
+    fn default() -> Self {
+        Source {
+            file: None,
+            is_padded: true,
+        }
+    }
+}
 
 fn similarity_code(similarity: SimilarityFunction) -> u8 {
     match similarity {
@@ -47,6 +73,24 @@ impl Hnsw {
     /// The vector `node` was inserted with, exactly as it was given.
     pub fn node_vector(&self, node: usize) -> &[f32] {
         self.vectors.get(node)
+    }
+
+    /// Lets the kernel take back the pages of mapped snapshot files that reading the vectors touched
+    /// (a load reads every vector once): they are read again from the page cache when next needed.
+    pub(crate) fn release_mapped_pages(&self) {
+        self.vectors.release_mapped_pages();
+    }
+
+    /// Reads the vectors that `written` (a copy of this graph, by [`Hnsw::copy_for_image`]) shares
+    /// with this graph from `file` instead, where `written` was encoded with its vectors at byte
+    /// `vectors_at`: the memory they held goes once the copy is dropped (see `Rows::adopt_mapped`).
+    pub(crate) fn adopt_mapped(&mut self, written: &Hnsw, file: &Arc<MappedFile>, vectors_at: usize) {
+        self.vectors.adopt_mapped(&written.vectors, file, vectors_at);
+    }
+
+    /// Bytes of the vectors read in place from mapped snapshot files rather than held in memory.
+    pub fn mapped_vector_bytes(&self) -> usize {
+        self.vectors.mapped_bytes()
     }
 
     /// A copy of everything a snapshot writes (not the half-precision copies), taken quickly so
@@ -97,8 +141,8 @@ impl Hnsw {
         self.halves.resize(nodes * self.half_words, 0);
     }
 
-    /// Appends the graph's bytes to `encoder`.
-    pub(crate) fn encode(&self, encoder: &mut Encoder) {
+    /// Appends the graph's bytes to `encoder`; where in its bytes the vectors start.
+    pub(crate) fn encode(&self, encoder: &mut Encoder) -> usize {
         encoder.u8(similarity_code(self.similarity));
         encoder.count(self.dimension);
         encoder.count(self.params.m);
@@ -122,13 +166,17 @@ impl Hnsw {
                 encoder.u32s(list);
             }
         }
+        encoder.pad_to(VECTOR_ALIGNMENT);
+        let vectors_at = encoder.bytes.len();
         for vector in self.vectors.iter() {
             encoder.f32s(vector);
         }
+        vectors_at
     }
 
     /// The graph `encode` wrote, which must have been built for `similarity`, `dimension` and the
-    /// graph-shaping parameters of `params` (its search settings are taken from `params`).
+    /// graph-shaping parameters of `params` (its search settings are taken from `params`), read from
+    /// `source`.
     ///
     /// # Errors
     /// Bytes that end early, values out of range, and a graph built with other settings.
@@ -137,6 +185,7 @@ impl Hnsw {
         similarity: SimilarityFunction,
         dimension: usize,
         params: HnswParams,
+        source: Source<'_>,
     ) -> Result<Hnsw, DecodeError> {
         let stored_similarity = decoder.u8()?;
         if stored_similarity != similarity_code(similarity) {
@@ -208,7 +257,10 @@ impl Hnsw {
             node if node < node_limit && graph.levels[node as usize] == graph.max_level => Some(node),
             _ => return Err(invalid("the entry point is out of range")),
         };
-        graph.vectors = Rows::decode(decoder, dimension, nodes)?;
+        if source.is_padded {
+            decoder.skip_padding(VECTOR_ALIGNMENT)?;
+        }
+        graph.vectors = Rows::decode(decoder, dimension, nodes, source.file)?;
         graph.derive_halves();
         graph.live = graph.deleted.iter().filter(|deleted| !**deleted).count();
         Ok(graph)
@@ -235,7 +287,13 @@ mod tests {
     }
 
     fn decoded(bytes: &[u8], params: HnswParams) -> Result<Hnsw, DecodeError> {
-        Hnsw::decode(&mut Decoder::new(bytes), SimilarityFunction::Cosine, 8, params)
+        Hnsw::decode(
+            &mut Decoder::new(bytes),
+            SimilarityFunction::Cosine,
+            8,
+            params,
+            Source::default(),
+        )
     }
 
     #[test]
@@ -272,7 +330,8 @@ mod tests {
                 &mut Decoder::new(&encoder.bytes),
                 SimilarityFunction::Cosine,
                 9,
-                original.params
+                original.params,
+                Source::default()
             )
             .is_err()
         );
@@ -290,5 +349,44 @@ mod tests {
                 "cut at {cut}"
             );
         }
+    }
+
+    #[test]
+    fn vectors_start_on_an_aligned_byte_and_an_unpadded_format_2_graph_still_decodes() {
+        let original = graph(300);
+        let encodings: Vec<Vec<u8>> = (0..VECTOR_ALIGNMENT)
+            .map(|prefix| {
+                let mut encoder = Encoder::default();
+                encoder.bytes.resize(prefix, 7);
+                original.encode(&mut encoder);
+                encoder.bytes
+            })
+            .collect();
+        let vector_bytes = 300 * 8 * 4;
+        for bytes in &encodings {
+            assert_eq!((bytes.len() - vector_bytes) % VECTOR_ALIGNMENT, 0);
+        }
+        // One prefix makes the padding empty: that encoding is the unpadded layout format 2 wrote.
+        let (prefix, bytes) = encodings
+            .iter()
+            .enumerate()
+            .min_by_key(|(prefix, bytes)| bytes.len() - prefix)
+            .unwrap();
+        let mut decoder = Decoder::new(bytes);
+        decoder.bytes(prefix).unwrap();
+        let unpadded = Source {
+            file: None,
+            is_padded: false,
+        };
+        let restored = Hnsw::decode(
+            &mut decoder,
+            SimilarityFunction::Cosine,
+            8,
+            original.params,
+            unpadded,
+        )
+        .unwrap();
+        assert!(restored.vectors.iter().eq(original.vectors.iter()));
+        assert_eq!(restored.level0, original.level0);
     }
 }

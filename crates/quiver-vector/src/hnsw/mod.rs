@@ -23,6 +23,8 @@ use crate::score::{dot, norm, squared_distance};
 use candidates::{Accept, Near, Start};
 use rows::Rows;
 
+pub(crate) use image::Source;
+
 /// Graph parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HnswParams {

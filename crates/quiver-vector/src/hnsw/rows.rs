@@ -2,20 +2,34 @@
 //! changes once it is inserted (slots are never reused), so a snapshot's copy of the graph shares every
 //! chunk instead of copying gigabytes while writes wait; the graph copies a chunk only when it adds to
 //! one that a copy still holds (the last, partly filled one).
+//!
+//! A graph loaded from a snapshot file that was mapped ([`crate::mapped`]) reads its full chunks where
+//! the file holds them: those vectors then cost the page cache, which the kernel can reclaim, instead
+//! of the process's own memory.
 
 use std::sync::Arc;
 
 use crate::codec::{DecodeError, Decoder};
+use crate::mapped::MappedFile;
 
 /// log2 of the nodes per chunk.
 const CHUNK_SHIFT: usize = 12;
 const CHUNK_NODES: usize = 1 << CHUNK_SHIFT;
 const CHUNK_MASK: usize = CHUNK_NODES - 1;
 
+/// One chunk's values.
+#[derive(Debug, Clone)]
+enum Chunk {
+    /// In the process's memory.
+    Owned(Arc<Vec<f32>>),
+    /// A full chunk read in place from a mapped file, starting at byte `offset` (four-byte aligned).
+    Mapped { file: Arc<MappedFile>, offset: usize },
+}
+
 /// Fixed-length vectors by node.
 #[derive(Debug, Clone)]
 pub(super) struct Rows {
-    chunks: Vec<Arc<Vec<f32>>>,
+    chunks: Vec<Chunk>,
     dimension: usize,
     len: usize,
 }
@@ -29,18 +43,39 @@ impl Rows {
         }
     }
 
-    /// `nodes` rows of `dimension` read from `decoder` (values back to back), a chunk at a time.
+    /// `nodes` rows of `dimension` read from `decoder` (values back to back), a chunk at a time. Where
+    /// the decoder reads `file` and a full chunk's values are four-byte aligned in it, the chunk reads
+    /// them there; every other chunk is copied.
     pub(super) fn decode(
         decoder: &mut Decoder<'_>,
         dimension: usize,
         nodes: usize,
+        file: Option<&Arc<MappedFile>>,
     ) -> Result<Rows, DecodeError> {
         let mut rows = Rows::new(dimension);
         while rows.len < nodes {
             let take = CHUNK_NODES.min(nodes - rows.len);
-            let mut values = decoder.f32s(take * dimension)?;
-            values.reserve_exact(CHUNK_NODES * dimension - values.len());
-            rows.chunks.push(Arc::new(values));
+            let bytes = decoder.word_bytes(take * dimension)?;
+            let in_place = file
+                .filter(|_| take == CHUNK_NODES && cfg!(target_endian = "little"))
+                .and_then(|file| Some((file, file.offset_of(bytes)?)))
+                .filter(|(_, offset)| offset % 4 == 0);
+            let chunk = match in_place {
+                Some((file, offset)) => Chunk::Mapped {
+                    file: Arc::clone(file),
+                    offset,
+                },
+                None => {
+                    let mut values = Vec::with_capacity(CHUNK_NODES * dimension);
+                    values.extend(
+                        bytes
+                            .chunks_exact(4)
+                            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+                    );
+                    Chunk::Owned(Arc::new(values))
+                }
+            };
+            rows.chunks.push(chunk);
             rows.len += take;
         }
         Ok(rows)
@@ -54,17 +89,22 @@ impl Rows {
     #[inline]
     pub(super) fn get(&self, node: usize) -> &[f32] {
         let start = (node & CHUNK_MASK) * self.dimension;
-        &self.chunks[node >> CHUNK_SHIFT][start..start + self.dimension]
+        match &self.chunks[node >> CHUNK_SHIFT] {
+            Chunk::Owned(values) => &values[start..start + self.dimension],
+            Chunk::Mapped { file, offset } => file.f32s(offset + start * 4, self.dimension),
+        }
     }
 
     /// Appends the next node's vector.
     pub(super) fn push(&mut self, vector: &[f32]) {
         debug_assert_eq!(vector.len(), self.dimension);
         if self.len & CHUNK_MASK == 0 {
-            self.chunks
-                .push(Arc::new(Vec::with_capacity(CHUNK_NODES * self.dimension)));
+            self.chunks.push(Chunk::Owned(Arc::new(Vec::with_capacity(
+                CHUNK_NODES * self.dimension,
+            ))));
         }
-        if let Some(last) = self.chunks.last_mut() {
+        // Only full chunks are mapped, so a partly filled last chunk is always owned.
+        if let Some(Chunk::Owned(last)) = self.chunks.last_mut() {
             Arc::make_mut(last).extend_from_slice(vector);
         }
         self.len += 1;
@@ -78,6 +118,69 @@ impl Rows {
     /// Bytes of the vectors.
     pub(super) fn bytes(&self) -> usize {
         self.len * self.dimension * 4
+    }
+
+    /// Bytes of the vectors read in place from mapped files.
+    pub(super) fn mapped_bytes(&self) -> usize {
+        let mapped = self
+            .chunks
+            .iter()
+            .filter(|chunk| matches!(chunk, Chunk::Mapped { .. }))
+            .count();
+        mapped * CHUNK_NODES * self.dimension * 4
+    }
+
+    /// Reads each full chunk that `written` shares with these rows (the same memory, or the same place
+    /// in the same file) from `file` instead, where `written`'s vectors were encoded back to back from
+    /// byte `vectors_at`. Sharing proves the values are the same: a chunk's values never change once
+    /// it is full. The chunks' memory goes when `written` lets go of it too, and a file no chunk reads
+    /// any more is unmapped.
+    pub(super) fn adopt_mapped(&mut self, written: &Rows, file: &Arc<MappedFile>, vectors_at: usize) {
+        if !vectors_at.is_multiple_of(4) || cfg!(target_endian = "big") {
+            return;
+        }
+        let chunk_bytes = CHUNK_NODES * self.dimension * 4;
+        let full = written.len / CHUNK_NODES;
+        for (number, (chunk, copy)) in self.chunks.iter_mut().zip(&written.chunks).take(full).enumerate() {
+            let offset = vectors_at + number * chunk_bytes;
+            if offset + chunk_bytes > file.bytes().len() {
+                break;
+            }
+            let is_shared = match (&*chunk, copy) {
+                (Chunk::Owned(ours), Chunk::Owned(theirs)) => Arc::ptr_eq(ours, theirs),
+                (
+                    Chunk::Mapped {
+                        file: ours,
+                        offset: at,
+                    },
+                    Chunk::Mapped {
+                        file: theirs,
+                        offset: their_at,
+                    },
+                ) => Arc::ptr_eq(ours, theirs) && at == their_at,
+                _ => false,
+            };
+            if is_shared {
+                *chunk = Chunk::Mapped {
+                    file: Arc::clone(file),
+                    offset,
+                };
+            }
+        }
+    }
+
+    /// Lets the kernel take back the mapped files' pages that reading them touched (see
+    /// [`MappedFile::release_pages`]).
+    pub(super) fn release_mapped_pages(&self) {
+        let mut released: Option<&Arc<MappedFile>> = None;
+        for chunk in &self.chunks {
+            if let Chunk::Mapped { file, .. } = chunk
+                && !released.is_some_and(|done| Arc::ptr_eq(done, file))
+            {
+                file.release_pages();
+                released = Some(file);
+            }
+        }
     }
 }
 
@@ -93,7 +196,8 @@ mod tests {
         }
         let copy = rows.clone();
         assert!(
-            Arc::ptr_eq(&rows.chunks[0], &copy.chunks[0]),
+            matches!((&rows.chunks[0], &copy.chunks[0]),
+                (Chunk::Owned(a), Chunk::Owned(b)) if Arc::ptr_eq(a, b)),
             "a full chunk is shared"
         );
         for node in CHUNK_NODES + 10..2 * CHUNK_NODES + 5 {
@@ -112,7 +216,7 @@ mod tests {
         let flat: Vec<f32> = copy.iter().flatten().copied().collect();
         let mut encoder = crate::codec::Encoder::default();
         encoder.f32s(&flat);
-        let mut decoded = Rows::decode(&mut Decoder::new(&encoder.bytes), 2, copy.len()).unwrap();
+        let mut decoded = Rows::decode(&mut Decoder::new(&encoder.bytes), 2, copy.len(), None).unwrap();
         assert!(decoded.iter().eq(copy.iter()));
         decoded.push(&[1.0, 2.0]);
         assert_eq!(
@@ -120,5 +224,47 @@ mod tests {
             [1.0, 2.0],
             "a decoded last chunk takes more rows"
         );
+    }
+
+    #[test]
+    fn full_chunks_of_a_mapped_file_are_read_in_place_and_the_rest_is_copied_and_grows() {
+        let nodes = CHUNK_NODES + 3;
+        let mut encoder = crate::codec::Encoder::default();
+        encoder.u8(1);
+        encoder.pad_to(4);
+        let values: Vec<f32> = (0..nodes * 2).map(|n| n as f32).collect();
+        encoder.f32s(&values);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rows");
+        std::fs::write(&path, &encoder.bytes).unwrap();
+        let file = Arc::new(MappedFile::open(&std::fs::File::open(&path).unwrap()).unwrap());
+        let mut decoder = Decoder::new(file.bytes());
+        decoder.u8().unwrap();
+        decoder.skip_padding(4).unwrap();
+        let mut rows = Rows::decode(&mut decoder, 2, nodes, Some(&file)).unwrap();
+        assert!(matches!(rows.chunks[0], Chunk::Mapped { offset: 4, .. }));
+        assert!(
+            matches!(rows.chunks[1], Chunk::Owned(_)),
+            "a partial chunk is copied"
+        );
+        assert_eq!(rows.mapped_bytes(), CHUNK_NODES * 2 * 4);
+        rows.release_mapped_pages();
+        assert_eq!(rows.get(7), [14.0, 15.0]);
+        assert_eq!(rows.get(CHUNK_NODES + 2), &values[nodes * 2 - 2..]);
+        rows.push(&[-1.0, -2.0]);
+        assert_eq!(rows.get(nodes), [-1.0, -2.0]);
+        assert!(
+            rows.iter()
+                .flatten()
+                .copied()
+                .take(nodes * 2)
+                .eq(values.iter().copied())
+        );
+
+        // Values that are not four-byte aligned in the file are copied.
+        let mut decoder = Decoder::new(file.bytes());
+        decoder.bytes(2).unwrap();
+        let shifted = Rows::decode(&mut decoder, 2, CHUNK_NODES, Some(&file)).unwrap();
+        assert_eq!(shifted.mapped_bytes(), 0);
     }
 }

@@ -11,7 +11,7 @@ use std::time::Instant;
 use quiver_core::IndexId;
 use tracing::{info, warn};
 
-use super::{LoadedIndex, Vectors, read};
+use super::{LoadedIndex, Vectors, read, write};
 use crate::error::VectorError;
 use crate::namespace::{GraphImage, Namespace, Restored};
 use crate::record::{IndexSpec, StoredRecord};
@@ -76,8 +76,15 @@ impl Vectors {
     /// Keeps graph snapshots under `dir`, read when an index is loaded and written as graphs grow and
     /// at shutdown (without this, every graph is built from the store at each load).
     #[must_use]
-    pub fn with_snapshots(mut self, dir: PathBuf) -> Vectors {
-        self.snapshots = Some(Snapshots::new(dir));
+    pub fn with_snapshots(self, dir: PathBuf) -> Vectors {
+        self.with_snapshot_files(Snapshots::new(dir))
+    }
+
+    /// [`Vectors::with_snapshots`] with the files `snapshots` keeps (which may map more than large
+    /// ones).
+    #[must_use]
+    pub fn with_snapshot_files(mut self, snapshots: Snapshots) -> Vectors {
+        self.snapshots = Some(snapshots);
         self
     }
 
@@ -167,18 +174,30 @@ impl Vectors {
             let nodes = image.graph.node_count();
             let snapshots = snapshots.clone();
             let namespace = name.clone();
-            let written =
-                tokio::task::spawn_blocking(move || snapshots.write(index, &namespace, &image, at)).await;
+            let written = tokio::task::spawn_blocking(move || {
+                snapshots
+                    .write(index, &namespace, &image, at)
+                    .map(|written| (written, image))
+            })
+            .await;
             match written {
-                Ok(Ok(bytes)) => info!(
-                    index.id = %index,
-                    namespace = %name,
-                    nodes,
-                    bytes,
-                    copy_ms,
-                    duration_ms = elapsed_ms(started),
-                    "graph snapshot written"
-                ),
+                Ok(Ok((written, image))) => {
+                    // The graph's vectors the file holds are read from it from now on; the memory they
+                    // held goes with the image.
+                    if let Some(namespace) = write(&state.namespaces).get_mut(&name) {
+                        written.adopt_into(namespace, &image);
+                    }
+                    drop(image);
+                    info!(
+                        index.id = %index,
+                        namespace = %name,
+                        nodes,
+                        bytes = written.bytes,
+                        copy_ms,
+                        duration_ms = elapsed_ms(started),
+                        "graph snapshot written"
+                    );
+                }
                 Ok(Err(error)) => {
                     warn!(index.id = %index, namespace = %name, %error, "writing a graph snapshot failed; it is written again when the next is due");
                 }

@@ -63,7 +63,8 @@ where
                 1,
             )),
         )
-        .with_snapshots(dir.join("snapshots")),
+        // Every file mapped, so full chunks of vectors are read in place after each load and write.
+        .with_snapshot_files(crate::snapshot::Snapshots::new(dir.join("snapshots")).map_at_least(0)),
     )
 }
 
@@ -110,7 +111,8 @@ fn snapshot_file(dir: &Path, index: &IndexRef, namespace: &str) -> std::path::Pa
     crate::snapshot::Snapshots::new(dir.join("snapshots")).path(index.id, namespace)
 }
 
-/// Writes 3,000 records to the default namespace and 500 to another, lets the indexer build their graphs
+/// Writes 5,000 records to the default namespace (more than a chunk of vectors, which a mapped file
+/// holds in place) and 500 to another, lets the indexer build their graphs
 /// and stop (writing snapshots), and restarts the engine over the same storage and snapshot directory
 /// `dir` four times: with sound snapshots (nothing pending, the same answers), after writes the
 /// snapshot does not hold (only those pending), with a corrupt snapshot and with a truncated one (that
@@ -126,7 +128,7 @@ where
 {
     let index = index();
     let first = engine(&open, dir).await;
-    for batch in 0..3 {
+    for batch in 0..5 {
         first
             .upsert(&index, "", records(batch * 1_000..(batch + 1) * 1_000, 0.0))
             .await
@@ -151,7 +153,7 @@ where
     let second = engine(&open, dir).await;
     assert_eq!(
         counts(&second, &index).await,
-        [(String::new(), 3_000, 0), ("other".to_owned(), 500, 0)],
+        [(String::new(), 5_000, 0), ("other".to_owned(), 500, 0)],
         "every graph comes back from its snapshot"
     );
     for (probe, answer) in probes.iter().zip(&answers) {
@@ -159,7 +161,7 @@ where
     }
     // Writes the snapshot does not hold: 100 new records, 50 changed, 50 deleted; no shutdown follows.
     second
-        .upsert(&index, "", records(3_000..3_100, 0.0))
+        .upsert(&index, "", records(5_000..5_100, 0.0))
         .await
         .expect("upsert");
     let mut changed = records(0..50, 0.0);
@@ -177,7 +179,7 @@ where
     let third = engine(&open, dir).await;
     assert_eq!(
         counts(&third, &index).await,
-        [(String::new(), 3_050, 150), ("other".to_owned(), 500, 0)],
+        [(String::new(), 5_050, 150), ("other".to_owned(), 500, 0)],
         "what changed after the snapshot is pending; the rest comes from it"
     );
     let found = nearest(&third, &index, probes[0].clone()).await;
@@ -205,7 +207,7 @@ where
     let fourth = engine(&open, dir).await;
     assert_eq!(
         counts(&fourth, &index).await,
-        [(String::new(), 3_050, 3_050), ("other".to_owned(), 500, 500)],
+        [(String::new(), 5_050, 5_050), ("other".to_owned(), 500, 500)],
         "a corrupt or truncated snapshot is not used"
     );
     let found = nearest(&fourth, &index, probes[0].clone()).await;
@@ -220,7 +222,7 @@ where
     let fifth = engine(&open, dir).await;
     assert_eq!(
         counts(&fifth, &index).await,
-        [(String::new(), 3_050, 0), ("other".to_owned(), 500, 0)],
+        [(String::new(), 5_050, 0), ("other".to_owned(), 500, 0)],
         "the rebuilt graphs were written again"
     );
     // A renamed namespace's graph is written under its new name, and the old name's file goes.
@@ -233,7 +235,7 @@ where
     let renamed = engine(&open, dir).await;
     assert_eq!(
         counts(&renamed, &index).await,
-        [(String::new(), 3_050, 0), ("renamed".to_owned(), 500, 0)],
+        [(String::new(), 5_050, 0), ("renamed".to_owned(), 500, 0)],
         "a renamed namespace's graph comes back from its snapshot"
     );
     assert!(!snapshot_file(dir, &index, "other").exists());
@@ -242,7 +244,7 @@ where
     let sixth = engine(&open, dir).await;
     assert_eq!(
         counts(&sixth, &index).await,
-        [(String::new(), 3_050, 3_050), ("renamed".to_owned(), 500, 500)],
+        [(String::new(), 5_050, 5_050), ("renamed".to_owned(), 500, 500)],
         "without snapshots every graph is built from the store"
     );
     assert_eq!(nearest(&sixth, &index, probes[1].clone()).await.len(), 10);
