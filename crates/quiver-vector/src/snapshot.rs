@@ -18,7 +18,7 @@
 //! rest. The store's records are always read: they are the truth, and reading them is a small part of
 //! what the graph's rebuild costs.
 //!
-//! A file of at least [`MAP_AT_LEAST`] bytes is mapped rather than read ([`crate::mapped`]): its
+//! A file of at least [`MAP_AT_LEAST`] bytes is mapped rather than read (the `mapped` module): its
 //! vectors, padded to start on an aligned byte since format 3, are then read in place, so the f32 copy
 //! of a loaded graph lives in the page cache and only the half-precision copies, the lists and the
 //! records take the process's memory. A file just written is mapped the same way, and the namespace it
