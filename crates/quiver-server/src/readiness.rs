@@ -123,6 +123,8 @@ impl NodeReadiness {
             state.catalogue_error = None;
             state.total = indexes.len();
         }
+        let ids: Vec<_> = indexes.iter().map(|index| index.id).collect();
+        self.vectors.remove_snapshots_except(&ids);
         let started = std::time::Instant::now();
         for index in indexes {
             if stop.is_cancelled() {

@@ -247,6 +247,34 @@ impl Snapshots {
         }
     }
 
+    /// Removes the snapshots of every index that `keep` does not keep (indexes deleted while this node
+    /// was down, or on another node); entries that do not name an index are left alone. How many
+    /// indexes' snapshots it removed.
+    ///
+    /// # Errors
+    /// The directory exists and cannot be listed, or a snapshot directory cannot be removed.
+    pub fn remove_indexes_except(&self, keep: impl Fn(IndexId) -> bool) -> std::io::Result<usize> {
+        let entries = match std::fs::read_dir(&self.dir) {
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+            outcome => outcome?,
+        };
+        let mut removed = 0;
+        for entry in entries {
+            let entry = entry?;
+            let index = entry
+                .file_name()
+                .to_str()
+                .and_then(|name| name.parse::<IndexId>().ok());
+            if let Some(index) = index
+                && !keep(index)
+            {
+                std::fs::remove_dir_all(entry.path())?;
+                removed += 1;
+            }
+        }
+        Ok(removed)
+    }
+
     /// Removes the snapshots of an index's namespaces that `exists` says are gone (dropped or renamed
     /// while this node was down or on another node), and left-over partial files.
     ///
@@ -620,6 +648,27 @@ mod tests {
         assert!(snapshots.read(index, "kept", &SPEC).unwrap().is_some());
         snapshots.remove_index(index).unwrap();
         assert!(snapshots.read(index, "", &SPEC).unwrap().is_none());
+    }
+
+    #[test]
+    fn the_snapshots_of_indexes_that_are_gone_are_removed_and_other_entries_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let snapshots = Snapshots::new(dir.path().to_path_buf());
+        assert_eq!(
+            snapshots.remove_indexes_except(|_| false).unwrap(),
+            0,
+            "no directory yet"
+        );
+        let image = indexed(records(100, 0.0)).image();
+        let (kept, gone) = (IndexId::random(), IndexId::random());
+        for index in [kept, gone] {
+            snapshots.write(index, "", &image, 1).unwrap();
+        }
+        std::fs::create_dir(dir.path().join("not-an-index")).unwrap();
+        assert_eq!(snapshots.remove_indexes_except(|index| index == kept).unwrap(), 1);
+        assert!(snapshots.read(kept, "", &SPEC).unwrap().is_some());
+        assert!(snapshots.read(gone, "", &SPEC).unwrap().is_none());
+        assert!(dir.path().join("not-an-index").exists());
     }
 
     #[test]

@@ -125,6 +125,23 @@ impl Vectors {
         Ok((namespaces, position))
     }
 
+    /// Removes the snapshots of indexes that are neither in `indexes` (the catalogue's, read at start)
+    /// nor loaded: indexes deleted while this node was down, or by another node, whose snapshots no
+    /// later load would remove.
+    pub fn remove_snapshots_except(&self, indexes: &[IndexId]) {
+        let Some(snapshots) = &self.snapshots else {
+            return;
+        };
+        match snapshots.remove_indexes_except(|index| indexes.contains(&index) || self.is_loaded(index)) {
+            Ok(0) => {}
+            Ok(removed) => info!(
+                indexes = removed,
+                "removed the graph snapshots of deleted indexes"
+            ),
+            Err(error) => warn!(%error, "removing the graph snapshots of deleted indexes failed"),
+        }
+    }
+
     /// Removes a deleted index's snapshots.
     pub(super) fn remove_snapshots(&self, index: IndexId) {
         if let Some(snapshots) = &self.snapshots
