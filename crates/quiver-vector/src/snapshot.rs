@@ -261,6 +261,7 @@ impl Snapshots {
         let mut removed = 0;
         for entry in entries {
             let entry = entry?;
+            // A name that is not an index id is not this module's: it is left alone, not an error.
             let index = entry
                 .file_name()
                 .to_str()

@@ -132,6 +132,7 @@ impl Vectors {
         let Some(snapshots) = &self.snapshots else {
             return;
         };
+        let indexes: std::collections::HashSet<&IndexId> = indexes.iter().collect();
         match snapshots.remove_indexes_except(|index| indexes.contains(&index) || self.is_loaded(index)) {
             Ok(0) => {}
             Ok(removed) => info!(
