@@ -18,6 +18,13 @@ pub enum DecodeError {
     Invalid(String),
 }
 
+/// The little-endian f32 values in `bytes` (a whole number of them).
+pub(crate) fn f32s_of(bytes: &[u8]) -> impl Iterator<Item = f32> + '_ {
+    bytes
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+}
+
 /// Appends values to a byte buffer.
 #[derive(Debug, Default)]
 pub(crate) struct Encoder {

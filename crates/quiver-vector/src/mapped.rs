@@ -51,8 +51,18 @@ impl MappedFile {
             .then(|| start as usize - whole.start as usize)
     }
 
-    /// `count` f32 values at byte `offset`, which must be four-byte aligned and inside the file (the
-    /// caller checked both when it chose to read them in place).
+    /// Whether `count` f32 values at byte `offset` can be read in place: inside the file, four-byte
+    /// aligned, and stored in this machine's byte order (the files are little-endian).
+    pub(crate) fn holds_f32s_at(&self, offset: usize, count: usize) -> bool {
+        cfg!(target_endian = "little")
+            && offset.is_multiple_of(4)
+            && offset
+                .checked_add(count * 4)
+                .is_some_and(|end| end <= self.map.len())
+    }
+
+    /// `count` f32 values at byte `offset`, where [`MappedFile::holds_f32s_at`] said they can be read
+    /// (the caller checked when it chose to read them in place).
     #[inline]
     pub(crate) fn f32s(&self, offset: usize, count: usize) -> &[f32] {
         bytemuck::cast_slice(&self.map[offset..offset + count * 4])
@@ -100,6 +110,9 @@ mod tests {
         std::fs::write(&path, &values).unwrap();
         assert!(open_if_large(&path, 4_001).unwrap().is_none(), "too small to map");
         let file = open_if_large(&path, 4_000).unwrap().unwrap();
+        assert!(file.holds_f32s_at(40, 3));
+        assert!(!file.holds_f32s_at(42, 1), "not four-byte aligned");
+        assert!(!file.holds_f32s_at(3_996, 2), "past the end");
         assert_eq!(file.f32s(40, 3), [10.0, 11.0, 12.0]);
         let part = &file.bytes()[400..404];
         assert_eq!(file.offset_of(part), Some(400));

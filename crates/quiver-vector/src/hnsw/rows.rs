@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use crate::codec::{DecodeError, Decoder};
+use crate::codec::{DecodeError, Decoder, f32s_of};
 use crate::mapped::MappedFile;
 
 /// log2 of the nodes per chunk.
@@ -57,9 +57,9 @@ impl Rows {
             let take = CHUNK_NODES.min(nodes - rows.len);
             let bytes = decoder.word_bytes(take * dimension)?;
             let in_place = file
-                .filter(|_| take == CHUNK_NODES && cfg!(target_endian = "little"))
+                .filter(|_| take == CHUNK_NODES)
                 .and_then(|file| Some((file, file.offset_of(bytes)?)))
-                .filter(|(_, offset)| offset % 4 == 0);
+                .filter(|(file, offset)| file.holds_f32s_at(*offset, take * dimension));
             let chunk = match in_place {
                 Some((file, offset)) => Chunk::Mapped {
                     file: Arc::clone(file),
@@ -67,11 +67,7 @@ impl Rows {
                 },
                 None => {
                     let mut values = Vec::with_capacity(CHUNK_NODES * dimension);
-                    values.extend(
-                        bytes
-                            .chunks_exact(4)
-                            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
-                    );
+                    values.extend(f32s_of(bytes));
                     Chunk::Owned(Arc::new(values))
                 }
             };
@@ -136,14 +132,11 @@ impl Rows {
     /// it is full. The chunks' memory goes when `written` lets go of it too, and a file no chunk reads
     /// any more is unmapped.
     pub(super) fn adopt_mapped(&mut self, written: &Rows, file: &Arc<MappedFile>, vectors_at: usize) {
-        if !vectors_at.is_multiple_of(4) || cfg!(target_endian = "big") {
-            return;
-        }
-        let chunk_bytes = CHUNK_NODES * self.dimension * 4;
+        let chunk_values = CHUNK_NODES * self.dimension;
         let full = written.len / CHUNK_NODES;
         for (number, (chunk, copy)) in self.chunks.iter_mut().zip(&written.chunks).take(full).enumerate() {
-            let offset = vectors_at + number * chunk_bytes;
-            if offset + chunk_bytes > file.bytes().len() {
+            let offset = vectors_at + number * chunk_values * 4;
+            if !file.holds_f32s_at(offset, chunk_values) {
                 break;
             }
             let is_shared = match (&*chunk, copy) {
