@@ -1,9 +1,10 @@
 //! Half-precision (IEEE 754 binary16) copies of vectors for graph traversal.
 //!
-//! A graph search is bound by memory: each step reads a neighbour's whole vector from RAM. Halves read
+//! A graph walk is bound by memory: each step reads a neighbour's whole vector from RAM. Halves read
 //! half the bytes, and their rounding (a relative 2^-11 per coordinate) moves a distance far less than the
-//! gaps the traversal decides on. The graph re-ranks its final candidates with the f32 vectors, so the
-//! order it returns is exact.
+//! gaps the walk decides on. The graph's build walks by them; a query walks by 8-bit codes
+//! ([`crate::int8`]) and ranks the walk's candidates by the halves. The graph re-ranks its final
+//! candidates with the f32 vectors, so the order it returns is exact.
 //!
 //! A packed vector holds its halves two per `u32`, zero-padded to a multiple of [`LANES`] coordinates; a
 //! query is an f32 slice padded the same way ([`pad_query`]).

@@ -43,3 +43,11 @@ impl Start<'_> {
         Start { entry, seeds: &[] }
     }
 }
+
+/// What a search ranks nodes by on its way: the half-precision copies (as the build does, and for
+/// euclidean distance), with a padded query, or the 8-bit codes.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Probe<'a> {
+    Half(&'a [f32]),
+    Int8(&'a crate::int8::Query),
+}

@@ -105,6 +105,7 @@ impl Hnsw {
             inverse_norms: Vec::new(),
             halves: Vec::new(),
             half_words: self.half_words,
+            codes: crate::int8::Codes::new(self.dimension),
             levels: self.levels.clone(),
             deleted: self.deleted.clone(),
             level0: self.level0.clone(),
@@ -129,6 +130,7 @@ impl Hnsw {
             self.inverse_norms = self.vectors.iter().take(nodes).map(inverse_norm).collect();
         }
         self.halves = Vec::with_capacity(nodes * self.half_words);
+        self.codes = crate::int8::Codes::new(self.dimension);
         self.max_norm = 0.0;
         let mut prepared = Vec::with_capacity(self.dimension);
         for (node, vector) in self.vectors.iter().take(nodes).enumerate() {
@@ -137,6 +139,7 @@ impl Hnsw {
             prepared.extend(vector.iter().map(|x| x * scale));
             self.max_norm = self.max_norm.max(norm(&prepared));
             half::pack_into(&prepared, &mut self.halves);
+            self.codes.push(&prepared);
         }
         self.halves.resize(nodes * self.half_words, 0);
     }

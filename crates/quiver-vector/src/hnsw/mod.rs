@@ -1,7 +1,8 @@
 //! An HNSW graph (Malkov and Yashunin) over flat arrays: the vectors as written, in chunks
 //! (`hnsw::rows`), which are the namespace's only f32 copy (cosine ranks them through each one's
 //! inverse norm, so a fetch returns exactly what was written); packed half-precision copies of the
-//! vectors as ranked (unit length for cosine) for traversal ([`crate::half`]); level-0 neighbour lists
+//! vectors as ranked (unit length for cosine), which the build walks by and which rank a query's
+//! candidates ([`crate::half`]); 8-bit copies, which a query walks by ([`crate::int8`]); level-0 neighbour lists
 //! in one `Vec<u32>` with a fixed stride; and per-thread search buffers reused across searches. Deleted
 //! nodes stay in the graph as waypoints and are never returned.
 //!
@@ -18,9 +19,9 @@ use std::collections::HashMap;
 use quiver_core::index::SimilarityFunction;
 
 use crate::dense::DenseIndex;
-use crate::half;
 use crate::score::{dot, norm, squared_distance};
-use candidates::{Accept, Near, Start};
+use crate::{half, int8};
+use candidates::{Accept, Near, Probe, Start};
 use rows::Rows;
 
 pub(crate) use image::Source;
@@ -64,6 +65,8 @@ pub struct Hnsw {
     /// Half-precision copies, `half_words` per node (see [`crate::half`]).
     halves: Vec<u32>,
     half_words: usize,
+    /// 8-bit copies of the vectors as ranked, which searches walk by (see [`crate::int8`]).
+    codes: int8::Codes,
     levels: Vec<u8>,
     deleted: Vec<bool>,
     /// Level 0: `stride` slots per node: a count, then neighbours.
@@ -89,6 +92,7 @@ impl Hnsw {
             inverse_norms: Vec::new(),
             halves: Vec::new(),
             half_words: half::packed_words(dimension),
+            codes: int8::Codes::new(dimension),
             levels: Vec::new(),
             deleted: Vec::new(),
             level0: Vec::new(),
@@ -155,6 +159,30 @@ impl Hnsw {
         }
     }
 
+    /// Distance from `probe` to `node` by the copy it walks.
+    #[inline]
+    fn probe_distance(&self, probe: Probe<'_>, node: u32) -> f32 {
+        match probe {
+            Probe::Half(padded) => self.traversal_distance(padded, node),
+            Probe::Int8(query) => {
+                let (code, scale, squared_norm) = self.codes.get(node as usize);
+                match self.similarity {
+                    SimilarityFunction::Cosine | SimilarityFunction::DotProduct => -query.dot(code, scale),
+                    SimilarityFunction::Euclidean => query.squared_distance(code, scale, squared_norm),
+                }
+            }
+        }
+    }
+
+    /// Starts loading the copy of `node` that `probe` reads.
+    #[inline]
+    fn probe_prefetch(&self, probe: Probe<'_>, node: u32) {
+        match probe {
+            Probe::Half(_) => crate::score::prefetch(self.packed(node)),
+            Probe::Int8(_) => crate::score::prefetch(self.codes.get(node as usize).0),
+        }
+    }
+
     /// Exact f32 distance from a prepared `query` to `node`.
     #[inline]
     fn distance(&self, query: &[f32], node: u32) -> f32 {
@@ -215,11 +243,11 @@ impl Hnsw {
     }
 
     /// Greedy descent on one level from `current`, with a padded query.
-    fn greedy(&self, padded: &[f32], mut current: Near, level: u8) -> Near {
+    fn greedy(&self, probe: Probe<'_>, mut current: Near, level: u8) -> Near {
         loop {
             let mut improved = false;
             for &neighbour in self.neighbours(current.1, level) {
-                let distance = self.traversal_distance(padded, neighbour);
+                let distance = self.probe_distance(probe, neighbour);
                 if distance < current.0 {
                     current = Near(distance, neighbour);
                     improved = true;
@@ -262,14 +290,14 @@ impl Hnsw {
             .map(|entry| Near(self.traversal_distance(&padded, entry), entry));
         if let Some(start) = current.as_mut() {
             for upper in (level + 1..=self.max_level).rev() {
-                *start = self.greedy(&padded, *start, upper);
+                *start = self.greedy(Probe::Half(&padded), *start, upper);
             }
         }
         for layer in (0..=level).rev() {
             let mut candidates = match current {
                 Some(start) if layer <= self.max_level => {
                     let found = self.search_level(
-                        &padded,
+                        Probe::Half(&padded),
                         Start::at(start),
                         self.params.ef_construction,
                         layer,
@@ -378,6 +406,7 @@ impl Hnsw {
         let mut packed = Vec::with_capacity(self.half_words);
         half::pack_into(&prepared, &mut packed);
         self.halves[slot * self.half_words..(slot + 1) * self.half_words].copy_from_slice(&packed);
+        self.codes.set(slot, &prepared);
         if is_cosine {
             self.inverse_norms[slot] = scale;
         }
@@ -503,6 +532,7 @@ impl DenseIndex for Hnsw {
         self.vectors.bytes()
             + self.inverse_norms.len() * 4
             + self.halves.len() * 4
+            + self.codes.bytes()
             + self.level0.len() * 4
             + self.levels.len() * 2
             + self

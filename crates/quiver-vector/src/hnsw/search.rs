@@ -1,5 +1,5 @@
-//! Searching the graph: the beam search on one level (over half-precision copies), exhaustive search, and
-//! the planner that picks between them for a filter.
+//! Searching the graph: the beam search on one level (by 8-bit codes for a query, by half-precision
+//! copies while building), exhaustive search, and the planner that picks between them for a filter.
 //!
 //! A filter that few records pass is answered exhaustively over the passing slots: exact, and cheaper
 //! than a walk, which needs enough passing nodes near each step to move on. A filter that more records
@@ -17,11 +17,11 @@ use std::collections::BinaryHeap;
 use quiver_core::index::SimilarityFunction;
 
 use super::Hnsw;
-use super::candidates::{Accept, Near, Start};
+use super::candidates::{Accept, Near, Probe, Start};
 use crate::dense::{ExactIndex, TopK};
-use crate::half;
 use crate::score::{norm, prefetch};
 use crate::slots::{Slots, bit};
+use crate::{half, int8};
 
 /// Below this share of passing records a walk, even through bridges, cannot find enough of them nearby.
 const MIN_WALK_SELECTIVITY: f64 = 0.02;
@@ -132,21 +132,21 @@ thread_local! {
 }
 
 impl Hnsw {
-    /// Beam search on one level from `start` with a padded query; up to `ef` accepted nodes, nearest
-    /// first, by half-precision distance. Where `accept` rejects the start's entry, the search also
+    /// Beam search on one level from `start`; up to `ef` accepted nodes, nearest first, by the
+    /// distance `probe` ranks by. Where `accept` rejects the start's entry, the search also
     /// starts from the nearest few of its seeds (nodes known to pass).
     pub(super) fn search_level(
         &self,
-        padded: &[f32],
+        probe: Probe<'_>,
         start: Start<'_>,
         ef: usize,
         level: u8,
         accept: Accept<'_>,
     ) -> Vec<Near> {
         match accept {
-            Accept::Any => self.beam(padded, start, ef, level, |_| true, false),
+            Accept::Any => self.beam(probe, start, ef, level, |_| true, false),
             Accept::Live => self.beam(
-                padded,
+                probe,
                 start,
                 ef,
                 level,
@@ -154,7 +154,7 @@ impl Hnsw {
                 false,
             ),
             Accept::Filter(filter) => self.beam(
-                padded,
+                probe,
                 start,
                 ef,
                 level,
@@ -166,7 +166,7 @@ impl Hnsw {
 
     fn beam(
         &self,
-        padded: &[f32],
+        probe: Probe<'_>,
         Start { entry, seeds }: Start<'_>,
         ef: usize,
         level: u8,
@@ -210,7 +210,7 @@ impl Hnsw {
                 // nearest seeds too, which lie in passing regions.
                 let mut nearest: Vec<Near> = seeds
                     .iter()
-                    .map(|&node| Near(self.traversal_distance(padded, node), node))
+                    .map(|&node| Near(self.probe_distance(probe, node), node))
                     .collect();
                 nearest.sort_unstable();
                 for &seed in nearest.iter().take(WALK_SEEDS) {
@@ -246,7 +246,7 @@ impl Hnsw {
                         continue;
                     }
                     if visited.first_visit(neighbour) {
-                        prefetch(self.packed(neighbour));
+                        self.probe_prefetch(probe, neighbour);
                         fresh.push(neighbour);
                     }
                 }
@@ -262,14 +262,14 @@ impl Hnsw {
                         if accept(next) {
                             passing += 1;
                             if visited.first_visit(next) {
-                                prefetch(self.packed(next));
+                                self.probe_prefetch(probe, next);
                                 fresh.push(next);
                             }
                         }
                     }
                 }
                 for &neighbour in fresh.iter() {
-                    let distance = self.traversal_distance(padded, neighbour);
+                    let distance = self.probe_distance(probe, neighbour);
                     if distance < worst {
                         candidates.push(Reverse(Near(distance, neighbour)));
                         if through_bridges || accept(neighbour) {
@@ -471,8 +471,9 @@ impl Hnsw {
         self.walk(&query, k, ef, Accept::Filter(&filter), &seeds)
     }
 
-    /// The walk: a greedy descent through the upper levels, a beam search on level 0 from where it ends
-    /// (and from the nearest `seeds` where `accept` rejects that node), and the f32 re-ranking.
+    /// The walk: a greedy descent through the upper levels and a beam search on level 0 from where it
+    /// ends (and from the nearest `seeds` where `accept` rejects that node), both by the 8-bit codes;
+    /// then the beam ranked by the half-precision copies, and the f32 re-ranking.
     fn walk(
         &self,
         query: &[f32],
@@ -485,15 +486,66 @@ impl Hnsw {
             return Vec::new();
         };
         let padded = half::pad_query(query);
-        let mut current = Near(self.traversal_distance(&padded, entry), entry);
+        let coded = int8::Query::new(query);
+        let probe = Probe::Int8(&coded);
+        let mut current = Near(self.probe_distance(probe, entry), entry);
         for level in (1..=self.max_level).rev() {
-            current = self.greedy(&padded, current, level);
+            current = self.greedy(probe, current, level);
         }
         let start = Start {
             entry: current,
             seeds,
         };
-        let found = self.search_level(&padded, start, ef, 0, accept);
+        let found = self.search_level(probe, start, ef, 0, accept);
+        // A full beam whose every node lies within twice the codes' error of the first may be a run of
+        // near ties longer than the beam, whose order the codes cannot tell, and which may have left
+        // out the best node the walk scored (each node kept scored below it by its code, and above
+        // its distance less the error). Such a walk is done again by the half-precision copies,
+        // whose band the re-ranking covers. Any other beam is ranked by the halves, then re-ranked.
+        let flat = found.len() >= ef
+            && match (found.first(), found.last()) {
+                (Some(first), Some(last)) => last.0 - first.0 < 2.0 * self.code_error(&coded),
+                _ => false,
+            };
+        if !flat {
+            return self.rerank_half(query, &padded, k, found);
+        }
+        let entry = Near(self.traversal_distance(&padded, start.entry.1), start.entry.1);
+        let found = self.search_level(Probe::Half(&padded), Start { entry, seeds }, ef, 0, accept);
+        self.rerank(query, k, &found)
+    }
+
+    /// How far a distance by the codes strays from the f32 one (see [`int8::Query::typical_error`]).
+    fn code_error(&self, coded: &int8::Query) -> f32 {
+        let error = coded.typical_error(self.codes.largest_scale());
+        match self.similarity {
+            SimilarityFunction::Cosine | SimilarityFunction::DotProduct => error,
+            SimilarityFunction::Euclidean => 2.0 * error,
+        }
+    }
+
+    /// [`Hnsw::rerank`] of `found` (ranked by their codes) after ranking them by their half-precision
+    /// copies, since the re-ranking's band is what half precision gets wrong. Loads the copies a few
+    /// nodes ahead.
+    fn rerank_half(
+        &self,
+        query: &[f32],
+        padded: &[f32],
+        k: usize,
+        mut found: Vec<Near>,
+    ) -> Vec<(usize, f32)> {
+        found
+            .iter()
+            .take(AHEAD)
+            .for_each(|near| prefetch(self.packed(near.1)));
+        for position in 0..found.len() {
+            if let Some(later) = found.get(position + AHEAD) {
+                prefetch(self.packed(later.1));
+            }
+            let node = found[position].1;
+            found[position].0 = self.traversal_distance(padded, node);
+        }
+        found.sort_unstable();
         self.rerank(query, k, &found)
     }
 

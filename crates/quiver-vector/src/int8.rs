@@ -1,0 +1,324 @@
+//! 8-bit copies of vectors for the search walk: a quarter of the f32 bytes, half of the half-precision
+//! copy's.
+//!
+//! Each vector is scaled by its own largest coordinate (`scale = max |x| / 127`) and rounded, so no
+//! training pass is needed and any distribution keeps its full 8-bit range. A query is rounded the same
+//! way to 16 bits (`max |q| / QUERY_RANGE`): its rounding is 2^-6 of the vector's, so what a distance gets
+//! wrong is the vector's rounding, at most half a step per coordinate. The walk ranks by these distances;
+//! its candidates are ranked again by the half-precision copies and then by the f32 vectors, so the
+//! answer's order and scores stay exact.
+//!
+//! A code holds [`LANES`]-coordinate steps, zero-padded; the query's padding is zero too.
+
+/// Coordinates per kernel step; codes and query codes are multiples of this.
+pub const LANES: usize = 32;
+
+/// The largest query code: 2^13 - 1. A kernel step adds two products of at most 8,191 x 127 to each
+/// 32-bit lane, so a lane holds [`STEPS_PER_SUM`] steps before the kernel moves its sums to 64 bits.
+const QUERY_RANGE: f32 = 8_191.0;
+
+/// Kernel steps whose products a 32-bit lane can add without overflow: 2^31 / (2 x 8,191 x 127) is 1,032.
+const STEPS_PER_SUM: usize = 1_024;
+
+/// The largest vector code.
+const CODE_RANGE: f32 = 127.0;
+
+/// Bytes a `dimension`-long vector's code takes.
+pub fn code_len(dimension: usize) -> usize {
+    dimension.div_ceil(LANES) * LANES
+}
+
+/// Appends `vector`'s code (padded with zeros to [`code_len`]) to `out`; the scale that turns a code's
+/// dot product back into the vector's.
+pub fn quantize_into(vector: &[f32], out: &mut Vec<i8>) -> f32 {
+    let largest = vector.iter().fold(0.0_f32, |m, x| m.max(x.abs()));
+    let scale = if largest > 0.0 && largest.is_finite() {
+        largest / CODE_RANGE
+    } else {
+        1.0
+    };
+    let start = out.len();
+    out.extend(
+        vector
+            .iter()
+            .map(|x| (x / scale).round().clamp(-CODE_RANGE, CODE_RANGE) as i8),
+    );
+    out.resize(start + code_len(vector.len()), 0);
+    scale
+}
+
+/// The codes of a graph's vectors, by node, with their scales.
+#[derive(Debug, Clone, Default)]
+pub struct Codes {
+    bytes: Vec<i8>,
+    /// By node: the code's scale and the vector's squared norm (for euclidean distances).
+    scales: Vec<(f32, f32)>,
+    len: usize,
+    /// The largest scale of any code set (bounds what a distance gets wrong; see [`Query::error_bound`]).
+    largest_scale: f32,
+}
+
+impl Codes {
+    /// No codes yet, for vectors of `dimension`.
+    pub fn new(dimension: usize) -> Codes {
+        Codes {
+            bytes: Vec::new(),
+            scales: Vec::new(),
+            len: code_len(dimension),
+            largest_scale: 0.0,
+        }
+    }
+
+    /// Nodes coded.
+    pub fn nodes(&self) -> usize {
+        self.scales.len()
+    }
+
+    /// Sets `node`'s code from its vector as ranked, adding zero codes for the nodes before it that
+    /// have none.
+    pub fn set(&mut self, node: usize, prepared: &[f32]) {
+        if self.scales.len() <= node {
+            self.scales.resize(node + 1, (1.0, 0.0));
+            self.bytes.resize((node + 1) * self.len, 0);
+        }
+        let mut code = Vec::with_capacity(self.len);
+        let scale = quantize_into(prepared, &mut code);
+        self.largest_scale = self.largest_scale.max(scale);
+        self.scales[node] = (scale, squared_norm(prepared));
+        self.bytes[node * self.len..(node + 1) * self.len].copy_from_slice(&code);
+    }
+
+    /// Appends the next node's code.
+    pub fn push(&mut self, prepared: &[f32]) {
+        let scale = quantize_into(prepared, &mut self.bytes);
+        self.largest_scale = self.largest_scale.max(scale);
+        self.scales.push((scale, squared_norm(prepared)));
+    }
+
+    /// `node`'s code, its scale and the vector's squared norm.
+    #[inline]
+    pub fn get(&self, node: usize) -> (&[i8], f32, f32) {
+        let (scale, squared_norm) = self.scales[node];
+        (
+            &self.bytes[node * self.len..(node + 1) * self.len],
+            scale,
+            squared_norm,
+        )
+    }
+
+    /// Bytes held.
+    pub fn bytes(&self) -> usize {
+        self.bytes.len() + self.scales.len() * std::mem::size_of::<(f32, f32)>()
+    }
+
+    /// The largest scale of any code.
+    pub fn largest_scale(&self) -> f32 {
+        self.largest_scale
+    }
+}
+
+fn squared_norm(vector: &[f32]) -> f32 {
+    vector.iter().map(|x| x * x).sum()
+}
+
+/// A query rounded to 16-bit codes for [`Query::dot`].
+#[derive(Debug, Clone)]
+pub struct Query {
+    codes: Vec<i16>,
+    scale: f32,
+    squared_norm: f32,
+}
+
+impl Query {
+    /// Rounds `query` (of the graph's dimension).
+    pub fn new(query: &[f32]) -> Query {
+        let largest = query.iter().fold(0.0_f32, |m, x| m.max(x.abs()));
+        let scale = if largest > 0.0 && largest.is_finite() {
+            largest / QUERY_RANGE
+        } else {
+            1.0
+        };
+        let mut codes: Vec<i16> = query
+            .iter()
+            .map(|x| (x / scale).round().clamp(-QUERY_RANGE, QUERY_RANGE) as i16)
+            .collect();
+        codes.resize(code_len(query.len()), 0);
+        Query {
+            codes,
+            scale,
+            squared_norm: squared_norm(query),
+        }
+    }
+
+    /// The dot product of the query with a vector whose code is `code` and scale `scale`.
+    #[inline]
+    pub fn dot(&self, code: &[i8], scale: f32) -> f32 {
+        dot_codes(&self.codes, code) as f32 * self.scale * scale
+    }
+
+    /// How far [`Query::dot`] strays from the exact dot product, at six standard deviations, for
+    /// vectors coded with a scale of at most `largest_scale`. With x = c s + e, each rounding error
+    /// `e_i` lies within half a step, a standard deviation of `s / sqrt(12)` where the errors are
+    /// independent, so `q.e` has one of `|q| s / sqrt(12)`; the query's own rounding (2^-6 of the
+    /// vector's step) adds `|x| / |q|` times less again, bounded by the same share. The worst case,
+    /// every error aligned with the query, is about `sqrt(n)` times more, and is what rounding near-
+    /// parallel vectors can come close to: callers that must order such vectors rank them by the
+    /// half-precision copies.
+    pub fn typical_error(&self, largest_scale: f32) -> f32 {
+        let norm = self
+            .codes
+            .iter()
+            .map(|&c| f32::from(c) * f32::from(c))
+            .sum::<f32>()
+            .sqrt()
+            * self.scale;
+        6.0 / 12.0_f32.sqrt() * largest_scale * (norm + self.codes.len() as f32 * self.scale)
+    }
+
+    /// The squared euclidean distance from the query to a vector whose code is `code`, scale `scale`
+    /// and squared norm `squared_norm`: |q|^2 - 2 q.x + |x|^2, with q.x from the codes.
+    #[inline]
+    pub fn squared_distance(&self, code: &[i8], scale: f32, squared_norm: f32) -> f32 {
+        self.squared_norm - 2.0 * self.dot(code, scale) + squared_norm
+    }
+}
+
+/// The integer dot product of query codes and a vector code of the same padded length.
+#[inline]
+fn dot_codes(query: &[i16], code: &[i8]) -> i64 {
+    #[cfg(target_arch = "x86_64")]
+    if simd::has_avx2() {
+        return simd::dot256(query, code);
+    }
+    portable_dot(query, code)
+}
+
+fn portable_dot(query: &[i16], code: &[i8]) -> i64 {
+    query
+        .iter()
+        .zip(code)
+        .map(|(&q, &c)| i64::from(q) * i64::from(c))
+        .sum()
+}
+
+#[cfg(target_arch = "x86_64")]
+#[expect(unsafe_code, reason = "SIMD intrinsics behind runtime feature detection")]
+mod simd {
+    use std::arch::x86_64::{
+        __m128i, __m256i, _mm_add_epi64, _mm_cvtsi128_si64, _mm_loadu_si128, _mm_unpackhi_epi64,
+        _mm256_add_epi32, _mm256_add_epi64, _mm256_castsi256_si128, _mm256_cvtepi8_epi16,
+        _mm256_cvtepi32_epi64, _mm256_extracti128_si256, _mm256_loadu_si256, _mm256_madd_epi16,
+        _mm256_setzero_si256,
+    };
+
+    use super::{LANES, STEPS_PER_SUM};
+
+    /// Whether the CPU has AVX2 (checked once).
+    #[inline]
+    pub(super) fn has_avx2() -> bool {
+        static AVX2: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *AVX2.get_or_init(|| is_x86_feature_detected!("avx2"))
+    }
+
+    #[target_feature(enable = "avx2")]
+    fn dot_avx2(query: &[i16], code: &[i8]) -> i64 {
+        let steps = query.len().min(code.len()) / LANES;
+        let (pq, pc) = (query.as_ptr().cast::<__m256i>(), code.as_ptr().cast::<__m128i>());
+        let mut total = 0_i64;
+        let mut from = 0;
+        while from < steps {
+            let until = steps.min(from + STEPS_PER_SUM);
+            let (mut first, mut second) = (_mm256_setzero_si256(), _mm256_setzero_si256());
+            // SAFETY: step `s` reads query[32s..32s+32] (two 32-byte loads) and code[32s..32s+32]
+            // (two 16-byte loads); `s < steps` keeps both inside their slices.
+            unsafe {
+                for step in from..until {
+                    let a = _mm256_cvtepi8_epi16(_mm_loadu_si128(pc.add(2 * step)));
+                    first =
+                        _mm256_add_epi32(first, _mm256_madd_epi16(_mm256_loadu_si256(pq.add(2 * step)), a));
+                    let b = _mm256_cvtepi8_epi16(_mm_loadu_si128(pc.add(2 * step + 1)));
+                    second = _mm256_add_epi32(
+                        second,
+                        _mm256_madd_epi16(_mm256_loadu_si256(pq.add(2 * step + 1)), b),
+                    );
+                }
+            }
+            // Each lane of `first` and `second` holds at most STEPS_PER_SUM steps' products; they are
+            // added in 64 bits.
+            let wide = |lanes: __m256i| {
+                _mm256_add_epi64(
+                    _mm256_cvtepi32_epi64(_mm256_castsi256_si128(lanes)),
+                    _mm256_cvtepi32_epi64(_mm256_extracti128_si256::<1>(lanes)),
+                )
+            };
+            let sum = _mm256_add_epi64(wide(first), wide(second));
+            let pair = _mm_add_epi64(_mm256_castsi256_si128(sum), _mm256_extracti128_si256::<1>(sum));
+            total += _mm_cvtsi128_si64(pair) + _mm_cvtsi128_si64(_mm_unpackhi_epi64(pair, pair));
+            from = until;
+        }
+        total
+    }
+
+    #[inline]
+    pub(super) fn dot256(query: &[i16], code: &[i8]) -> i64 {
+        // SAFETY: callers check `has_avx2()` first.
+        unsafe { dot_avx2(query, code) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_kernel_matches_the_plain_loop_and_the_rounding_stays_within_half_a_step() {
+        for dimension in [1, 31, 32, 33, 100, 384, 1536, 3072] {
+            let vector: Vec<f32> = (0..dimension).map(|i| (i as f32 * 0.37).sin()).collect();
+            let query: Vec<f32> = (0..dimension).map(|i| (i as f32 * 0.11).cos()).collect();
+            let mut code = Vec::new();
+            let scale = quantize_into(&vector, &mut code);
+            assert_eq!(code.len(), code_len(dimension));
+            let rounded = Query::new(&query);
+            assert_eq!(
+                dot_codes(&rounded.codes, &code),
+                portable_dot(&rounded.codes, &code),
+                "kernel at {dimension}"
+            );
+            let exact: f32 = query.iter().zip(&vector).map(|(q, x)| q * x).sum();
+            let l1: f32 = query.iter().map(|q| q.abs()).sum();
+            // Half a step of each vector coordinate, plus the query's own (far smaller) rounding.
+            let bound = l1 * scale / 2.0 + dimension as f32 * rounded.scale;
+            let error = (rounded.dot(&code, scale) - exact).abs();
+            assert!(
+                error <= bound,
+                "dimension {dimension}: error {error} above {bound}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_largest_codes_do_not_overflow_at_any_dimension() {
+        // Every coordinate at the largest code, query and vector alike: the integer sum passes 2^31
+        // from 2,065 coordinates on, and 32-bit lanes would overflow past 33,000.
+        for dimension in [3_072, 40_000] {
+            let ones = vec![1.0_f32; dimension];
+            let mut code = Vec::new();
+            let scale = quantize_into(&ones, &mut code);
+            let query = Query::new(&ones);
+            assert_eq!(dot_codes(&query.codes, &code), dimension as i64 * 8_191 * 127);
+            let dot = query.dot(&code, scale);
+            assert!(
+                (dot - dimension as f32).abs() < 1e-3 * dimension as f32,
+                "{dot} at {dimension}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_zero_vector_codes_as_zeros() {
+        let mut code = Vec::new();
+        assert_eq!(quantize_into(&[0.0; 40], &mut code), 1.0);
+        assert!(code.iter().all(|&c| c == 0));
+        assert_eq!(Query::new(&[0.0; 40]).dot(&code, 1.0), 0.0);
+    }
+}
