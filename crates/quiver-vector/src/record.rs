@@ -81,10 +81,7 @@ pub mod bytes {
 
     /// A dense vector from its stored bytes.
     pub fn to_dense(bytes: &[u8]) -> Vec<f32> {
-        bytes
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect()
+        crate::codec::f32s_of(bytes).collect()
     }
 
     /// A sparse vector's stored bytes.
