@@ -10,6 +10,7 @@
 //! filtered search is planned is described in `hnsw/search.rs`.
 
 mod candidates;
+mod distances;
 mod image;
 mod rows;
 mod search;
@@ -19,7 +20,7 @@ use std::collections::HashMap;
 use quiver_core::index::SimilarityFunction;
 
 use crate::dense::DenseIndex;
-use crate::score::{dot, norm, squared_distance};
+use crate::score::norm;
 use crate::{half, int8};
 use candidates::{Accept, Near, Probe, Start};
 use rows::Rows;
@@ -142,69 +143,6 @@ impl Hnsw {
             padded.iter_mut().for_each(|x| *x *= scale);
         }
         padded
-    }
-
-    fn packed(&self, node: u32) -> &[u32] {
-        let start = node as usize * self.half_words;
-        &self.halves[start..start + self.half_words]
-    }
-
-    /// Distance from a padded query to `node`'s half-precision copy: what the traversal ranks by.
-    #[inline]
-    fn traversal_distance(&self, padded: &[f32], node: u32) -> f32 {
-        let candidate = self.packed(node);
-        match self.similarity {
-            SimilarityFunction::Cosine | SimilarityFunction::DotProduct => -half::dot(padded, candidate),
-            SimilarityFunction::Euclidean => half::squared_distance(padded, candidate),
-        }
-    }
-
-    /// Distance from `probe` to `node` by the copy it walks.
-    #[inline]
-    fn probe_distance(&self, probe: Probe<'_>, node: u32) -> f32 {
-        match probe {
-            Probe::Half(padded) => self.traversal_distance(padded, node),
-            Probe::Int8(query) => {
-                let (code, scale, squared_norm) = self.codes.get(node as usize);
-                match self.similarity {
-                    SimilarityFunction::Cosine | SimilarityFunction::DotProduct => -query.dot(code, scale),
-                    SimilarityFunction::Euclidean => query.squared_distance(code, scale, squared_norm),
-                }
-            }
-        }
-    }
-
-    /// Starts loading the copy of `node` that `probe` reads.
-    #[inline]
-    fn probe_prefetch(&self, probe: Probe<'_>, node: u32) {
-        match probe {
-            Probe::Half(_) => crate::score::prefetch(self.packed(node)),
-            Probe::Int8(_) => crate::score::prefetch(self.codes.get(node as usize).0),
-        }
-    }
-
-    /// Exact f32 distance from a prepared `query` to `node`.
-    #[inline]
-    fn distance(&self, query: &[f32], node: u32) -> f32 {
-        let candidate = self.vector(node);
-        match self.similarity {
-            SimilarityFunction::Cosine => -dot(query, candidate) * self.scale(node),
-            SimilarityFunction::DotProduct => -dot(query, candidate),
-            SimilarityFunction::Euclidean => squared_distance(query, candidate),
-        }
-    }
-
-    /// Exact f32 distance between two nodes.
-    #[inline]
-    fn node_distance(&self, a: u32, b: u32) -> f32 {
-        match self.similarity {
-            SimilarityFunction::Cosine => {
-                -dot(self.vector(a), self.vector(b)) * self.scale(a) * self.scale(b)
-            }
-            SimilarityFunction::DotProduct | SimilarityFunction::Euclidean => {
-                self.distance(self.vector(a), b)
-            }
-        }
     }
 
     fn neighbours(&self, node: u32, level: u8) -> &[u32] {
