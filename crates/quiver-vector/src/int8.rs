@@ -54,7 +54,7 @@ pub struct Codes {
     /// By node: the code's scale and the vector's squared norm (for euclidean distances).
     scales: Vec<(f32, f32)>,
     len: usize,
-    /// The largest scale of any code set (bounds what a distance gets wrong; see [`Query::error_bound`]).
+    /// The largest scale of any code set (bounds what a distance gets wrong; see [`Query::typical_error`]).
     largest_scale: f32,
 }
 
@@ -67,11 +67,6 @@ impl Codes {
             len: code_len(dimension),
             largest_scale: 0.0,
         }
-    }
-
-    /// Nodes coded.
-    pub fn nodes(&self) -> usize {
-        self.scales.len()
     }
 
     /// Sets `node`'s code from its vector as ranked, adding zero codes for the nodes before it that
@@ -118,7 +113,7 @@ impl Codes {
 }
 
 fn squared_norm(vector: &[f32]) -> f32 {
-    vector.iter().map(|x| x * x).sum()
+    crate::score::dot(vector, vector)
 }
 
 /// A query rounded to 16-bit codes for [`Query::dot`].
