@@ -15,7 +15,7 @@
 //! graph and the slot table know as removed).
 
 use std::borrow::Cow;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::ops::Bound;
 
 use serde_json::Value;
@@ -358,13 +358,22 @@ impl MetadataIndex {
         if field.values.len() > MAX_VALUES || (texts && field.long_texts > 0) {
             return None;
         }
-        // A long text literal equals no listed value, so it excludes none.
-        let excluded: Vec<Key> = literals.iter().filter_map(keys_equal_to).flatten().collect();
+        // A long text literal equals no listed value, so it excludes none. The kinds compared and the
+        // values excluded are looked up per listed value, so a long `NOT IN` over a field of many values
+        // costs one pass over them, not one per literal.
+        let excluded: HashSet<Key> = literals.iter().filter_map(keys_equal_to).flatten().collect();
+        let compared = [Key::Text("".into()), Key::Number(0), Key::Bool(false)]
+            .map(|kind| literals.iter().any(|literal| kind.same_kind(literal)));
+        let kind = |key: &Key| match key {
+            Key::Text(_) => 0,
+            Key::Number(_) => 1,
+            Key::Bool(_) => 2,
+        };
         let postings = field
             .values
             .iter()
-            .filter(|(key, _)| literals.iter().any(|literal| key.same_kind(literal)))
-            .filter(|(key, _)| !excluded.contains(key))
+            .filter(|(key, _)| compared[kind(key)])
+            .filter(|(key, _)| !excluded.contains(*key))
             .map(|(_, posting)| posting_slots(posting))
             .collect();
         Some(exactly(union(postings)))

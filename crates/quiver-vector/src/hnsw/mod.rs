@@ -673,6 +673,49 @@ mod tests {
     }
 
     #[test]
+    fn a_listing_is_scanned_while_short_for_its_share_and_walked_beyond() {
+        let data = clustered(5_000, 24, 7);
+        let params = HnswParams {
+            exact_below: 0,
+            ef_search: 16,
+            ..HnswParams::default()
+        };
+        let mut graph = Hnsw::new(SimilarityFunction::Cosine, 24, params);
+        for (slot, vector) in data.iter().enumerate() {
+            graph.insert(slot, vector);
+        }
+        // ef * m = 256: 500 listed at 10 % (50) are scanned; 2,500 at 50 % (1,250) are walked, though
+        // ten walks' work would scan them.
+        for (modulus, scanned) in [(10, true), (2, false)] {
+            let listed: Vec<u32> = (0..5_000_u32).filter(|&slot| slot % modulus == 0).collect();
+            let passes = |slot: usize| listed.binary_search(&(slot as u32)).is_ok();
+            let judged = std::cell::Cell::new(0_usize);
+            let hits = graph.search_listed(
+                &data[3],
+                10,
+                &crate::slots::Slots::List(listed.as_slice().into()),
+                false,
+                &|slot| {
+                    judged.set(judged.get() + 1);
+                    passes(slot)
+                },
+            );
+            assert_eq!(hits.len(), 10);
+            assert!(hits.iter().all(|&(slot, _)| passes(slot)));
+            let judged = judged.get();
+            if scanned {
+                assert_eq!(judged, listed.len(), "a short listing is judged whole");
+            } else {
+                assert!(
+                    judged < listed.len() / 2,
+                    "judged {judged} of {}: a scan, not a walk",
+                    listed.len()
+                );
+            }
+        }
+    }
+
+    #[test]
     fn an_identical_vector_comes_first_among_near_parallel_ones() {
         // Directions a few thousandths of a radian apart: half precision cannot order them, so only the
         // f32 re-ranking of every near tie finds the vector itself, walking or scanning.

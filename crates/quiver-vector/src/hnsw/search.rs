@@ -37,9 +37,6 @@ const WALK_SEEDS: usize = 4;
 /// planner's sample draws at most).
 const SEED_DRAWS: usize = 1024;
 
-/// A metadata index's listing is scanned up to this many times `ef * m` nodes, the work of a walk.
-const SCAN_LISTED: usize = 10;
-
 /// The node a sample's `draw` looks at among `nodes`: pseudo-random positions (a multiplicative hash of
 /// the draw number), since an evenly strided sample would alias with filters that follow insertion
 /// order.
@@ -123,7 +120,7 @@ struct Scratch {
     results: BinaryHeap<Near>,
     fresh: Vec<u32>,
     bridges: Vec<u32>,
-    /// Exhaustive search: each passing node with its half-precision distance.
+    /// Exhaustive search: each passing node with the distance of its 8-bit code.
     scored: Vec<Near>,
 }
 
@@ -291,10 +288,12 @@ impl Hnsw {
     }
 
     /// Exhaustive search over the live nodes that `accept` passes: the passing nodes are gathered first,
-    /// then scored by their half-precision copies, loaded a few nodes ahead, and the best `2 k` are
-    /// re-ranked with f32 vectors as after a walk. Where other nodes could still beat the f32 `k`-th
-    /// best by what half precision gets wrong (a run of near ties longer than `2 k`), those within that
-    /// band are re-ranked too, from the scores already taken: the filter judges each node once.
+    /// then scored by their 8-bit codes, loaded a few nodes ahead. Only nodes whose code distance lies
+    /// within twice the codes' error (six standard deviations of their rounding, as a walk takes it) of
+    /// the `k`-th best code distance can be among the `k` best; they
+    /// (and at least the `2 k` best by code) are ranked by their half-precision copies and re-ranked
+    /// with f32 vectors as after a walk, where the half-precision band covers runs of near ties. The
+    /// filter judges each node once.
     fn exact(&self, query: &[f32], k: usize, accept: impl Fn(usize) -> bool) -> Vec<(usize, f32)> {
         let passing = self
             .deleted
@@ -312,8 +311,9 @@ impl Hnsw {
         k: usize,
         passing_nodes: impl Iterator<Item = u32>,
     ) -> Vec<(usize, f32)> {
-        let padded = half::pad_query(query);
-        SCRATCH.with(|cell| {
+        let coded = int8::Query::new(query);
+        let probe = Probe::Int8(&coded);
+        let found = SCRATCH.with(|cell| {
             let Scratch {
                 fresh: passing,
                 scored,
@@ -324,34 +324,27 @@ impl Hnsw {
             scored.clear();
             for (position, &node) in passing.iter().enumerate() {
                 if let Some(&later) = passing.get(position + AHEAD) {
-                    prefetch(self.packed(later));
+                    self.probe_prefetch(probe, later);
                 }
-                scored.push(Near(self.traversal_distance(&padded, node), node));
+                scored.push(Near(self.probe_distance(probe, node), node));
             }
-            let head = (2 * k).min(scored.len());
-            if head == 0 {
+            if k == 0 || scored.is_empty() {
                 return Vec::new();
             }
+            let kth = k.min(scored.len());
+            scored.select_nth_unstable(kth - 1);
+            let within = scored[kth - 1].0 + 2.0 * self.code_error(&coded);
+            let head = (2 * k).min(scored.len());
             scored.select_nth_unstable(head - 1);
-            let (nearest, rest) = scored.split_at_mut(head);
-            nearest.sort_unstable();
-            let best = self.rerank(query, k, nearest);
-            let error = self.half_error_bound(query);
-            let Some(worst) = best.get(k - 1).map(|(_, key)| -key) else {
-                return best;
-            };
-            let mut band: Vec<Near> = rest
-                .iter()
-                .filter(|near| near.0 - error < worst)
-                .copied()
-                .collect();
-            if band.is_empty() {
-                return best;
-            }
-            band.extend_from_slice(nearest);
-            band.sort_unstable();
-            self.rerank(query, k, &band)
-        })
+            let (nearest, rest) = scored.split_at(head);
+            let mut found = nearest.to_vec();
+            found.extend(rest.iter().filter(|near| near.0 < within));
+            found
+        });
+        if found.is_empty() {
+            return Vec::new();
+        }
+        self.rerank_half(query, &half::pad_query(query), k, found)
     }
 
     /// The `k` best of `found` (ordered by half-precision distance) by f32 distance to `query`. The
@@ -431,9 +424,11 @@ impl Hnsw {
 
     /// Searches the live nodes that `accept` passes, knowing that only nodes in `listed` can pass (as
     /// a metadata index tells; it may hold removed nodes, and nodes past the graph's end). The planner
-    /// then counts instead of sampling. A listing is scanned up to `SCAN_LISTED` times the work of a
-    /// walk: scanning listed nodes reads their vectors in order and needs no bridges, while a walk
-    /// over few passing nodes goes through many rejected ones. A walk tests membership in a bitmap
+    /// then counts instead of sampling. A scan costs one code distance per listed node, read in order;
+    /// a walk costs about `ef * m` distances at random, and about that over the listing's share more
+    /// where it must go through rejected nodes (bridges). So a listing is scanned while its length
+    /// times its share stays within `ef * m`: a 10 % listing up to 10 times a walk's work, a 50 %
+    /// one up to twice, and a 90 % one is walked almost as if unfiltered. A walk tests membership in a bitmap
     /// of the listing before `accept`, which judges only listed nodes, and not at all where `exact`
     /// says every listed live node passes.
     pub fn search_listed(
@@ -456,7 +451,7 @@ impl Hnsw {
         let share = listed.len() as f64 / self.live as f64;
         if self.live <= self.params.exact_below
             || share < MIN_WALK_SELECTIVITY
-            || listed.len() <= SCAN_LISTED * ef * self.params.m
+            || listed.len() as f64 * share <= (ef * self.params.m) as f64
         {
             return self.exact_among(&query, k, listed.iter().filter(|&node| passes(node)));
         }
