@@ -636,8 +636,8 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_filtered_walk_judges_each_node_once_and_only_near_the_query() {
+    /// 5,000 clustered vectors of 24 dimensions and their cosine graph, which always walks (ef 16).
+    fn walked_graph() -> (Vec<Vec<f32>>, Hnsw) {
         let data = clustered(5_000, 24, 7);
         let params = HnswParams {
             exact_below: 0,
@@ -648,6 +648,12 @@ mod tests {
         for (slot, vector) in data.iter().enumerate() {
             graph.insert(slot, vector);
         }
+        (data, graph)
+    }
+
+    #[test]
+    fn a_filtered_walk_judges_each_node_once_and_only_near_the_query() {
+        let (data, mut graph) = walked_graph();
         for (ef, modulus) in [(16, 10), (64, 2), (64, 3)] {
             graph.set_ef_search(ef);
             let judged = std::cell::RefCell::new(std::collections::HashMap::<usize, usize>::new());
@@ -674,16 +680,7 @@ mod tests {
 
     #[test]
     fn a_listing_is_scanned_while_short_for_its_share_and_walked_beyond() {
-        let data = clustered(5_000, 24, 7);
-        let params = HnswParams {
-            exact_below: 0,
-            ef_search: 16,
-            ..HnswParams::default()
-        };
-        let mut graph = Hnsw::new(SimilarityFunction::Cosine, 24, params);
-        for (slot, vector) in data.iter().enumerate() {
-            graph.insert(slot, vector);
-        }
+        let (data, graph) = walked_graph();
         // ef * m = 256: 500 listed at 10 % (50) are scanned; 2,500 at 50 % (1,250) are walked, though
         // ten walks' work would scan them.
         for (modulus, scanned) in [(10, true), (2, false)] {
