@@ -27,6 +27,9 @@ pub(crate) enum Accept<'a> {
     Live,
     /// Live nodes that pass a filter; rejected nodes are bridges to their neighbours.
     Filter(&'a dyn Fn(usize) -> bool),
+    /// Live nodes that pass a filter most nodes pass; rejected nodes are walked through like any other,
+    /// only not returned (no bridges: they would add distances without adding passing regions).
+    Mostly(&'a dyn Fn(usize) -> bool),
 }
 
 /// Where a beam search starts: a node, and passing nodes to start from as well where the filter

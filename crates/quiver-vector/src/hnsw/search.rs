@@ -9,6 +9,9 @@
 //! starts where the descent through the upper levels ends, near the query, and where the filter rejects
 //! that node, also from the nearest passing nodes of the planner's sample, so a filter that rejects the
 //! query's whole neighbourhood (one that keeps some clusters only) still has passing regions to walk in.
+//! Where most records pass (three in four or more), rejected nodes are rarely in the way: the walk goes
+//! through them as an unfiltered walk would, only not returning them, which costs fewer distances than
+//! their bridges.
 
 use std::cell::RefCell;
 use std::cmp::Reverse;
@@ -36,6 +39,20 @@ const WALK_SEEDS: usize = 4;
 /// How many nodes a walk over a metadata index's listing draws to find its seeds among (as many as the
 /// planner's sample draws at most).
 const SEED_DRAWS: usize = 1024;
+
+/// From this share of passing records on, a filtered walk goes through rejected nodes as an unfiltered
+/// walk would instead of bridging them (see [`Accept::Mostly`]): at 90 % the bridges cost a third of
+/// the QPS and some recall; at 50 % walking through rejected nodes costs more than bridging them.
+const MOSTLY_PASSING: f64 = 0.75;
+
+/// How a walk treats a filter that `share` of the live records pass.
+fn walking(filter: &dyn Fn(usize) -> bool, share: f64) -> Accept<'_> {
+    if share >= MOSTLY_PASSING {
+        Accept::Mostly(filter)
+    } else {
+        Accept::Filter(filter)
+    }
+}
 
 /// The node a sample's `draw` looks at among `nodes`: pseudo-random positions (a multiplicative hash of
 /// the draw number), since an evenly strided sample would alias with filters that follow insertion
@@ -150,13 +167,13 @@ impl Hnsw {
                 |node| !self.deleted[node as usize],
                 false,
             ),
-            Accept::Filter(filter) => self.beam(
+            Accept::Filter(filter) | Accept::Mostly(filter) => self.beam(
                 probe,
                 start,
                 ef,
                 level,
                 |node| !self.deleted[node as usize] && filter(node as usize),
-                true,
+                matches!(accept, Accept::Filter(_)),
             ),
         }
     }
@@ -416,7 +433,7 @@ impl Hnsw {
                 if selectivity < MIN_WALK_SELECTIVITY || passing <= (ef * self.params.m) as f64 {
                     return self.exact(&query, k, filter);
                 }
-                Accept::Filter(filter)
+                walking(filter, selectivity)
             }
         };
         self.walk(&query, k, ef, accept, &sampled)
@@ -463,7 +480,7 @@ impl Hnsw {
             .map(|draw| sampled_node(draw, nodes) as u32)
             .filter(|&node| bit(&members, node) && passes(node))
             .collect();
-        self.walk(&query, k, ef, Accept::Filter(&filter), &seeds)
+        self.walk(&query, k, ef, walking(&filter, share), &seeds)
     }
 
     /// The walk: a greedy descent through the upper levels and a beam search on level 0 from where it
