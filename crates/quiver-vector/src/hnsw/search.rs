@@ -307,10 +307,9 @@ impl Hnsw {
     /// Exhaustive search over the live nodes that `accept` passes: the passing nodes are gathered first,
     /// then scored by their 8-bit codes, loaded a few nodes ahead. Only nodes whose code distance lies
     /// within twice the codes' error (six standard deviations of their rounding, as a walk takes it) of
-    /// the `k`-th best code distance can be among the `k` best; they
-    /// (and at least the `2 k` best by code) are ranked by their half-precision copies and re-ranked
-    /// with f32 vectors as after a walk, where the half-precision band covers runs of near ties. The
-    /// filter judges each node once.
+    /// the `k`-th best code distance can be among the `k` best; they (and at least the `2 k` best by
+    /// code) are ranked by their half-precision copies and re-ranked with f32 vectors as after a walk,
+    /// where the half-precision band covers runs of near ties. The filter judges each node once.
     fn exact(&self, query: &[f32], k: usize, accept: impl Fn(usize) -> bool) -> Vec<(usize, f32)> {
         let passing = self
             .deleted
@@ -442,12 +441,12 @@ impl Hnsw {
     /// Searches the live nodes that `accept` passes, knowing that only nodes in `listed` can pass (as
     /// a metadata index tells; it may hold removed nodes, and nodes past the graph's end). The planner
     /// then counts instead of sampling. A scan costs one code distance per listed node, read in order;
-    /// a walk costs about `ef * m` distances at random, and about that over the listing's share more
-    /// where it must go through rejected nodes (bridges). So a listing is scanned while its length
-    /// times its share stays within `ef * m`: a 10 % listing up to 10 times a walk's work, a 50 %
-    /// one up to twice, and a 90 % one is walked almost as if unfiltered. A walk tests membership in a bitmap
-    /// of the listing before `accept`, which judges only listed nodes, and not at all where `exact`
-    /// says every listed live node passes.
+    /// a walk costs about `ef * m` distances at random, and about that over the listing's share where
+    /// it must go through rejected nodes (bridges). So a listing is scanned while its length times its
+    /// share stays within `ef * m`: a 10 % listing up to 10 times a walk's work, a 50 % one up to
+    /// twice, and a 90 % one is walked almost as if unfiltered. A walk tests membership in a bitmap of
+    /// the listing before `accept`, which judges only listed nodes, and not at all where `exact` says
+    /// every listed live node passes.
     pub fn search_listed(
         &self,
         query: &[f32],
