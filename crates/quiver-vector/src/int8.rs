@@ -31,12 +31,7 @@ pub fn code_len(dimension: usize) -> usize {
 /// Appends `vector`'s code (padded with zeros to [`code_len`]) to `out`; the scale that turns a code's
 /// dot product back into the vector's.
 pub fn quantize_into(vector: &[f32], out: &mut Vec<i8>) -> f32 {
-    let largest = vector.iter().fold(0.0_f32, |m, x| m.max(x.abs()));
-    let scale = if largest > 0.0 && largest.is_finite() {
-        largest / CODE_RANGE
-    } else {
-        1.0
-    };
+    let scale = step(vector, CODE_RANGE);
     let start = out.len();
     out.extend(
         vector
@@ -45,6 +40,16 @@ pub fn quantize_into(vector: &[f32], out: &mut Vec<i8>) -> f32 {
     );
     out.resize(start + code_len(vector.len()), 0);
     scale
+}
+
+/// The step that maps `values`' largest magnitude to `range` (1 for a zero or non-finite vector).
+fn step(values: &[f32], range: f32) -> f32 {
+    let largest = values.iter().fold(0.0_f32, |m, x| m.max(x.abs()));
+    if largest > 0.0 && largest.is_finite() {
+        largest / range
+    } else {
+        1.0
+    }
 }
 
 /// The codes of a graph's vectors, by node, with their scales.
@@ -127,12 +132,7 @@ pub struct Query {
 impl Query {
     /// Rounds `query` (of the graph's dimension).
     pub fn new(query: &[f32]) -> Query {
-        let largest = query.iter().fold(0.0_f32, |m, x| m.max(x.abs()));
-        let scale = if largest > 0.0 && largest.is_finite() {
-            largest / QUERY_RANGE
-        } else {
-            1.0
-        };
+        let scale = step(query, QUERY_RANGE);
         let mut codes: Vec<i16> = query
             .iter()
             .map(|x| (x / scale).round().clamp(-QUERY_RANGE, QUERY_RANGE) as i16)

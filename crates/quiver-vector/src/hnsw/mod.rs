@@ -2,9 +2,10 @@
 //! (`hnsw::rows`), which are the namespace's only f32 copy (cosine ranks them through each one's
 //! inverse norm, so a fetch returns exactly what was written); packed half-precision copies of the
 //! vectors as ranked (unit length for cosine), which the build walks by and which rank a query's
-//! candidates ([`crate::half`]); 8-bit copies, which a query walks by ([`crate::int8`]); level-0 neighbour lists
-//! in one `Vec<u32>` with a fixed stride; and per-thread search buffers reused across searches. Deleted
-//! nodes stay in the graph as waypoints and are never returned.
+//! candidates ([`crate::half`]); 8-bit copies, which a query walks and a filtered scan scores by
+//! ([`crate::int8`]); level-0 neighbour lists in one `Vec<u32>` with a fixed stride; and per-thread
+//! search buffers reused across searches. Deleted nodes stay in the graph as waypoints and are never
+//! returned.
 //!
 //! Small namespaces are searched exhaustively (exact, and faster below a few thousand vectors); how a
 //! filtered search is planned is described in `hnsw/search.rs`.
