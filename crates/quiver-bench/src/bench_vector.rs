@@ -469,8 +469,13 @@ async fn filter_language_rows(
         ),
         (
             "name GLOB '*3'".into(),
-            "10 % (judged on metadata)",
+            "10 % (a pattern over a distinct name per record)",
             Box::new(|n| n % 10 == 3),
+        ),
+        (
+            "name NOT GLOB '*3'".into(),
+            "90 % (most names match: judged on metadata)",
+            Box::new(|n| n % 10 != 3),
         ),
     ];
     let (unfiltered, _) = service_queries(vectors, index, queries, k, None).await?;

@@ -571,15 +571,16 @@ fn compare(field: &Value, op: Comparison, literal: &Literal) -> bool {
     }
 }
 
-/// Case-sensitive UNIX glob: `*`, `?`, `[abc]`, `[a-z]`, `[^abc]` / `[!abc]`.
+/// Case-sensitive UNIX glob: `*`, `?`, `[abc]`, `[a-z]`, `[^abc]` / `[!abc]`. Positions are byte offsets
+/// into `pattern` and `text`, each character decoded where it is read, so a match allocates nothing (the
+/// metadata index matches a pattern against every distinct text of a field).
 pub fn glob_matches(pattern: &str, text: &str) -> bool {
-    let pattern: Vec<char> = pattern.chars().collect();
-    let text: Vec<char> = text.chars().collect();
     let (mut p, mut t) = (0, 0);
+    // Where the last `*` is, and how much of the text it has taken.
     let mut backtrack: Option<(usize, usize)> = None;
-    while t < text.len() {
-        if p < pattern.len() {
-            match pattern[p] {
+    while let Some(c) = char_at(text, t) {
+        if let Some(wanted) = char_at(pattern, p) {
+            match wanted {
                 '*' => {
                     backtrack = Some((p, t));
                     p += 1;
@@ -587,67 +588,78 @@ pub fn glob_matches(pattern: &str, text: &str) -> bool {
                 }
                 '?' => {
                     p += 1;
-                    t += 1;
+                    t += c.len_utf8();
                     continue;
                 }
                 '[' => {
-                    if let Some((matched, next)) = class_matches(&pattern, p, text[t]) {
+                    if let Some((matched, next)) = class_matches(pattern, p, c) {
                         if matched {
                             p = next;
-                            t += 1;
+                            t += c.len_utf8();
                             continue;
                         }
-                    } else if text[t] == '[' {
+                    } else if c == '[' {
                         p += 1;
                         t += 1;
                         continue;
                     }
                 }
-                literal if literal == text[t] => {
-                    p += 1;
-                    t += 1;
+                literal if literal == c => {
+                    p += literal.len_utf8();
+                    t += c.len_utf8();
                     continue;
                 }
                 _ => {}
             }
         }
         match backtrack {
-            Some((star, matched)) => {
+            Some((star, taken)) => {
+                let next = taken + char_at(text, taken).map_or(1, char::len_utf8);
                 p = star + 1;
-                t = matched + 1;
-                backtrack = Some((star, matched + 1));
+                t = next;
+                backtrack = Some((star, next));
             }
             None => return false,
         }
     }
-    pattern[p..].iter().all(|c| *c == '*')
+    pattern[p..].chars().all(|c| c == '*')
 }
 
-/// Whether `c` is in the class starting at `pattern[open]`; `None` if the class is not closed.
-fn class_matches(pattern: &[char], open: usize, c: char) -> Option<(bool, usize)> {
+/// The character at byte offset `at` of `text`.
+fn char_at(text: &str, at: usize) -> Option<char> {
+    text.get(at..)?.chars().next()
+}
+
+/// Whether `c` is in the class that opens at byte `open` of `pattern`, and the byte after the class;
+/// `None` where the class is not closed.
+fn class_matches(pattern: &str, open: usize, c: char) -> Option<(bool, usize)> {
     let mut i = open + 1;
-    let negated = matches!(pattern.get(i), Some('^' | '!'));
+    let negated = matches!(char_at(pattern, i), Some('^' | '!'));
     if negated {
         i += 1;
     }
     let mut found = false;
     let mut first = true;
-    while i < pattern.len() {
-        let current = pattern[i];
+    while let Some(current) = char_at(pattern, i) {
         if current == ']' && !first {
             return Some((found != negated, i + 1));
         }
         first = false;
-        if pattern.get(i + 1) == Some(&'-') && pattern.get(i + 2).is_some_and(|end| *end != ']') {
-            if (current..=pattern[i + 2]).contains(&c) {
+        let after = i + current.len_utf8();
+        let range_end = (char_at(pattern, after) == Some('-'))
+            .then(|| char_at(pattern, after + 1))
+            .flatten()
+            .filter(|end| *end != ']');
+        if let Some(end) = range_end {
+            if (current..=end).contains(&c) {
                 found = true;
             }
-            i += 3;
+            i = after + 1 + end.len_utf8();
         } else {
             if current == c {
                 found = true;
             }
-            i += 1;
+            i = after;
         }
     }
     None
@@ -751,6 +763,16 @@ mod tests {
         assert!(!glob_matches("[a-c]", "d"));
         assert!(glob_matches("*.txt", "notes.txt"));
         assert!(!glob_matches("A*", "a"));
+        // Characters beyond ASCII count as one, in the text, the pattern and classes alike.
+        assert!(glob_matches("?", "é"));
+        assert!(!glob_matches("??", "é"));
+        assert!(glob_matches("*é?", "cafés"));
+        assert!(glob_matches("[à-ü]x*", "éxé"));
+        assert!(glob_matches("*[!é]", "éa"));
+        assert!(!glob_matches("*[!é]", "aé"));
+        assert!(glob_matches("日*語", "日本語"));
+        // An unclosed class is taken literally.
+        assert!(glob_matches("[ab*", "[abc"));
     }
 
     #[test]

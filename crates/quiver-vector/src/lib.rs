@@ -28,6 +28,7 @@ pub mod metadata_index;
 pub mod namespace;
 mod postings;
 pub mod query;
+mod recent_listings;
 pub mod record;
 pub mod score;
 pub mod search;

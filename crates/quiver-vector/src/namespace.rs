@@ -23,6 +23,7 @@ use crate::hnsw::{Hnsw, HnswParams};
 use crate::mapped::MappedFile;
 use crate::metadata_index::MetadataIndex;
 use crate::postings::Postings;
+use crate::recent_listings::RecentListings;
 use crate::record::{IndexSpec, Record, SparseVector, StoredRecord};
 use crate::score::rank_key;
 
@@ -138,6 +139,8 @@ pub struct Namespace {
     postings: Postings,
     /// The metadata's inverted index, for filters.
     metadata_index: MetadataIndex,
+    /// Listings of recent filters, dropped whenever `metadata_index` changes.
+    recent_listings: RecentListings,
     /// Each slot's sequence (slots are never reused, so it never changes).
     sequences: Vec<u64>,
     next_sequence: u64,
@@ -181,6 +184,7 @@ impl Namespace {
             pending: Vec::new(),
             postings: Postings::default(),
             metadata_index: MetadataIndex::default(),
+            recent_listings: RecentListings::default(),
             sequences: Vec::new(),
             next_sequence: 1,
             graph_inserts: 0,
@@ -371,6 +375,7 @@ impl Namespace {
         let number = u32::try_from(slot).expect("a namespace holds fewer than 2^32 slots");
         if let Some(metadata) = &record.metadata {
             self.metadata_index.add(number, metadata);
+            self.recent_listings.clear();
         }
         self.entries[slot] = Some(Entry::from(record));
         let (entries, hasher) = (&self.entries, &self.hasher);
@@ -401,6 +406,7 @@ impl Namespace {
                 let entries = &self.entries;
                 self.metadata_index
                     .remove(metadata, |slot| entries[slot as usize].is_some());
+                self.recent_listings.clear();
             }
         }
         self.dense.remove(slot);
@@ -438,12 +444,16 @@ impl Namespace {
     }
 
     /// Up to `k` slots nearest to `query` whose records pass `filter`, best first, with ranking keys.
-    /// Where the metadata index can tell which records may pass, only those are judged.
+    /// Where the metadata index can tell which records may pass, only those are judged; the listings of
+    /// recent filters are kept until the metadata changes.
     pub fn search_dense(&self, query: &[f32], k: usize, filter: Option<&Filter>) -> Vec<(usize, f32)> {
         let accept = |record: RecordRef<'_>| record.passes(filter);
         let judge = |slot: usize| self.at(slot).is_some_and(accept);
         let from_graph = match filter {
-            Some(filter) => match self.metadata_index.plan(filter) {
+            Some(filter) => match self
+                .recent_listings
+                .listing(filter, || self.metadata_index.plan(filter))
+            {
                 Some(listed) => self
                     .dense
                     .search_listed(query, k, &listed.slots, listed.exact, &judge),
@@ -719,6 +729,51 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_repeated_filter_reuses_its_listing_until_the_metadata_changes() {
+        let mut namespace = Namespace::new(&dense(1, SimilarityFunction::Euclidean));
+        let tagged = |id: &str, x: f32, tag: &str| StoredRecord {
+            sequence: 0,
+            record: Record {
+                metadata: Some(serde_json::json!({ "tag": tag })),
+                ..record(id, vec![x]).record
+            },
+        };
+        for i in 0..300_u16 {
+            let tag = ["a", "b", "c"][usize::from(i % 3)];
+            namespace.put(tagged(&format!("v{i}"), f32::from(i), tag));
+        }
+        while namespace.index_pending(100) > 0 {}
+        let united = Filter::parse("tag IN ('a', 'b')").unwrap().unwrap();
+        let single = Filter::parse("tag = 'a'").unwrap().unwrap();
+        let nearest = |namespace: &Namespace, filter| namespace.nearest_passing_ids(&[-5.0], 2, Some(filter));
+        assert_eq!(nearest(&namespace, &united), ["v0", "v1"]);
+        assert_eq!(nearest(&namespace, &single), ["v0", "v3"]);
+        assert_eq!(
+            namespace.recent_listings.len(),
+            1,
+            "a union of postings is kept; one posting is read in place"
+        );
+        assert_eq!(
+            nearest(&namespace, &united),
+            ["v0", "v1"],
+            "the kept listing answers"
+        );
+
+        // A new record that passes, and one that no longer does, are seen at once.
+        namespace.put(tagged("new", -4.0, "b"));
+        assert_eq!(
+            namespace.recent_listings.len(),
+            0,
+            "a write drops the kept listings"
+        );
+        assert_eq!(nearest(&namespace, &united), ["new", "v0"]);
+        namespace.put(tagged("new", -4.0, "c"));
+        assert_eq!(nearest(&namespace, &united), ["v0", "v1"]);
+        assert!(namespace.remove("v0"));
+        assert_eq!(nearest(&namespace, &united), ["v1", "v3"]);
     }
 
     #[test]

@@ -1,0 +1,118 @@
+//! The listings of a namespace's recent filters, kept until its metadata changes.
+//!
+//! A filter the metadata index answers by uniting or intersecting postings (`IN` over many values, a
+//! negation, a range, an `AND`) builds a new list or bitmap on every query: at 100,000 records, 36 us for
+//! `IN` over 5 values and 112 us for `NOT IN` over 100, against a query of about half a millisecond.
+//! Applications repeat a handful of filters, so the last few such listings are kept, each with the filter
+//! it answers, and every change to the metadata index drops them all (a write takes the namespace
+//! exclusively, so no query sees a listing older than the records it searches). A listing that borrows
+//! one posting as it is costs nothing to build and is not kept.
+
+use std::borrow::Cow;
+use std::ops::Deref;
+use std::sync::{Arc, Mutex};
+
+use crate::filter::Filter;
+use crate::metadata_index::Listed;
+use crate::slots::Slots;
+
+/// Listings kept per namespace. A bitmap holds a bit per slot (125 KB at a million slots), so this bounds
+/// what they hold at a megabyte per million slots.
+pub(crate) const KEPT: usize = 8;
+
+/// A listing, built for this query or kept from an earlier one.
+#[derive(Debug)]
+pub(crate) enum Listing<'a> {
+    /// Built for this query, borrowing the index.
+    Built(Listed<'a>),
+    /// Kept.
+    Kept(Arc<Listed<'static>>),
+}
+
+impl<'a> Deref for Listing<'a> {
+    type Target = Listed<'a>;
+
+    fn deref(&self) -> &Listed<'a> {
+        match self {
+            Listing::Built(listed) => listed,
+            Listing::Kept(listed) => listed,
+        }
+    }
+}
+
+/// The kept listings, most recently used first.
+#[derive(Debug, Default)]
+pub(crate) struct RecentListings {
+    kept: Mutex<Vec<(Filter, Arc<Listed<'static>>)>>,
+}
+
+impl RecentListings {
+    /// The listing of `filter`: a kept one, else what `plan` builds (kept for next time when building
+    /// it made a new list or bitmap). `None` where `plan` cannot tell which records may pass.
+    pub(crate) fn listing<'a>(
+        &self,
+        filter: &Filter,
+        plan: impl FnOnce() -> Option<Listed<'a>>,
+    ) -> Option<Listing<'a>> {
+        // A poisoned lock only means a query panicked while holding it: the listings are whole either way.
+        let mut kept = self
+            .kept
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(at) = kept.iter().position(|(known, _)| known == filter) {
+            let found = kept.remove(at);
+            let listed = Arc::clone(&found.1);
+            kept.insert(0, found);
+            return Some(Listing::Kept(listed));
+        }
+        drop(kept);
+        let Listed { slots, exact } = plan()?;
+        let slots = match owned(slots) {
+            Ok(slots) => slots,
+            Err(borrowed) => {
+                return Some(Listing::Built(Listed {
+                    slots: borrowed,
+                    exact,
+                }));
+            }
+        };
+        let listed = Arc::new(Listed { slots, exact });
+        let mut kept = self
+            .kept
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Another query may have kept the same filter meanwhile.
+        if !kept.iter().any(|(known, _)| known == filter) {
+            kept.truncate(KEPT - 1);
+            kept.insert(0, (filter.clone(), Arc::clone(&listed)));
+        }
+        Some(Listing::Kept(listed))
+    }
+
+    /// Drops every kept listing: the index they came from changed.
+    pub(crate) fn clear(&mut self) {
+        self.kept
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clear();
+    }
+
+    /// How many listings are kept.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.kept
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .len()
+    }
+}
+
+/// The slots as a set that borrows nothing, where building them made a new list or bitmap; a posting
+/// borrowed as it is comes back as it is.
+fn owned(slots: Slots<'_>) -> Result<Slots<'static>, Slots<'_>> {
+    match slots {
+        Slots::List(Cow::Owned(list)) => Ok(Slots::List(Cow::Owned(list))),
+        Slots::Bits { words, count } => Ok(Slots::Bits { words, count }),
+        borrowed @ Slots::List(Cow::Borrowed(_)) => Err(borrowed),
+    }
+}
