@@ -275,9 +275,11 @@ impl DeliveryWorker {
                 Some(error),
             ))
         };
-        if let Err(error) = self.context.policy.check_url(&spec.url) {
-            return failure(error);
-        }
+        // Parsed once, for the destination policy and for the request.
+        let url = match self.context.policy.checked_url(&spec.url) {
+            Ok(url) => url,
+            Err(error) => return failure(error),
+        };
         // A message of a workflow run is delivered with the run's creation time, and a step message carries
         // the run's history instead of its own body.
         let run = match &spec.workflow_run_id {
@@ -315,7 +317,7 @@ impl DeliveryWorker {
         let method = spec.method.to_reqwest();
         let request = self
             .client
-            .request(method, &spec.url)
+            .request(method, url)
             .headers(self.delivery_headers(message, signature, run_created_at.as_deref()))
             .timeout(Duration::from_millis(spec.timeout_ms))
             .body(body);

@@ -84,8 +84,17 @@ impl DestinationPolicy {
     /// # Errors
     /// A message naming the host.
     pub fn check_url(&self, url: &str) -> Result<(), String> {
+        self.checked_url(url).map(drop)
+    }
+
+    /// [`DestinationPolicy::check_url`], giving the parsed URL back for a request to it.
+    ///
+    /// # Errors
+    /// A message naming the URL, or the host.
+    pub fn checked_url(&self, url: &str) -> Result<url::Url, String> {
         let parsed = url::Url::parse(url).map_err(|e| format!("`{url}` is not a valid URL: {e}"))?;
-        self.check_parsed(&parsed)
+        self.check_parsed(&parsed)?;
+        Ok(parsed)
     }
 
     /// [`DestinationPolicy::check_url`] for a URL already parsed.

@@ -16,8 +16,8 @@ use crate::filter::Filter;
 use crate::metadata_index::Listed;
 use crate::slots::Slots;
 
-/// Listings kept per namespace. A bitmap holds a bit per slot (125 KB at a million slots), so this bounds
-/// what they hold at a megabyte per million slots.
+/// Listings kept per namespace. Each holds at most a bit per slot (125 KB at a million slots), so this
+/// bounds what they hold at a megabyte per million slots.
 pub(crate) const KEPT: usize = 8;
 
 /// A listing, built for this query or kept from an earlier one.
@@ -108,11 +108,50 @@ impl RecentListings {
 }
 
 /// The slots as a set that borrows nothing, where building them made a new list or bitmap; a posting
-/// borrowed as it is comes back as it is.
+/// borrowed as it is comes back as it is. A list longer than a bitmap of its range is kept as the bitmap,
+/// so that no kept listing holds more than a bit per slot.
 fn owned(slots: Slots<'_>) -> Result<Slots<'static>, Slots<'_>> {
     match slots {
-        Slots::List(Cow::Owned(list)) => Ok(Slots::List(Cow::Owned(list))),
+        Slots::List(Cow::Owned(list)) => {
+            let words = list.last().map_or(0, |&last| last as usize / 64 + 1);
+            if words * size_of::<u64>() < list.len() * size_of::<u32>() {
+                let list = Slots::List(Cow::Owned(list));
+                Ok(Slots::bits(list.bitmap().into_owned()))
+            } else {
+                Ok(Slots::List(Cow::Owned(list)))
+            }
+        }
         Slots::Bits { words, count } => Ok(Slots::Bits { words, count }),
         borrowed @ Slots::List(Cow::Borrowed(_)) => Err(borrowed),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kept_listing_holds_at_most_a_bit_per_slot_and_the_same_slots() {
+        let dense: Vec<u32> = (0..1_000).filter(|slot| slot % 3 != 0).collect();
+        let kept = owned(Slots::List(Cow::Owned(dense.clone()))).unwrap();
+        assert!(
+            matches!(kept, Slots::Bits { .. }),
+            "a dense list is kept as a bitmap"
+        );
+        assert_eq!(kept.iter().collect::<Vec<_>>(), dense);
+        assert_eq!(kept.len(), dense.len());
+
+        let sparse = vec![3_u32, 900, 40_000];
+        let kept = owned(Slots::List(Cow::Owned(sparse.clone()))).unwrap();
+        assert_eq!(
+            kept,
+            Slots::List(Cow::Owned(sparse.clone())),
+            "a short list stays a list"
+        );
+
+        assert!(
+            owned(Slots::List(Cow::Borrowed(&sparse))).is_err(),
+            "a borrowed posting is not kept"
+        );
     }
 }
