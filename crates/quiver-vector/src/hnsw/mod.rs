@@ -621,7 +621,7 @@ mod tests {
     }
 
     /// One slot in `modulus`, picked by a hash of the slot: independent of the cluster (`slot % 20`).
-    fn scattered(slot: usize, modulus: u64) -> bool {
+    pub(super) fn scattered(slot: usize, modulus: u64) -> bool {
         ((slot as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40).is_multiple_of(modulus)
     }
 
@@ -642,7 +642,7 @@ mod tests {
     }
 
     /// 5,000 clustered vectors of 24 dimensions and their cosine graph, which always walks (ef 16).
-    fn walked_graph() -> (Vec<Vec<f32>>, Hnsw) {
+    pub(super) fn walked_graph() -> (Vec<Vec<f32>>, Hnsw) {
         let data = clustered(5_000, 24, 7);
         let params = HnswParams {
             exact_below: 0,

@@ -474,10 +474,11 @@ impl Hnsw {
         let members = listed.bitmap();
         let filter = |node: usize| bit(&members, node as u32) && (exact || accept(node));
         // Seeds for a walk that starts in a rejected neighbourhood, as the planner's sample gives them:
-        // passing nodes at pseudo-random positions.
+        // listed nodes at pseudo-random positions. They are not judged: a seed is only a place to walk
+        // from, and the walk judges it before returning it.
         let seeds: Vec<u32> = (0..SEED_DRAWS as u64)
             .map(|draw| sampled_node(draw, nodes) as u32)
-            .filter(|&node| bit(&members, node) && passes(node))
+            .filter(|&node| bit(&members, node) && !self.deleted[node as usize])
             .collect();
         self.walk(&query, k, ef, walking(&filter, share), &seeds)
     }
@@ -643,6 +644,42 @@ mod tests {
             "a share near where the choice turns is sampled whole"
         );
         assert!((0.03..0.07).contains(&near), "{near}");
+    }
+
+    #[test]
+    fn a_walk_where_most_records_pass_judges_only_nodes_near_enough_to_return() {
+        use crate::hnsw::tests::{scattered, walked_graph};
+
+        let (data, mut graph) = walked_graph();
+        graph.set_ef_search(64);
+        // Nine in ten of the 5,000 nodes listed; each must still be judged (`exact` is false).
+        let listed: Vec<u32> = (0..5_000_u32)
+            .filter(|&slot| !scattered(slot as usize, 10))
+            .collect();
+        let listed = Slots::List(listed.as_slice().into());
+        let judged = std::cell::RefCell::new(std::collections::HashSet::new());
+        let judge = |slot: usize| {
+            judged.borrow_mut().insert(slot);
+            !scattered(slot, 10)
+        };
+        let mut through_rejected = 0;
+        for query in data.iter().step_by(500) {
+            let hits = graph.search_listed(query, 10, &listed, false, &judge);
+            assert_eq!(hits.len(), 10);
+            through_rejected += judged.take().len();
+        }
+        // The same walks bridging rejected nodes judge every neighbour of each node they expand.
+        let mut bridging = 0;
+        for query in data.iter().step_by(500) {
+            let prepared = ExactIndex::prepare(graph.similarity, query);
+            let hits = graph.walk(&prepared, 10, 64, Accept::Filter(&judge), &[]);
+            assert_eq!(hits.len(), 10);
+            bridging += judged.take().len();
+        }
+        assert!(
+            2 * through_rejected < bridging,
+            "judged {through_rejected} walking through rejected nodes, {bridging} bridging them"
+        );
     }
 
     #[test]
