@@ -26,6 +26,7 @@ mod namespaces;
 mod reads;
 mod resumable;
 mod snapshots;
+mod upserts;
 
 use checks::{check_dense, check_record, normalise_sparse};
 use resumable::Resumable;
@@ -112,6 +113,8 @@ struct LoadedIndex {
     writes: Mutex<crate::store::FeedPosition>,
     namespaces: RwLock<BTreeMap<String, Namespace>>,
     spec: IndexSpec,
+    /// Upserts waiting for `writes`, written together by whichever takes it (`upserts`).
+    upserts: upserts::WaitingUpserts,
 }
 
 /// Every index's vectors.
@@ -298,6 +301,7 @@ impl Vectors {
             writes: Mutex::new(position),
             namespaces: RwLock::new(namespaces),
             spec,
+            upserts: upserts::WaitingUpserts::default(),
         }))
     }
 
@@ -347,55 +351,7 @@ impl Vectors {
             return Ok(());
         }
         let state = self.loaded(index).await?;
-        let mut position = state.writes.lock().await;
-        self.catch_up(index.id, &state, &mut position).await?;
-        let stored = {
-            let namespaces = read(&state.namespaces);
-            let existing = namespaces.get(namespace);
-            let total: usize = namespaces.values().map(Namespace::len).sum();
-            let mut next = existing.map_or(1, Namespace::next_sequence);
-            let mut new_ids = std::collections::HashSet::new();
-            let mut stored = Vec::with_capacity(records.len());
-            for record in records {
-                let sequence = match existing.and_then(|n| n.sequence_of(&record.id)) {
-                    Some(sequence) => sequence,
-                    None => {
-                        new_ids.insert(record.id.clone());
-                        next += 1;
-                        next - 1
-                    }
-                };
-                stored.push(StoredRecord { sequence, record });
-            }
-            let max = index.limits.max_vector_count;
-            if !max.allows((total + new_ids.len()) as u64) {
-                return Err(VectorError::LimitExceeded(format!(
-                    "the index may hold at most {max} vectors on its plan; it holds {total} and this request adds {}",
-                    new_ids.len()
-                )));
-            }
-            stored
-        };
-        self.commit(
-            index.id,
-            &mut position,
-            vec![Change::Put {
-                namespace: namespace.to_owned(),
-                records: stored.clone(),
-            }],
-        )
-        .await?;
-        {
-            let mut namespaces = write(&state.namespaces);
-            let target = namespaces
-                .entry(namespace.to_owned())
-                .or_insert_with(|| Namespace::new(&index.spec));
-            for record in stored {
-                target.put(record);
-            }
-        }
-        self.indexing.notify_one();
-        Ok(())
+        self.upsert_checked(index, &state, namespace, records).await
     }
 
     /// Refuses a request that writes more records than the plan allows.

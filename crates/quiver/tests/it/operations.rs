@@ -223,12 +223,12 @@ async fn listed_origins_are_echoed_and_others_are_refused_by_name() {
 }
 
 /// The value of the sample `name{labels}` in a metrics page, if it is there.
-fn sample(page: &str, series: &str) -> Option<f64> {
+pub(crate) fn sample(page: &str, series: &str) -> Option<f64> {
     page.lines()
         .find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
 }
 
-async fn metrics_page(server: &TestServer) -> String {
+pub(crate) async fn metrics_page(server: &TestServer) -> String {
     let answer = server.client().get(server.url("/metrics")).send().await.unwrap();
     assert_eq!(answer.status(), StatusCode::OK);
     assert!(

@@ -656,6 +656,60 @@ async fn vectors_survive_a_restart_and_go_with_their_index() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upserts_that_arrive_together_are_written_together_and_each_is_kept() {
+    use crate::operations::{metrics_page, sample};
+
+    let mut server = TestServer::embedded().await;
+    let idx = dense(&server, "COSINE", 2).await;
+    let commits =
+        |page: &str| sample(page, "quiver_store_commit_writes_count{database=\"vectors.db\"}").unwrap_or(0.0);
+    let before = commits(&metrics_page(&server).await);
+    // 80 clients upsert one vector each at once: v0 to v63, and v0 to v15 again with metadata.
+    let mut clients = Vec::new();
+    for i in 0..80 {
+        let request = server
+            .vector(&idx.token, Method::POST, "/upsert")
+            .json(&if i < 64 {
+                json!({"id": format!("v{i}"), "vector": [1.0, i as f32]})
+            } else {
+                json!({"id": format!("v{}", i - 64), "vector": [1.0, (i - 64) as f32], "metadata": {"again": true}})
+            });
+        clients.push(tokio::spawn(
+            async move { request.send().await.unwrap().status() },
+        ));
+    }
+    for client in clients {
+        assert_eq!(client.await.unwrap(), StatusCode::OK);
+    }
+    let written = commits(&metrics_page(&server).await) - before;
+    assert!(
+        written < 40.0,
+        "80 upserts arriving together took {written} commits of the vector store"
+    );
+    let info = ok(&server, &idx, "/info", Value::Null).await;
+    assert_eq!(info["vectorCount"], 64);
+    server.restart().await;
+    let page = ok(
+        &server,
+        &idx,
+        "/range",
+        json!({"cursor": "", "limit": 100, "includeMetadata": true}),
+    )
+    .await;
+    let mut ids: Vec<String> = page["vectors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["id"].as_str().unwrap().to_owned())
+        .collect();
+    ids.sort();
+    let mut expected: Vec<String> = (0..64).map(|i| format!("v{i}")).collect();
+    expected.sort();
+    assert_eq!(ids, expected, "every acknowledged upsert is stored, each id once");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acknowledged_vectors_are_queryable_at_once_and_the_graph_catches_up() {
     let server = TestServer::embedded().await;
     let idx = dense(&server, "COSINE", 2).await;
