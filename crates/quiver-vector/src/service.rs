@@ -324,7 +324,7 @@ impl Vectors {
     /// # Errors
     /// Wrong dimension (422), wrong parts, malformed sparse vectors or metadata (400), plan limits, store.
     pub async fn upsert(
-        &self,
+        self: &Arc<Self>,
         index: &IndexRef,
         namespace: &str,
         records: Vec<Record>,
@@ -337,7 +337,7 @@ impl Vectors {
     }
 
     async fn upsert_once(
-        &self,
+        self: &Arc<Self>,
         index: &IndexRef,
         namespace: &str,
         records: Vec<Record>,
@@ -351,7 +351,7 @@ impl Vectors {
             return Ok(());
         }
         let state = self.loaded(index).await?;
-        self.upsert_checked(index, &state, namespace, records).await
+        self.upsert_checked(index, state, namespace, records).await
     }
 
     /// Refuses a request that writes more records than the plan allows.
@@ -372,7 +372,7 @@ impl Vectors {
     /// # Errors
     /// An index without models, a model that is not installed, and whatever [`Vectors::upsert`] refuses.
     pub async fn upsert_data(
-        &self,
+        self: &Arc<Self>,
         index: &IndexRef,
         namespace: &str,
         mut records: Vec<Record>,

@@ -5,10 +5,12 @@
 //! the lock, and whoever takes the lock writes every upsert waiting then as one write (one commit, one
 //! entry of the feed), in the order they arrived, and answers each. Each keeps its own checks and
 //! answer: the plan's vector count is counted as if they ran one after another, and one that would go
-//! beyond it is refused alone. An upsert whose caller goes away before its write starts is withdrawn.
+//! beyond it is refused alone. The write runs as a task of its own, so a caller that goes away (a client
+//! that disconnects) cancels neither its upsert nor the others written with it: each is committed and
+//! put in memory, or neither, and every caller still waiting gets its answer.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use quiver_core::StoreError;
 use quiver_core::plan::Limit;
@@ -22,7 +24,6 @@ use crate::store::Change;
 
 /// An upsert waiting for its index's lock.
 struct Waiting {
-    ticket: u64,
     namespace: String,
     records: Vec<Record>,
     max_vector_count: Limit,
@@ -32,7 +33,6 @@ struct Waiting {
 /// One index's upserts waiting for its lock, in arrival order.
 #[derive(Default)]
 pub(super) struct WaitingUpserts {
-    next_ticket: AtomicU64,
     waiting: std::sync::Mutex<Vec<Waiting>>,
 }
 
@@ -51,20 +51,6 @@ impl WaitingUpserts {
     }
 }
 
-/// Takes an upsert off the waiting list when its caller goes away before any write took it.
-struct Withdraw<'a> {
-    upserts: &'a WaitingUpserts,
-    ticket: u64,
-}
-
-impl Drop for Withdraw<'_> {
-    fn drop(&mut self) {
-        self.upserts
-            .lock()
-            .retain(|waiting| waiting.ticket != self.ticket);
-    }
-}
-
 /// The same failure for each upsert of a write that failed as a whole: a store error as it is (a
 /// conflict with another node's write is retried by each), anything else by its message.
 fn shared(error: &VectorError) -> VectorError {
@@ -79,34 +65,28 @@ impl Vectors {
     /// Writes checked, non-empty `records` to `namespace` of a loaded index, together with the upserts
     /// to it waiting at the same time.
     pub(super) async fn upsert_checked(
-        &self,
+        self: &Arc<Self>,
         index: &IndexRef,
-        state: &LoadedIndex,
+        state: Arc<LoadedIndex>,
         namespace: &str,
         records: Vec<Record>,
     ) -> Result<(), VectorError> {
         let (reply, answer) = oneshot::channel();
-        let ticket = state.upserts.next_ticket.fetch_add(1, Ordering::Relaxed);
         state.upserts.lock().push(Waiting {
-            ticket,
             namespace: namespace.to_owned(),
             records,
             max_vector_count: index.limits.max_vector_count,
             reply,
         });
-        let withdraw = Withdraw {
-            upserts: &state.upserts,
-            ticket,
-        };
-        {
+        let (vectors, index) = (Arc::clone(self), index.clone());
+        tokio::spawn(async move {
             let mut position = state.writes.lock().await;
             let taken = std::mem::take(&mut *state.upserts.lock());
+            // Empty when the write before took this upsert along.
             if !taken.is_empty() {
-                self.write_upserts(index, state, &mut position, taken).await;
+                vectors.write_upserts(&index, &state, &mut position, taken).await;
             }
-        }
-        drop(withdraw);
-        // Written by this call or by the one that held the lock when this one arrived.
+        });
         answer
             .await
             .unwrap_or(Err(VectorError::Store(StoreError::Closed)))
@@ -140,7 +120,6 @@ impl Vectors {
                     records,
                     max_vector_count: max,
                     reply,
-                    ..
                 } = waiting;
                 let existing = namespaces.get(&namespace);
                 let (next, ours) = given
