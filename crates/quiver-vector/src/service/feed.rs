@@ -43,7 +43,7 @@ where
 }
 
 /// Applies one change of the feed to memory, as the store applied it.
-fn apply_change(namespaces: &mut BTreeMap<String, Namespace>, spec: &IndexSpec, change: Change) {
+pub(super) fn apply_change(namespaces: &mut BTreeMap<String, Namespace>, spec: &IndexSpec, change: Change) {
     match change {
         Change::Put { namespace, records } => {
             let target = namespaces

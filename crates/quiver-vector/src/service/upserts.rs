@@ -166,15 +166,7 @@ impl Vectors {
         if written.is_ok() {
             let mut namespaces = write(&state.namespaces);
             for change in changes {
-                let Change::Put { namespace, records } = change else {
-                    continue;
-                };
-                let target = namespaces
-                    .entry(namespace)
-                    .or_insert_with(|| Namespace::new(&index.spec));
-                for record in records {
-                    target.put(record);
-                }
+                super::feed::apply_change(&mut namespaces, &state.spec, change);
             }
             drop(namespaces);
             self.indexing.notify_one();
