@@ -9,7 +9,7 @@ use quiver_core::clock::wall_clock_now;
 use quiver_core::secret::random_below;
 use quiver_core::{StoreError, Timestamp};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::observe::{DeliveryStats, InFlight};
 use tokio_util::sync::CancellationToken;
@@ -135,8 +135,7 @@ impl DeliveryWorker {
                 return;
             };
             deliveries.spawn(async move {
-                worker.deliver(message, Some(handed_over)).await;
-                drop(slot);
+                worker.deliver(message, Some(handed_over), slot).await;
             });
         });
         let _ = signals.handoff.set(crate::handoff::Handoff::new(
@@ -178,8 +177,7 @@ impl DeliveryWorker {
                 };
                 let worker = Arc::clone(&self);
                 tracker.spawn(async move {
-                    worker.deliver(message, None).await;
-                    drop(permit);
+                    worker.deliver(message, None, permit).await;
                 });
             }
             if batch_was_full {
@@ -418,13 +416,18 @@ impl DeliveryWorker {
         self.context.signals.wake_worker();
     }
 
-    /// Makes one attempt at `message` and applies its outcome. `handed_over`: the message came straight
-    /// from a publish at that time, and its ACTIVE event is still to be logged.
-    async fn deliver(&self, message: Message, handed_over: Option<Timestamp>) {
+    /// Makes one attempt at `message` in delivery `slot`, which is given back once the attempt is made,
+    /// and applies its outcome. `handed_over`: the message came straight from a publish at that time, and
+    /// its ACTIVE event is still to be logged.
+    async fn deliver(&self, message: Message, handed_over: Option<Timestamp>, slot: OwnedSemaphorePermit) {
         let stats = &self.context.signals.deliveries;
         let _in_flight = InFlight::start(stats);
         let started = std::time::Instant::now();
-        let (report, response, error) = match self.attempt(&message).await {
+        let attempted = self.attempt(&message).await;
+        // The slot bounds requests to destinations; the outcome's write waits in the store's queue
+        // without it, so the next claim does not wait for this commit (claims queue behind it anyway).
+        drop(slot);
+        let (report, response, error) = match attempted {
             Ok(attempted) => attempted,
             Err(reason) => {
                 DeliveryStats::count(&stats.postponed);
