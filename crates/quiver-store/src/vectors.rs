@@ -256,6 +256,52 @@ mod loading_tests {
         }
     }
 
+    /// The SQLite store, whose next write waits until the test lets it go once `armed`.
+    struct GatedApply {
+        inner: SqliteVectorStore,
+        armed: std::sync::atomic::AtomicBool,
+        open: Notify,
+        waiting: Notify,
+    }
+
+    #[async_trait]
+    impl VectorStore for GatedApply {
+        async fn load(&self, index: IndexId) -> StoreResult<Vec<(String, Vec<StoredRecord>)>> {
+            self.inner.load(index).await
+        }
+        async fn apply(&self, index: IndexId, changes: Vec<Change>) -> StoreResult<()> {
+            if self.armed.swap(false, std::sync::atomic::Ordering::SeqCst) {
+                self.waiting.notify_one();
+                self.open.notified().await;
+            }
+            self.inner.apply(index, changes).await
+        }
+        async fn drop_index(&self, index: IndexId) -> StoreResult<()> {
+            self.inner.drop_index(index).await
+        }
+    }
+
+    fn vectors_over(store: Arc<dyn VectorStore>) -> Arc<Vectors> {
+        Arc::new(Vectors::new(
+            store,
+            Arc::new(ManualClock::new(Timestamp::from_millis(1_000))),
+            Arc::new(quiver_embed::Embedders::new(
+                quiver_embed::ModelDir::new(std::env::temp_dir()),
+                1,
+            )),
+        ))
+    }
+
+    fn record(id: &str) -> Record {
+        Record {
+            id: id.into(),
+            vector: Some(vec![1.0, 0.0]),
+            sparse: None,
+            metadata: None,
+            data: None,
+        }
+    }
+
     fn index() -> IndexRef {
         IndexRef {
             id: IndexId::random(),
@@ -307,21 +353,7 @@ mod loading_tests {
             open: Notify::new(),
             waiting: Notify::new(),
         });
-        let vectors = Arc::new(Vectors::new(
-            Arc::clone(&store) as Arc<dyn VectorStore>,
-            Arc::new(ManualClock::new(Timestamp::from_millis(1_000))),
-            Arc::new(quiver_embed::Embedders::new(
-                quiver_embed::ModelDir::new(std::env::temp_dir()),
-                1,
-            )),
-        ));
-        let record = |id: &str| Record {
-            id: id.into(),
-            vector: Some(vec![1.0, 0.0]),
-            sparse: None,
-            metadata: None,
-            data: None,
-        };
+        let vectors = vectors_over(Arc::clone(&store) as Arc<dyn VectorStore>);
         let blocked = tokio::spawn({
             let (vectors, slow) = (Arc::clone(&vectors), slow.clone());
             async move { vectors.upsert(&slow, "", vec![record("a")]).await }
@@ -339,5 +371,60 @@ mod loading_tests {
         assert!(!blocked.is_finished());
         store.open.notify_one();
         blocked.await.unwrap().unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn upserts_written_together_are_each_held_to_the_plans_vector_count() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(GatedApply {
+            inner: SqliteVectorStore::open(dir.path(), &StorageConfig::default()).unwrap(),
+            armed: std::sync::atomic::AtomicBool::new(false),
+            open: Notify::new(),
+            waiting: Notify::new(),
+        });
+        let vectors = vectors_over(Arc::clone(&store) as Arc<dyn VectorStore>);
+        let mut small = index();
+        small.limits.max_vector_count = quiver_core::plan::Limit::AtMost(10);
+        vectors.upsert(&small, "", vec![record("first")]).await.unwrap();
+        // The next write holds the index until the test lets it go; the upserts sent meanwhile wait for
+        // it and are then written together.
+        store.armed.store(true, std::sync::atomic::Ordering::SeqCst);
+        let holding = tokio::spawn({
+            let (vectors, small) = (Arc::clone(&vectors), small.clone());
+            async move { vectors.upsert(&small, "", vec![record("second")]).await }
+        });
+        store.waiting.notified().await;
+        let mut waiting = Vec::new();
+        for n in 0..20 {
+            let (vectors, small) = (Arc::clone(&vectors), small.clone());
+            waiting.push(tokio::spawn(async move {
+                vectors
+                    .upsert(&small, "", vec![record(&format!("new-{n}"))])
+                    .await
+            }));
+        }
+        // Writing records the index holds already adds no vector, so it is never refused for the count.
+        let update = tokio::spawn({
+            let (vectors, small) = (Arc::clone(&vectors), small.clone());
+            async move { vectors.upsert(&small, "", vec![record("first")]).await }
+        });
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        store.open.notify_one();
+        holding.await.unwrap().unwrap();
+        update.await.unwrap().unwrap();
+        let (mut accepted, mut refused) = (0, 0);
+        for upsert in waiting {
+            match upsert.await.unwrap() {
+                Ok(()) => accepted += 1,
+                Err(quiver_vector::VectorError::LimitExceeded(_)) => refused += 1,
+                Err(other) => panic!("an upsert failed for another reason: {other}"),
+            }
+        }
+        assert_eq!(
+            (accepted, refused),
+            (8, 12),
+            "two vectors were held, the plan allows ten"
+        );
+        assert_eq!(vectors.info(&small).await.unwrap().vector_count, 10);
     }
 }
