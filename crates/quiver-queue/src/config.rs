@@ -18,7 +18,8 @@ pub struct QueueConfig {
     pub max_timeout_ms: u64,
     /// Longest delay a publish may ask for, in milliseconds.
     pub max_delay_ms: u64,
-    /// Deliveries in flight at once across the process.
+    /// Delivery attempts (requests to destinations) in flight at once in the process. An attempt's slot
+    /// is free again once its answer is read, while its outcome is being written.
     pub delivery_concurrency: usize,
     /// Messages claimed per database round trip.
     pub claim_batch: usize,
