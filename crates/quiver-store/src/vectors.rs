@@ -219,6 +219,7 @@ impl VectorStore for SqliteVectorStore {
 #[cfg(test)]
 mod loading_tests {
     use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
 
     use quiver_core::clock::ManualClock;
     use quiver_core::index::{IndexType, SimilarityFunction};
@@ -231,48 +232,44 @@ mod loading_tests {
 
     use super::*;
 
-    /// The SQLite store, whose load of one index waits until the test lets it go.
-    struct GatedLoad {
+    /// The SQLite store, whose load of index `load_of`, and next write once `apply_armed` is set, wait
+    /// until the test lets them go.
+    struct Gated {
         inner: SqliteVectorStore,
-        gated: IndexId,
+        load_of: Option<IndexId>,
+        apply_armed: AtomicBool,
         open: Notify,
         waiting: Notify,
     }
 
+    impl Gated {
+        fn new(dir: &std::path::Path, load_of: Option<IndexId>) -> Gated {
+            Gated {
+                inner: SqliteVectorStore::open(dir, &StorageConfig::default()).unwrap(),
+                load_of,
+                apply_armed: AtomicBool::new(false),
+                open: Notify::new(),
+                waiting: Notify::new(),
+            }
+        }
+
+        async fn wait_for_the_test(&self) {
+            self.waiting.notify_one();
+            self.open.notified().await;
+        }
+    }
+
     #[async_trait]
-    impl VectorStore for GatedLoad {
+    impl VectorStore for Gated {
         async fn load(&self, index: IndexId) -> StoreResult<Vec<(String, Vec<StoredRecord>)>> {
-            if index == self.gated {
-                self.waiting.notify_one();
-                self.open.notified().await;
+            if self.load_of == Some(index) {
+                self.wait_for_the_test().await;
             }
             self.inner.load(index).await
         }
         async fn apply(&self, index: IndexId, changes: Vec<Change>) -> StoreResult<()> {
-            self.inner.apply(index, changes).await
-        }
-        async fn drop_index(&self, index: IndexId) -> StoreResult<()> {
-            self.inner.drop_index(index).await
-        }
-    }
-
-    /// The SQLite store, whose next write waits until the test lets it go once `armed`.
-    struct GatedApply {
-        inner: SqliteVectorStore,
-        armed: std::sync::atomic::AtomicBool,
-        open: Notify,
-        waiting: Notify,
-    }
-
-    #[async_trait]
-    impl VectorStore for GatedApply {
-        async fn load(&self, index: IndexId) -> StoreResult<Vec<(String, Vec<StoredRecord>)>> {
-            self.inner.load(index).await
-        }
-        async fn apply(&self, index: IndexId, changes: Vec<Change>) -> StoreResult<()> {
-            if self.armed.swap(false, std::sync::atomic::Ordering::SeqCst) {
-                self.waiting.notify_one();
-                self.open.notified().await;
+            if self.apply_armed.swap(false, Ordering::SeqCst) {
+                self.wait_for_the_test().await;
             }
             self.inner.apply(index, changes).await
         }
@@ -347,12 +344,7 @@ mod loading_tests {
     async fn a_cold_load_of_one_index_does_not_hold_up_another() {
         let dir = tempfile::tempdir().unwrap();
         let (slow, fast) = (index(), index());
-        let store = Arc::new(GatedLoad {
-            inner: SqliteVectorStore::open(dir.path(), &StorageConfig::default()).unwrap(),
-            gated: slow.id,
-            open: Notify::new(),
-            waiting: Notify::new(),
-        });
+        let store = Arc::new(Gated::new(dir.path(), Some(slow.id)));
         let vectors = vectors_over(Arc::clone(&store) as Arc<dyn VectorStore>);
         let blocked = tokio::spawn({
             let (vectors, slow) = (Arc::clone(&vectors), slow.clone());
@@ -376,19 +368,14 @@ mod loading_tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn upserts_written_together_are_each_held_to_the_plans_vector_count() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Arc::new(GatedApply {
-            inner: SqliteVectorStore::open(dir.path(), &StorageConfig::default()).unwrap(),
-            armed: std::sync::atomic::AtomicBool::new(false),
-            open: Notify::new(),
-            waiting: Notify::new(),
-        });
+        let store = Arc::new(Gated::new(dir.path(), None));
         let vectors = vectors_over(Arc::clone(&store) as Arc<dyn VectorStore>);
         let mut small = index();
         small.limits.max_vector_count = quiver_core::plan::Limit::AtMost(10);
         vectors.upsert(&small, "", vec![record("first")]).await.unwrap();
         // The next write holds the index until the test lets it go; the upserts sent meanwhile wait for
         // it and are then written together.
-        store.armed.store(true, std::sync::atomic::Ordering::SeqCst);
+        store.apply_armed.store(true, Ordering::SeqCst);
         let holding = tokio::spawn({
             let (vectors, small) = (Arc::clone(&vectors), small.clone());
             async move { vectors.upsert(&small, "", vec![record("second")]).await }

@@ -124,8 +124,8 @@ pub(crate) async fn insert_messages(
             .await
             .map_err(TxError::from)
     };
-    // Both statements go out before either answer comes back: the connection runs them in order, in one
-    // round trip instead of two.
+    // Both statements go out before either answer comes back (once prepared, as the connection keeps
+    // them): the server runs them in order, in one round trip instead of two.
     futures_util::future::try_join(insert, append_events(transaction, &events)).await?;
     // The latest publish of a key sets its limits; keys are written in order, so that two batches
     // sharing keys never wait for each other in a circle.
@@ -388,7 +388,7 @@ async fn apply_attempts(t: &Transaction<'_>, records: &[AttemptRecord], node: i3
         }
         Ok::<(), TxError>(())
     };
-    // The deletion and the events go out before either answer comes back, in one round trip.
+    // The deletion and the events go out before either answer comes back, in one round trip (as above).
     futures_util::future::try_join(delete, append_events(t, &events)).await?;
     for record in &present {
         let message = &record.message;
