@@ -4,7 +4,7 @@ dead letters by default.
 
 Starts `quiver serve --dev` on a scratch directory and publishes messages (in batches of 100) to a closed
 local port with `Svc-Retries: 0`, so each fails at once, leaving four real events (CREATED, ACTIVE, ERROR,
-FAILED) and a dead letter. It stops the server and copies those rows inside `queue.db` (new seqs, message
+FAILED, kept in two rows) and a dead letter. It stops the server and copies those rows inside `queue.db` (new seqs, message
 ids and dead-letter ids; everything else byte for byte) until the log holds --events events and the DLQ
 --dead-letters dead letters, starts the server again, and times reads through the API, each five times:
 the newest page of the log, the log filtered by one message id and by state, and the newest page of the
@@ -52,9 +52,12 @@ def stop(server):
 
 
 def count(directory, table):
+    """Rows of `table`; for `events`, the events they stand for (a row may stand for an ACTIVE and a
+    CREATED event besides its own)."""
+    what = "COUNT(*) + COUNT(active_at) + COUNT(created_seq)" if table == "events" else "COUNT(*)"
     db = sqlite3.connect(f"file:{directory}/queue.db?mode=ro", uri=True)
     try:
-        return db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+        return db.execute(f"SELECT {what} FROM {table}").fetchone()[0]
     finally:
         db.close()
 
@@ -63,16 +66,19 @@ def grow(directory, events, dead_letters):
     """Copies the seeded rows until the tables hold `events` and `dead_letters` rows."""
     db = sqlite3.connect(f"{directory}/queue.db")
     db.execute("PRAGMA journal_mode = WAL")
-    seed_events = db.execute("SELECT COUNT(*), MAX(seq), MAX(time) - MIN(time) + 1 FROM events").fetchone()
+    seed_events = db.execute(
+        """SELECT COUNT(*) + COUNT(active_at) + COUNT(created_seq), MAX(seq),
+               MAX(time) - MIN(COALESCE(created_at, time)) + 1 FROM events""").fetchone()
     n, top, span = seed_events
     copies = events // n - 1
     started = time.time()
     for k in range(1, copies + 1):
         db.execute(
             """INSERT INTO events (account_id, seq, message_id, time, state, url, topic_name, queue_name,
-                   schedule_id, labels, spec, detail)
+                   schedule_id, labels, spec, detail, active_at, created_seq, created_at)
                SELECT account_id, seq + ?1 * ?2, message_id || printf('x%07d', ?1), time + ?1 * ?3, state, url,
-                   topic_name, queue_name, schedule_id, labels, spec, detail
+                   topic_name, queue_name, schedule_id, labels, spec, detail, active_at + ?1 * ?3,
+                   created_seq + ?1 * ?2, created_at + ?1 * ?3
                FROM events WHERE seq <= ?2""",
             (k, top, span))
         if k % 50 == 0:
@@ -140,6 +146,8 @@ def main():
             ("events: one message id (newest)", timed(connection, f"/v2/events?messageId={some_id}")[0]),
             ("events: one message id (oldest)", timed(connection, f"/v2/events?messageId={oldest_id}")[0]),
             ("events: state=FAILED", timed(connection, "/v2/events?state=FAILED")[0]),
+            ("events: state=ACTIVE", timed(connection, "/v2/events?state=ACTIVE")[0]),
+            ("events: state=CREATED", timed(connection, "/v2/events?state=CREATED")[0]),
             ("dlq: newest page", timed(connection, "/v2/dlq")[0]),
             ("dlq: url filter", timed(connection, "/v2/dlq?url=http://127.0.0.1:9/x")[0]),
         ]

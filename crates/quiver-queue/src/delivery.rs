@@ -135,7 +135,7 @@ impl DeliveryWorker {
                 return;
             };
             deliveries.spawn(async move {
-                worker.deliver(message, Some(handed_over), slot).await;
+                worker.deliver(message, handed_over, slot).await;
             });
         });
         let _ = signals.handoff.set(crate::handoff::Handoff::new(
@@ -177,7 +177,7 @@ impl DeliveryWorker {
                 };
                 let worker = Arc::clone(&self);
                 tracker.spawn(async move {
-                    worker.deliver(message, None, permit).await;
+                    worker.deliver(message, now, permit).await;
                 });
             }
             if batch_was_full {
@@ -374,14 +374,13 @@ impl DeliveryWorker {
 
     /// Puts off an attempt that could not be made: the message is due again in [`POSTPONE`] with its
     /// retries untouched, and the log says why.
-    async fn postpone(&self, message: Message, handed_over: Option<Timestamp>, reason: String) {
+    async fn postpone(&self, message: Message, started: Timestamp, reason: String) {
         let now = self.context.now();
         let at = now.saturating_add(POSTPONE);
         warn!(message.id = %message.id, %reason, "delivery put off");
         let id = message.id.clone();
-        let mut events = Vec::with_capacity(3);
-        events.extend(handed_over.map(active));
-        events.extend([
+        let events = vec![
+            active(started),
             NewEvent {
                 time: now,
                 state: MessageState::Error,
@@ -398,7 +397,7 @@ impl DeliveryWorker {
                     ..EventDetail::default()
                 },
             },
-        ]);
+        ];
         let record = AttemptRecord {
             resolution: AttemptResolution::Retry {
                 retried: message.retried,
@@ -417,12 +416,12 @@ impl DeliveryWorker {
     }
 
     /// Makes one attempt at `message` in delivery `slot`, which is given back once the attempt is made,
-    /// and applies its outcome. `handed_over`: the message came straight from a publish at that time, and
-    /// its ACTIVE event is still to be logged.
-    async fn deliver(&self, message: Message, handed_over: Option<Timestamp>, slot: OwnedSemaphorePermit) {
+    /// and applies its outcome. `started`: when the message was claimed or handed over by a publish; its
+    /// ACTIVE event is logged with the outcome, at that time (see `DeliveryStore::claim_due`).
+    async fn deliver(&self, message: Message, started: Timestamp, slot: OwnedSemaphorePermit) {
         let stats = &self.context.signals.deliveries;
         let _in_flight = InFlight::start(stats);
-        let started = std::time::Instant::now();
+        let attempt_began = std::time::Instant::now();
         let attempted = self.attempt(&message).await;
         // The slot bounds requests to destinations; the outcome's write waits in the store's queue
         // without it, so the next claim does not wait for this commit (claims queue behind it anyway).
@@ -431,10 +430,10 @@ impl DeliveryWorker {
             Ok(attempted) => attempted,
             Err(reason) => {
                 DeliveryStats::count(&stats.postponed);
-                return self.postpone(message, handed_over, reason).await;
+                return self.postpone(message, started, reason).await;
             }
         };
-        stats.attempt_durations.observe_duration(started.elapsed());
+        stats.attempt_durations.observe_duration(attempt_began.elapsed());
         let now = self.context.now();
         let spec = &message.spec;
         let outcome = decide(
@@ -466,7 +465,7 @@ impl DeliveryWorker {
             state,
             detail,
         };
-        let mut events: Vec<NewEvent> = handed_over.map(active).into_iter().collect();
+        let mut events: Vec<NewEvent> = vec![active(started)];
         let mut follow_ups: Vec<NewMessage> = Vec::new();
         let reports_to_callbacks = spec.kind == MessageKind::Publish;
         if reports_to_callbacks && let Some(callback) = &spec.callback {

@@ -84,6 +84,11 @@ pub const QUEUE: &[Migration] = &[
         name: "failure-callback state of dead letters",
         sql: include_str!("../migrations/queue/0010_failure_callback_state.sql"),
     },
+    Migration {
+        version: 11,
+        name: "an attempt's ACTIVE and its message's CREATED event in the outcome's row",
+        sql: include_str!("../migrations/queue/0011_delivery_in_one_row.sql"),
+    },
 ];
 
 /// The schema of `vectors.db` (namespaces and vectors of every index).
@@ -217,8 +222,12 @@ mod tests {
     #[tokio::test]
     async fn a_message_pending_across_the_upgrade_keeps_its_one_created_event_in_its_place() {
         use quiver_core::{AccountId, Timestamp};
-        use quiver_queue::message::{Message, MessageId, MessageSpec, NewMessage};
-        use quiver_queue::store::{DeliveryStore, EventLogStore, Filter, MessageStore};
+        use quiver_queue::message::{
+            EventDetail, Message, MessageId, MessageSpec, MessageState, NewEvent, NewMessage,
+        };
+        use quiver_queue::store::{
+            AttemptRecord, AttemptResolution, DeliveryStore, EventLogStore, Filter, MessageStore,
+        };
 
         let dir = tempfile::tempdir().unwrap();
         let account = AccountId::random();
@@ -293,18 +302,43 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(claimed.len(), 2);
-        let mut after = log().await;
-        let actives = after
-            .drain(..2)
-            .map(|(seq, _, state)| (seq, state))
-            .collect::<Vec<_>>();
-        assert_eq!(actives, [(4, "ACTIVE"), (3, "ACTIVE")]);
         assert_eq!(
-            after,
+            log().await,
             [
                 (2, "msg_new".to_owned(), "CREATED"),
                 (1, "msg_old".to_owned(), "CREATED")
-            ]
+            ],
+            "a claim writes nothing to the log"
+        );
+        for id in ["msg_old", "msg_new"] {
+            let message = claimed.iter().find(|m| m.id.0 == id).unwrap().clone();
+            let logged = |state| NewEvent {
+                time: now,
+                state,
+                detail: EventDetail::default(),
+            };
+            store
+                .record_attempt(AttemptRecord {
+                    message,
+                    resolution: AttemptResolution::Finished { dead_letter: None },
+                    events: vec![logged(MessageState::Active), logged(MessageState::Delivered)],
+                    follow_ups: Vec::new(),
+                    failure_callback_report: None,
+                })
+                .await
+                .unwrap();
+        }
+        assert_eq!(
+            log().await,
+            [
+                (6, "msg_new".to_owned(), "DELIVERED"),
+                (5, "msg_new".to_owned(), "ACTIVE"),
+                (4, "msg_old".to_owned(), "DELIVERED"),
+                (3, "msg_old".to_owned(), "ACTIVE"),
+                (2, "msg_new".to_owned(), "CREATED"),
+                (1, "msg_old".to_owned(), "CREATED")
+            ],
+            "each CREATED event once, in its place"
         );
     }
 }

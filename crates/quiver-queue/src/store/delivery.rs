@@ -30,7 +30,7 @@ pub struct AttemptRecord {
     pub message: Message,
     /// What happens to it.
     pub resolution: AttemptResolution,
-    /// Log lines (ERROR, RETRY, DELIVERED, FAILED).
+    /// Log lines: ACTIVE (when the attempt began), then ERROR, RETRY, DELIVERED or FAILED.
     pub events: Vec<NewEvent>,
     /// Callback messages to start.
     pub follow_ups: Vec<NewMessage>,
@@ -42,9 +42,11 @@ pub struct AttemptRecord {
 /// durable when it returns.
 #[async_trait]
 pub trait DeliveryStore: Send + Sync + 'static {
-    /// Leases up to `limit` messages due at or before `now` until `lease_until`, recording ACTIVE for
-    /// each. An expired lease makes a message due again. Messages stored leased (see
-    /// `NewMessage::leased_until`) are not due until their lease ends.
+    /// Leases up to `limit` messages due at or before `now` until `lease_until`. The log is not written:
+    /// the attempt's record carries its ACTIVE event (with the claim's time) along with its outcome, so a
+    /// delivery costs the log one write, and an attempt cut off by a crash is not logged. An expired
+    /// lease makes a message due again. Messages stored leased (see `NewMessage::leased_until`) are not
+    /// due until their lease ends.
     async fn claim_due(
         &self,
         now: Timestamp,

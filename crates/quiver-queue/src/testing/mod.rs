@@ -72,6 +72,7 @@ pub async fn message_stores(store: &dyn QueueStore) {
     the_depth_counts_pending_and_due_messages(store).await;
     dead_letters_page_newest_first_and_are_retried_or_deleted_once(store).await;
     the_events_log_pages_newest_first(store).await;
+    an_attempts_events_list_in_the_order_written_under_every_filter_and_cursor(store).await;
     keys_and_waiters::flow_control_keys_hold_their_limits_across_claims(store).await;
     keys_and_waiters::pruning_takes_old_finished_history_and_keeps_the_rest(store).await;
     keys_and_waiters::a_retention_round_goes_to_one_caller_until_the_next(store).await;
@@ -193,8 +194,8 @@ async fn only_due_messages_are_claimed_and_a_lease_holds_until_it_expires(store:
     );
     assert_eq!(
         states(store, account, &ids[0]).await,
-        [MessageState::Created, MessageState::Active, MessageState::Active],
-        "each claim records ACTIVE"
+        [MessageState::Created],
+        "a claim writes nothing to the log: the attempt's record logs ACTIVE"
     );
     let limited = store
         .claim_due(at(7_200), 1, at(7_300))
@@ -351,7 +352,10 @@ async fn a_message_stored_leased_waits_for_its_holder_and_logs_its_start_with_it
         .expect("the retried message is due again after its retry delay");
     assert_eq!((again.id.clone(), again.retried), (retried.message.id.clone(), 1));
     for (new, claimed) in [(&retried, again), (&lapsed, lapsed.message.clone())] {
-        let mut record = finish(new, vec![event(MessageState::Delivered)]);
+        let mut record = finish(
+            new,
+            vec![started(MessageState::Active), event(MessageState::Delivered)],
+        );
         record.message = claimed;
         store
             .record_attempt(record)
@@ -387,7 +391,11 @@ async fn an_attempt_record_applies_its_resolution_events_and_follow_ups_together
                 retried: 1,
                 at: at(6_000),
             },
-            events: vec![event(MessageState::Error), event(MessageState::Retry)],
+            events: vec![
+                event(MessageState::Active),
+                event(MessageState::Error),
+                event(MessageState::Retry),
+            ],
             follow_ups: vec![message(account, "https://example.com/callback", at(0))],
             failure_callback_report: None,
         })
@@ -447,7 +455,11 @@ async fn an_attempt_record_applies_its_resolution_events_and_follow_ups_together
             resolution: AttemptResolution::Finished {
                 dead_letter: Some(Box::new(dead.clone())),
             },
-            events: vec![event(MessageState::Error), event(MessageState::Failed)],
+            events: vec![
+                event(MessageState::Active),
+                event(MessageState::Error),
+                event(MessageState::Failed),
+            ],
             follow_ups: Vec::new(),
             failure_callback_report: None,
         })
@@ -744,4 +756,206 @@ async fn the_events_log_pages_newest_first(store: &dyn QueueStore) {
     let mut newest_first = ids.clone();
     newest_first.reverse();
     assert_eq!(seen, newest_first, "every event once, newest first");
+}
+
+/// However a store keeps an attempt's events (a backend may keep several in one row), they list as
+/// written: newest first, each once across pages of any size, under state and time filters.
+async fn an_attempts_events_list_in_the_order_written_under_every_filter_and_cursor(store: &dyn QueueStore) {
+    let account = AccountId::random();
+    let urls = [
+        "https://example.com/a/delivered",
+        "https://example.com/a/retried",
+        "https://example.com/a/failed",
+        "https://example.com/a/cancelled",
+    ];
+    let due = [at(0), at(0), at(0), at(3_600)];
+    let ids = enqueue(
+        store,
+        urls.iter()
+            .zip(due)
+            .map(|(url, due)| message(account, url, due))
+            .collect(),
+    )
+    .await;
+    let claimed = store
+        .claim_due(at(10), 1_000, at(100))
+        .await
+        .expect("claim succeeds");
+    let claimed = |url: &str| {
+        claimed
+            .iter()
+            .find(|m| m.spec.url == url)
+            .expect("each message is claimed")
+            .clone()
+    };
+    let logged = |state, seconds| NewEvent {
+        time: at(seconds),
+        state,
+        detail: EventDetail::default(),
+    };
+    let failed = |seconds| NewEvent {
+        time: at(seconds),
+        state: MessageState::Error,
+        detail: EventDetail {
+            error: Some("destination answered 500".into()),
+            response_status: Some(500),
+            ..EventDetail::default()
+        },
+    };
+    let records = [
+        (
+            claimed(urls[0]),
+            AttemptResolution::Finished { dead_letter: None },
+            vec![
+                logged(MessageState::Active, 10),
+                logged(MessageState::Delivered, 11),
+            ],
+        ),
+        (
+            claimed(urls[1]),
+            AttemptResolution::Retry {
+                retried: 1,
+                at: at(3_600),
+            },
+            vec![
+                logged(MessageState::Active, 10),
+                failed(12),
+                logged(MessageState::Retry, 12),
+            ],
+        ),
+        (
+            claimed(urls[2]),
+            AttemptResolution::Finished { dead_letter: None },
+            vec![
+                logged(MessageState::Active, 10),
+                failed(13),
+                logged(MessageState::Failed, 13),
+            ],
+        ),
+    ];
+    for (message, resolution, events) in records {
+        store
+            .record_attempt(AttemptRecord {
+                message,
+                resolution,
+                events,
+                follow_ups: Vec::new(),
+                failure_callback_report: None,
+            })
+            .await
+            .expect("the outcome is applied");
+    }
+    let cancelled = store
+        .cancel(
+            account,
+            Some(vec![ids[3].clone()]),
+            CancelFilter::default(),
+            None,
+            at(14),
+        )
+        .await
+        .expect("cancel succeeds");
+    assert_eq!(cancelled, 1);
+    use MessageState::{Active, CancelRequested, Canceled, Created, Delivered, Error, Failed, Retry};
+    let expected = [
+        (3, Canceled, 14),
+        (3, CancelRequested, 14),
+        (2, Failed, 13),
+        (2, Error, 13),
+        (2, Active, 10),
+        (1, Retry, 12),
+        (1, Error, 12),
+        (1, Active, 10),
+        (0, Delivered, 11),
+        (0, Active, 10),
+        (3, Created, 0),
+        (2, Created, 0),
+        (1, Created, 0),
+        (0, Created, 0),
+    ];
+    let list = |filter: Filter, size: usize| async move {
+        let mut seen = Vec::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let page = store
+                .events(account, &filter, cursor.as_deref(), size)
+                .await
+                .expect("events succeed");
+            assert!(page.items.len() <= size, "a page holds at most its count");
+            seen.extend(page.items);
+            match page.cursor {
+                Some(next) => cursor = Some(next),
+                None => break seen,
+            }
+        }
+    };
+    let wanted = |keep: &dyn Fn(usize, MessageState, u64) -> bool| {
+        expected
+            .iter()
+            .filter(|(n, state, seconds)| keep(*n, *state, *seconds))
+            .map(|(n, state, seconds)| (ids[*n].clone(), *state, at(*seconds), urls[*n].to_owned()))
+            .collect::<Vec<_>>()
+    };
+    let read = |events: Vec<crate::message::Event>| {
+        events
+            .into_iter()
+            .map(|e| (e.message_id, e.state, e.time, e.spec.url))
+            .collect::<Vec<_>>()
+    };
+    for size in [1, 2, 3, 100] {
+        assert_eq!(
+            read(list(Filter::default(), size).await),
+            wanted(&|_, _, _| true),
+            "every event once, newest first, in pages of {size}"
+        );
+    }
+    let error = list(
+        Filter {
+            states: vec![Error],
+            ..Filter::default()
+        },
+        100,
+    )
+    .await;
+    assert_eq!(
+        error.iter().map(|e| e.detail.response_status).collect::<Vec<_>>(),
+        [Some(500), Some(500)],
+        "an event keeps its detail"
+    );
+    for states in [
+        vec![Active],
+        vec![Created],
+        vec![Active, Delivered],
+        vec![Created, Failed],
+        vec![Canceled, Retry],
+    ] {
+        let filter = Filter {
+            states: states.clone(),
+            ..Filter::default()
+        };
+        assert_eq!(
+            read(list(filter, 2).await),
+            wanted(&|_, state, _| states.contains(&state)),
+            "the events in states {states:?}"
+        );
+    }
+    let window = Filter {
+        from: Some(at(10)),
+        to: Some(at(11)),
+        ..Filter::default()
+    };
+    assert_eq!(
+        read(list(window, 2).await),
+        wanted(&|_, _, seconds| (10..=11).contains(&seconds)),
+        "the events within a time range"
+    );
+    let one = Filter {
+        message_ids: vec![ids[0].0.clone()],
+        ..Filter::default()
+    };
+    assert_eq!(
+        read(list(one, 1).await),
+        wanted(&|n, _, _| n == 0),
+        "the events of one message"
+    );
 }

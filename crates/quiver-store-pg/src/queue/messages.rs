@@ -684,13 +684,7 @@ impl DeliveryStore for PgQueueStore {
                             claim_keyed(t, now, room, lease_until, node).await?,
                         );
                     }
-                    let active = NewEvent {
-                        time: now,
-                        state: MessageState::Active,
-                        detail: EventDetail::default(),
-                    };
-                    let events: Vec<(&Message, &NewEvent)> = claimed.iter().map(|m| (m, &active)).collect();
-                    append_events(t, &events).await?;
+                    // ACTIVE goes to the log with the attempt's outcome (see `DeliveryStore::claim_due`).
                     Ok(claimed)
                 })
             })

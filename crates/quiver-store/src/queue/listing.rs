@@ -7,12 +7,8 @@ use quiver_queue::store::{Filter, LogPosition, Page};
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OptionalExtension, Row, params_from_iter};
 
+use crate::queue::log::EVENT_SPEC;
 use crate::queue::rows::read_error;
-
-/// A message's spec as an event row of `events e` reads it: CREATED events carry it, later events borrow
-/// their message's (see `EVENT_COLUMNS`).
-const EVENT_SPEC: &str = "COALESCE(spec, (SELECT c.spec FROM events c INDEXED BY events_by_message \
-     WHERE c.account_id = e.account_id AND c.message_id = e.message_id AND c.state = 'CREATED' LIMIT 1))";
 
 /// Builds `WHERE` conditions for a filter over the DLQ (`time_column` failed_at) or events (time). Each
 /// filter given is one condition, its values alternatives.
@@ -148,17 +144,37 @@ pub(crate) fn newest<T>(
     connection: &Connection,
     table: &str,
     columns: &str,
-    (conditions, mut values): (String, Vec<SqlValue>),
+    conditions: (String, Vec<SqlValue>),
     cursor: Option<&str>,
     count: usize,
     from_row: impl Fn(&Row<'_>) -> rusqlite::Result<(i64, T)>,
 ) -> StoreResult<Vec<(i64, T)>> {
+    let below = cursor.and_then(|c| c.parse::<i64>().ok());
+    newest_by(
+        connection,
+        (table, columns, "seq"),
+        conditions,
+        below,
+        count,
+        from_row,
+    )
+}
+
+/// As `newest`, ordered by the column `order` of `table`, whose values below `below` are read.
+pub(crate) fn newest_by<T>(
+    connection: &Connection,
+    (table, columns, order): (&str, &str, &str),
+    (conditions, mut values): (String, Vec<SqlValue>),
+    below: Option<i64>,
+    count: usize,
+    from_row: impl Fn(&Row<'_>) -> rusqlite::Result<(i64, T)>,
+) -> StoreResult<Vec<(i64, T)>> {
     let mut sql = format!("SELECT {columns} FROM {table} WHERE {conditions}");
-    if let Some(cursor) = cursor.and_then(|c| c.parse::<i64>().ok()) {
-        sql.push_str(" AND seq < ?");
-        values.push(SqlValue::Integer(cursor));
+    if let Some(below) = below {
+        sql.push_str(&format!(" AND {order} < ?"));
+        values.push(SqlValue::Integer(below));
     }
-    sql.push_str(" ORDER BY seq DESC LIMIT ?");
+    sql.push_str(&format!(" ORDER BY {order} DESC LIMIT ?"));
     values.push(SqlValue::Integer(i64::try_from(count + 1).unwrap_or(i64::MAX)));
     let mut statement = connection.prepare(&sql).map_err(read_error)?;
     let rows = statement

@@ -20,23 +20,34 @@ macro_rules! next_seq {
 }
 pub(crate) use next_seq;
 
-/// Writes one event of `message`: at `seq`, or else as the next in its account's log. Only CREATED carries
-/// the spec (`spec`, its stored JSON); later events find it by message id.
+/// The events a row stands for besides its own (see migration 11), with the default detail.
+#[derive(Clone, Copy, Default)]
+struct Carried {
+    /// ACTIVE at the row's seq - 1, at this time (millis).
+    active_at: Option<i64>,
+    /// The message's CREATED event: its seq, at the message's creation time.
+    created_seq: Option<i64>,
+}
+
+/// Writes one event of `message`: at `seq`, or else as the next in its account's log, with the events
+/// the row also stands for. A row that stands for CREATED carries the spec (`spec`, its stored JSON);
+/// other events find it by message id.
 fn write_event(
     connection: &Connection,
     message: &Message,
     labels: &str,
     (seq, spec): (Option<i64>, Option<&str>),
+    carried: Carried,
     event: &NewEvent,
 ) -> StoreResult<()> {
     let fields = &message.spec;
     connection
         .prepare_cached(concat!(
             "INSERT INTO events (account_id, seq, message_id, time, state, url, topic_name, queue_name,
-                 schedule_id, labels, spec, detail)
+                 schedule_id, labels, spec, detail, active_at, created_seq, created_at)
              VALUES (?1, COALESCE(?2, ",
             next_seq!(),
-            "), ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
+            "), ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"
         ))
         .and_then(|mut statement| {
             statement.execute(params![
@@ -52,6 +63,9 @@ fn write_event(
                 labels,
                 spec,
                 to_json(&event.detail).unwrap_or_else(|_| "{}".into()),
+                carried.active_at,
+                carried.created_seq,
+                carried.created_seq.map(|_| message.created_at.as_millis()),
             ])
         })
         .map(drop)
@@ -71,15 +85,20 @@ pub(crate) fn insert_created(
         state: MessageState::Created,
         detail: EventDetail::default(),
     };
-    write_event(connection, message, labels, (Some(seq), Some(spec)), &created)
+    write_event(
+        connection,
+        message,
+        labels,
+        (Some(seq), Some(spec)),
+        Carried::default(),
+        &created,
+    )
 }
 
-/// Writes `message`'s CREATED event if its row still stands for it, and marks the row as written (the
-/// kept seq turns negative). A message's first change writes the event before anything else touches its
-/// log (a claim through its own `UPDATE`, a deletion through this), so the event is written once and
-/// later events find the spec there.
-pub(crate) fn log_created(connection: &Connection, message: &Message) -> StoreResult<()> {
-    let kept: Option<(i64, String)> = connection
+/// Marks `message`'s row as no longer standing for its CREATED event (the kept seq turns negative) and
+/// returns that event's seq and stored spec, if the row still stood for it: the caller writes the event.
+pub(crate) fn take_created(connection: &Connection, message: &Message) -> StoreResult<Option<(i64, String)>> {
+    connection
         .prepare_cached(
             "UPDATE messages SET log_seq = -log_seq WHERE account_id = ?1 AND id = ?2 AND log_seq > 0
              RETURNING -log_seq, spec",
@@ -91,11 +110,82 @@ pub(crate) fn log_created(connection: &Connection, message: &Message) -> StoreRe
                 })
                 .optional()
         })
-        .map_err(backend_error)?;
-    match kept {
+        .map_err(backend_error)
+}
+
+/// Writes `message`'s CREATED event if its row still stands for it, and marks the row as written (see
+/// `take_created`). A message's first change writes the event before anything else touches its log, so
+/// the event is written once and later events find the spec there.
+pub(crate) fn log_created(connection: &Connection, message: &Message) -> StoreResult<()> {
+    match take_created(connection, message)? {
         Some((seq, spec)) => insert_created(connection, message, &to_json(&message.spec.labels)?, &spec, seq),
         None => Ok(()),
     }
+}
+
+/// Records an attempt's events (ACTIVE, then the outcome's) as the next in its account's log, in as few
+/// rows as the log allows: a leading ACTIVE with the default detail goes in the next event's row (at
+/// that row's seq - 1), and `created`, the message's CREATED event still to be written (its seq and
+/// stored spec, see `take_created`), in the first row. A first-try delivery is one row.
+pub(crate) fn append_attempt(
+    connection: &Connection,
+    message: &Message,
+    labels: &str,
+    created: Option<(i64, &str)>,
+    events: &[NewEvent],
+) -> StoreResult<()> {
+    let (active_at, rest) = match events {
+        [first, rest @ ..]
+            if !rest.is_empty()
+                && first.state == MessageState::Active
+                && first.detail == EventDetail::default() =>
+        {
+            (Some(first.time.as_millis()), rest)
+        }
+        _ => (None, events),
+    };
+    let Some((first, later)) = rest.split_first() else {
+        if let Some((seq, spec)) = created {
+            insert_created(connection, message, labels, spec, seq)?;
+        }
+        return Ok(());
+    };
+    // The CREATED event's seq is no longer kept in a message row, so the end of the log is looked up
+    // past it too.
+    let mut seq: i64 = connection
+        .prepare_cached(concat!("SELECT ", next_seq!()))
+        .and_then(|mut s| s.query_row([message.account_id.to_string()], |r| r.get(0)))
+        .map_err(backend_error)?;
+    if let Some((created_seq, _)) = created {
+        seq = seq.max(created_seq + 1);
+    }
+    if active_at.is_some() {
+        seq += 1;
+    }
+    let carried = Carried {
+        active_at,
+        created_seq: created.map(|(seq, _)| seq),
+    };
+    write_event(
+        connection,
+        message,
+        labels,
+        (Some(seq), created.map(|(_, spec)| spec)),
+        carried,
+        first,
+    )?;
+    for event in later {
+        seq += 1;
+        write_event(
+            connection,
+            message,
+            labels,
+            (Some(seq), None),
+            Carried::default(),
+            event,
+        )?;
+    }
+    Ok(())
 }
 
 /// Records a later event of `message` as the next in its account's log, its CREATED event being written
@@ -106,50 +196,125 @@ pub(crate) fn append_event(
     labels: &str,
     event: &NewEvent,
 ) -> StoreResult<()> {
-    write_event(connection, message, labels, (None, None), event)
+    write_event(
+        connection,
+        message,
+        labels,
+        (None, None),
+        Carried::default(),
+        event,
+    )
 }
 
-/// Records later events (CREATED being written already, see `log_created`), each as the next in its
-/// account's log: the account's next seq is looked up once, and the events take the seqs after it in
-/// order, instead of each event looking up the end of the log again.
-pub(crate) fn append_events<'a>(
-    connection: &Connection,
-    events: impl IntoIterator<Item = (&'a Message, &'a str, &'a NewEvent)>,
-) -> StoreResult<()> {
-    let mut next: Vec<(quiver_core::AccountId, i64)> = Vec::new();
-    for (message, labels, event) in events {
-        let seq = match next
-            .iter_mut()
-            .find(|(account, _)| *account == message.account_id)
-        {
-            Some((_, seq)) => seq,
-            None => {
-                let first: i64 = connection
-                    .prepare_cached(concat!("SELECT ", next_seq!()))
-                    .and_then(|mut s| s.query_row([message.account_id.to_string()], |r| r.get(0)))
-                    .map_err(backend_error)?;
-                next.push((message.account_id, first));
-                &mut next.last_mut().expect("just pushed").1
-            }
-        };
-        write_event(connection, message, labels, (Some(*seq), None), event)?;
-        *seq += 1;
+/// An event's spec: rows that stand for a CREATED event carry it, other rows borrow their message's. The
+/// lookup names its index: without statistics, SQLite would rather scan the account's events in the
+/// primary key, which holds every column, than use `events_by_message` and then the key.
+pub(crate) const EVENT_SPEC: &str = "COALESCE(spec, (SELECT c.spec FROM events c INDEXED BY events_by_message \
+     WHERE c.account_id = e.account_id AND c.message_id = e.message_id AND c.spec IS NOT NULL LIMIT 1))";
+
+/// One of the ways `queue.db` keeps an account's events, read as rows of `seq, time, message_id, state,
+/// spec, detail` (see `stored_event_from_row`). A listing reads each part newest first and merges them.
+pub(crate) struct LogPart {
+    /// The `FROM` clause, its rows named `e`, with the columns a filter's conditions name.
+    pub table: String,
+    pub columns: String,
+    /// The column the part is ordered by, which the cursor is compared with: an event's seq plus `shift`.
+    pub order: &'static str,
+    pub shift: i64,
+    /// The column a filter's time range applies to.
+    pub time: &'static str,
+    /// A condition every row of the part meets, if any.
+    pub condition: Option<&'static str>,
+    pub states: PartStates,
+}
+
+/// The states of a part's events.
+#[derive(Clone, Copy)]
+pub(crate) enum PartStates {
+    /// Each row's `state`: any but CREATED and ACTIVE.
+    Others,
+    /// Each row's `state`: CREATED or ACTIVE.
+    Starts,
+    /// This one state.
+    Only(MessageState),
+}
+
+impl PartStates {
+    const STARTS: [MessageState; 2] = [MessageState::Created, MessageState::Active];
+
+    /// Whether the part can hold events in any of `states` (none: any state).
+    pub(crate) fn meet(self, states: &[MessageState]) -> bool {
+        states.is_empty()
+            || states.iter().any(|state| match self {
+                PartStates::Others => !Self::STARTS.contains(state),
+                PartStates::Starts => Self::STARTS.contains(state),
+                PartStates::Only(only) => *state == only,
+            })
     }
-    Ok(())
 }
 
-/// Later events borrow the spec of their message's CREATED event. The lookup names its index: without
-/// statistics, SQLite would rather scan the account's events in the primary key, which holds every
-/// column, than use `events_by_message` and then the key.
-pub(crate) const EVENT_COLUMNS: &str = "seq, time, message_id, state, COALESCE(spec, (SELECT c.spec FROM events c \
-     INDEXED BY events_by_message \
-     WHERE c.account_id = e.account_id AND c.message_id = e.message_id AND c.state = 'CREATED' LIMIT 1)), detail";
+/// The parts of the log (see migrations 9 and 11): the rows' own events (the rare CREATED and ACTIVE rows
+/// apart, through `events_starts`); the ACTIVE events rows stand for at their seq - 1; the CREATED events
+/// rows stand for at `created_seq`; and the CREATED events still kept in message rows. When the filter
+/// names messages, `events_by_message` finds their rows.
+pub(crate) fn log_parts(by_message_id: bool) -> [LogPart; 5] {
+    let [events, starts, created] = if by_message_id {
+        ["events e INDEXED BY events_by_message"; 3]
+    } else {
+        [
+            "events e",
+            "events e INDEXED BY events_starts",
+            "events e INDEXED BY events_created",
+        ]
+    };
+    let default_detail = "'{}'";
+    let own = |table: &str, condition, states| LogPart {
+        table: table.into(),
+        columns: format!("seq, time, message_id, state, {EVENT_SPEC}, detail"),
+        order: "seq",
+        shift: 0,
+        time: "time",
+        condition: Some(condition),
+        states,
+    };
+    [
+        own(events, "state NOT IN ('CREATED', 'ACTIVE')", PartStates::Others),
+        own(starts, "state IN ('CREATED', 'ACTIVE')", PartStates::Starts),
+        LogPart {
+            table: events.into(),
+            columns: format!("seq - 1, active_at, message_id, 'ACTIVE', {EVENT_SPEC}, {default_detail}"),
+            order: "seq",
+            shift: 1,
+            time: "active_at",
+            condition: Some("active_at IS NOT NULL"),
+            states: PartStates::Only(MessageState::Active),
+        },
+        LogPart {
+            table: created.into(),
+            columns: format!("created_seq, created_at, message_id, 'CREATED', spec, {default_detail}"),
+            order: "created_seq",
+            shift: 0,
+            time: "created_at",
+            condition: Some("created_seq IS NOT NULL"),
+            states: PartStates::Only(MessageState::Created),
+        },
+        LogPart {
+            table: unlogged_created(by_message_id),
+            columns: "seq, time, message_id, state, spec, detail".into(),
+            order: "seq",
+            shift: 0,
+            time: "time",
+            condition: None,
+            states: PartStates::Only(MessageState::Created),
+        },
+    ]
+}
 
 /// The CREATED events still kept in message rows (see `log_created`), as rows shaped like `events` for the
 /// same filters. The detail is `EventDetail::default()`'s JSON. When the filter names messages, their
 /// primary key finds them: the unary `+` keeps SQLite from walking all of the account's pending messages
 /// in `messages_unlogged` for the order instead.
-pub(crate) fn unlogged_created(by_message_id: bool) -> String {
+fn unlogged_created(by_message_id: bool) -> String {
     let pending = if by_message_id {
         "+log_seq > 0"
     } else {
@@ -164,20 +329,38 @@ pub(crate) fn unlogged_created(by_message_id: bool) -> String {
     )
 }
 
-pub(crate) fn event_from_row(row: &Row<'_>) -> rusqlite::Result<(i64, Event)> {
-    let state: String = row.get(3)?;
-    let spec: String = row.get(4)?;
-    let detail: String = row.get(5)?;
-    let sequence = row.get(0)?;
+/// An event as its part of the log reads it, its text columns not yet decoded: a listing reads more rows
+/// than it keeps (a page from each part) and decodes only the page's.
+pub(crate) struct StoredEvent {
+    time: i64,
+    message_id: String,
+    state: String,
+    spec: String,
+    detail: String,
+}
+
+pub(crate) fn stored_event_from_row(row: &Row<'_>) -> rusqlite::Result<(i64, StoredEvent)> {
     Ok((
-        sequence,
-        Event {
-            sequence,
-            time: Timestamp::from_millis(row.get(1)?),
-            message_id: MessageId(row.get(2)?),
-            state: MessageState::parse(&state).ok_or_else(|| corrupt(3, std::fmt::Error))?,
-            spec: MessageSpec::decode(&spec).map_err(|e| corrupt(4, e))?,
-            detail: serde_json::from_str(&detail).map_err(|e| corrupt(5, e))?,
+        row.get(0)?,
+        StoredEvent {
+            time: row.get(1)?,
+            message_id: row.get(2)?,
+            state: row.get(3)?,
+            spec: row.get(4)?,
+            detail: row.get(5)?,
         },
     ))
+}
+
+impl StoredEvent {
+    pub(crate) fn decode(self, sequence: i64) -> rusqlite::Result<Event> {
+        Ok(Event {
+            sequence,
+            time: Timestamp::from_millis(self.time),
+            message_id: MessageId(self.message_id),
+            state: MessageState::parse(&self.state).ok_or_else(|| corrupt(3, std::fmt::Error))?,
+            spec: MessageSpec::decode(&self.spec).map_err(|e| corrupt(4, e))?,
+            detail: serde_json::from_str(&self.detail).map_err(|e| corrupt(5, e))?,
+        })
+    }
 }

@@ -15,10 +15,10 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::database::backend_error;
 use crate::queue::SqliteQueueStore;
-use crate::queue::listing::{filter_sql, newest, page};
+use crate::queue::listing::{filter_sql, newest_by, page};
 use crate::queue::log::{
-    EVENT_COLUMNS, append_event, append_events, event_from_row, insert_created, log_created, next_seq,
-    unlogged_created,
+    PartStates, append_attempt, append_event, log_created, log_parts, next_seq, stored_event_from_row,
+    take_created,
 };
 use crate::queue::rows::{account_of, corrupt, read_error, spec_json, to_json};
 
@@ -31,21 +31,6 @@ const QUEUE_CONDITION: &str = "(m.queue_name IS NULL OR q.name IS NULL OR (
     ) < q.parallelism))";
 
 const MESSAGE_COLUMNS: &str = "id, account_id, retried, not_before, created_at, spec, body";
-
-/// A claim's change of `log_seq`: a kept CREATED seq turns negative, so that the claim (which reads the new
-/// value) knows to write the event; a negative one, written at an earlier claim, becomes NULL.
-const CLAIM_LOG_SEQ: &str = "log_seq = CASE WHEN log_seq > 0 THEN -log_seq END";
-
-/// A claimed message (`MESSAGE_COLUMNS`, then `log_seq` as a claim left it), with the seq and stored spec
-/// of its CREATED event when the claim must write it.
-fn claimed_from_row(row: &Row<'_>) -> rusqlite::Result<(Message, Option<(i64, String)>)> {
-    let message = message_from_row(row)?;
-    let created = match row.get::<_, Option<i64>>(7)? {
-        Some(seq) if seq < 0 => Some((-seq, row.get(5)?)),
-        Some(_) | None => None,
-    };
-    Ok((message, created))
-}
 
 fn message_from_row(row: &Row<'_>) -> rusqlite::Result<Message> {
     let spec: String = row.get(5)?;
@@ -392,26 +377,27 @@ impl DeliveryStore for SqliteQueueStore {
     ) -> StoreResult<Vec<Message>> {
         self.database
             .write_repeatable(move |c| {
+                // The log is not written: the attempt's record logs ACTIVE, and the message's CREATED
+                // event while its row still stands for it (see `DeliveryStore::claim_due`).
                 let mut statement = c
                     .prepare_cached(&format!(
-                        "UPDATE messages SET due_at = ?1, leased = 1, {CLAIM_LOG_SEQ}
+                        "UPDATE messages SET due_at = ?1, leased = 1
                          WHERE rowid IN (
                              SELECT m.rowid FROM messages m
                              LEFT JOIN queues q ON q.account_id = m.account_id AND q.name = m.queue_name
                              WHERE m.due_at <= ?2 AND m.flow_key IS NULL AND {QUEUE_CONDITION}
                              ORDER BY m.due_at LIMIT ?3)
-                         RETURNING {MESSAGE_COLUMNS}, log_seq"
+                         RETURNING {MESSAGE_COLUMNS}"
                     ))
                     .map_err(backend_error)?;
                 let wanted = i64::try_from(limit).unwrap_or(i64::MAX);
                 let rows = statement
                     .query_map(
                         params![lease_until.as_millis(), now.as_millis(), wanted],
-                        claimed_from_row,
+                        message_from_row,
                     )
                     .map_err(read_error)?;
-                let mut claimed: Vec<(Message, Option<(i64, String)>)> =
-                    rows.collect::<Result<_, _>>().map_err(read_error)?;
+                let mut claimed: Vec<Message> = rows.collect::<Result<_, _>>().map_err(read_error)?;
                 let room = limit.saturating_sub(claimed.len());
                 if room > 0 {
                     for (account, id) in
@@ -419,40 +405,17 @@ impl DeliveryStore for SqliteQueueStore {
                     {
                         let message = c
                             .prepare_cached(&format!(
-                                "UPDATE messages SET due_at = ?1, leased = 1, {CLAIM_LOG_SEQ}
-                                 WHERE account_id = ?2 AND id = ?3 RETURNING {MESSAGE_COLUMNS}, log_seq"
+                                "UPDATE messages SET due_at = ?1, leased = 1
+                                 WHERE account_id = ?2 AND id = ?3 RETURNING {MESSAGE_COLUMNS}"
                             ))
                             .and_then(|mut s| {
-                                s.query_row(params![lease_until.as_millis(), account, id], claimed_from_row)
+                                s.query_row(params![lease_until.as_millis(), account, id], message_from_row)
                             })
                             .map_err(read_error)?;
                         claimed.push(message);
                     }
                 }
-                let active = NewEvent {
-                    time: now,
-                    state: MessageState::Active,
-                    detail: EventDetail::default(),
-                };
-                // Every CREATED event first: the claim took their seqs out of the ones a new event
-                // must follow.
-                let labels = claimed
-                    .iter()
-                    .map(|(message, _)| to_json(&message.spec.labels))
-                    .collect::<StoreResult<Vec<_>>>()?;
-                for ((message, created), labels) in claimed.iter().zip(&labels) {
-                    if let Some((seq, spec)) = created {
-                        insert_created(c, message, labels, spec, *seq)?;
-                    }
-                }
-                append_events(
-                    c,
-                    claimed
-                        .iter()
-                        .zip(&labels)
-                        .map(|((message, _), labels)| (message, labels.as_str(), &active)),
-                )?;
-                Ok(claimed.into_iter().map(|(message, _)| message).collect())
+                Ok(claimed)
             })
             .await
     }
@@ -505,7 +468,7 @@ impl DeliveryStore for SqliteQueueStore {
                 let message = &record.message;
                 let account = message.account_id.to_string();
                 let labels = to_json(&message.spec.labels)?;
-                match &record.resolution {
+                let created = match &record.resolution {
                     AttemptResolution::Finished { dead_letter } => {
                         // The row, when it still stands for the message's CREATED event (a message
                         // handed over at publish), gives that event's place and spec.
@@ -522,16 +485,17 @@ impl DeliveryStore for SqliteQueueStore {
                         let Some(kept) = deleted else {
                             return Ok(());
                         };
-                        // The spec comes back only while `log_seq` is positive.
-                        if let (Some(seq), Some(spec)) = kept {
-                            insert_created(c, message, &labels, &spec, seq)?;
-                        }
                         if let Some(dead) = dead_letter {
                             insert_dead_letter(c, dead)?;
                         }
+                        // The spec comes back only while `log_seq` is positive.
+                        match kept {
+                            (Some(seq), Some(spec)) => Some((seq, spec)),
+                            _ => None,
+                        }
                     }
                     AttemptResolution::Retry { retried, at } => {
-                        log_created(c, message)?;
+                        let created = take_created(c, message)?;
                         let changed = c
                             .prepare_cached(
                                 "UPDATE messages SET retried = ?3, due_at = ?4, not_before = ?4, leased = 0
@@ -544,14 +508,15 @@ impl DeliveryStore for SqliteQueueStore {
                         if changed == 0 {
                             return Ok(());
                         }
+                        created
                     }
-                }
-                append_events(
+                };
+                append_attempt(
                     c,
-                    record
-                        .events
-                        .iter()
-                        .map(|event| (message, labels.as_str(), event)),
+                    message,
+                    &labels,
+                    created.as_ref().map(|(seq, spec)| (*seq, spec.as_str())),
+                    &record.events,
                 )?;
                 for (follow_up, spec) in record.follow_ups.iter().zip(&specs) {
                     insert_message(c, follow_up, spec, follow_up.message.created_at)?;
@@ -699,42 +664,48 @@ impl EventLogStore for SqliteQueueStore {
         cursor: Option<&str>,
         count: usize,
     ) -> StoreResult<Page<Event>> {
-        let where_clause = filter_sql(account, filter, "time", false);
-        let cursor = cursor.map(str::to_owned);
-        let created_pending = filter.states.is_empty() || filter.states.contains(&MessageState::Created);
-        let pending_table = unlogged_created(!filter.message_ids.is_empty());
-        // The events of given messages come from their index, not from a scan of the account's log
-        // (see EVENT_COLUMNS for why SQLite needs telling).
-        let table = if filter.message_ids.is_empty() {
-            "events e"
-        } else {
-            "events e INDEXED BY events_by_message"
-        };
+        // Each part of the log (see `log_parts`) that can hold the filter's states, with the filter's
+        // conditions on its columns; a part whose events share one state needs no condition on it.
+        let parts: Vec<_> = log_parts(!filter.message_ids.is_empty())
+            .into_iter()
+            .filter(|part| part.states.meet(&filter.states))
+            .map(|part| {
+                let mut conditions = if let PartStates::Only(_) = part.states {
+                    let any_state = Filter {
+                        states: Vec::new(),
+                        ..filter.clone()
+                    };
+                    filter_sql(account, &any_state, part.time, false)
+                } else {
+                    filter_sql(account, filter, part.time, false)
+                };
+                if let Some(condition) = part.condition {
+                    conditions.0 = format!("{} AND {condition}", conditions.0);
+                }
+                (part, conditions)
+            })
+            .collect();
+        let below = cursor.and_then(|c| c.parse::<i64>().ok());
         self.database
             .read(move |c| {
-                let cursor = cursor.as_deref();
-                let mut items = newest(
-                    c,
-                    table,
-                    EVENT_COLUMNS,
-                    where_clause.clone(),
-                    cursor,
-                    count,
-                    event_from_row,
-                )?;
-                if created_pending {
-                    let pending = newest(
+                let mut items = Vec::with_capacity(parts.len() * (count + 1));
+                for (part, conditions) in parts {
+                    items.extend(newest_by(
                         c,
-                        &pending_table,
-                        "seq, time, message_id, state, spec, detail",
-                        where_clause,
-                        cursor,
+                        (&part.table, &part.columns, part.order),
+                        conditions,
+                        below.map(|below| below + part.shift),
                         count,
-                        event_from_row,
-                    )?;
-                    items.extend(pending);
-                    items.sort_unstable_by_key(|(seq, _)| std::cmp::Reverse(*seq));
+                        stored_event_from_row,
+                    )?);
                 }
+                items.sort_unstable_by_key(|(seq, _)| std::cmp::Reverse(*seq));
+                items.truncate(count + 1);
+                let items = items
+                    .into_iter()
+                    .map(|(seq, stored)| Ok((seq, stored.decode(seq)?)))
+                    .collect::<rusqlite::Result<Vec<_>>>()
+                    .map_err(read_error)?;
                 Ok(Page::from_newest(items, count))
             })
             .await

@@ -1,0 +1,13 @@
+-- An attempt's log lines in fewer rows. Besides its own event (`state`, `time`, `detail` at `seq`), a
+-- row may stand for two more events of its message, with the default detail:
+-- - ACTIVE at `seq - 1`, at `active_at` (an attempt's start, written with its outcome);
+-- - CREATED at `created_seq`, at `created_at` (the row then carries the spec, as CREATED rows do).
+-- So a message delivered at its first try is one row, where it was three. Listing reads these events
+-- through the primary key (ACTIVE, whose place follows the row's) and `events_created` (CREATED).
+-- Rows of their own in these two states are now rare (a cancelled message's CREATED, say), so listing
+-- them by state would read the whole log: `events_starts` lists them.
+ALTER TABLE events ADD COLUMN active_at INTEGER;
+ALTER TABLE events ADD COLUMN created_seq INTEGER;
+ALTER TABLE events ADD COLUMN created_at INTEGER;
+CREATE INDEX events_created ON events (account_id, created_seq) WHERE created_seq IS NOT NULL;
+CREATE INDEX events_starts ON events (account_id, seq) WHERE state IN ('CREATED', 'ACTIVE');
