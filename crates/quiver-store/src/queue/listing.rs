@@ -175,7 +175,9 @@ pub(crate) fn newest_by<T>(
         values.push(SqlValue::Integer(below));
     }
     sql.push_str(&format!(" ORDER BY {order} DESC LIMIT ?"));
-    values.push(SqlValue::Integer(i64::try_from(count + 1).unwrap_or(i64::MAX)));
+    values.push(SqlValue::Integer(
+        i64::try_from(count.saturating_add(1)).unwrap_or(i64::MAX),
+    ));
     let mut statement = connection.prepare(&sql).map_err(read_error)?;
     let rows = statement
         .query_map(params_from_iter(values), from_row)

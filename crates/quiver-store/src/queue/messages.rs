@@ -688,7 +688,7 @@ impl EventLogStore for SqliteQueueStore {
         let below = cursor.and_then(|c| c.parse::<i64>().ok());
         self.database
             .read(move |c| {
-                let mut items = Vec::with_capacity(parts.len() * (count + 1));
+                let mut items = Vec::new();
                 for (part, conditions) in parts {
                     items.extend(newest_by(
                         c,
@@ -700,7 +700,7 @@ impl EventLogStore for SqliteQueueStore {
                     )?);
                 }
                 items.sort_unstable_by_key(|(seq, _)| std::cmp::Reverse(*seq));
-                items.truncate(count + 1);
+                items.truncate(count.saturating_add(1));
                 let items = items
                     .into_iter()
                     .map(|(seq, stored)| Ok((seq, stored.decode(seq)?)))
