@@ -10,24 +10,32 @@ ids and dead-letter ids; everything else byte for byte) until the log holds --ev
 the newest page of the log, the log filtered by one message id and by state, and the newest page of the
 DLQ, filtered and not.
 
+With --delivered N, N more messages are delivered to a local receiver first (three events each, in
+one row), so that the log is mostly deliveries and the failures (--failed, 2,500 by default) are rare, as
+in a healthy queue; the state filters then look for states the log seldom holds.
+
 Usage: bench/log_scale.py [--binary target/release/quiver] [--events 10000000] [--dead-letters 100000]
-                          [--scratch DIR]
+                          [--failed 2500] [--delivered 0] [--scratch DIR]
 """
 
 import argparse
 import http.client
+import http.server
 import os
 import shutil
 import sqlite3
 import statistics
 import subprocess
 import tempfile
+import threading
 import time
 
 from common import publish_batches, release_binary, request
 
 PORT = 18192
-SEED_MESSAGES = 2_500
+RECEIVER_PORT = 18193
+# Columns a row of events has besides those of every build: the events it also stands for (migration 11).
+CARRIED = ("active_at", "created_seq", "created_at")
 
 
 def serve(binary, directory):
@@ -51,34 +59,57 @@ def stop(server):
     server.wait(60)
 
 
+def carries(db):
+    """Whether the events rows of `db` may stand for more events than their own (migration 11)."""
+    return "active_at" in {row[1] for row in db.execute("PRAGMA table_info(events)")}
+
+
 def count(directory, table):
     """Rows of `table`; for `events`, the events they stand for (a row may stand for an ACTIVE and a
     CREATED event besides its own)."""
-    what = "COUNT(*) + COUNT(active_at) + COUNT(created_seq)" if table == "events" else "COUNT(*)"
     db = sqlite3.connect(f"file:{directory}/queue.db?mode=ro", uri=True)
     try:
+        what = "COUNT(*)"
+        if table == "events" and carries(db):
+            what = "COUNT(*) + COUNT(active_at) + COUNT(created_seq)"
         return db.execute(f"SELECT {what} FROM {table}").fetchone()[0]
     finally:
         db.close()
+
+
+class Receiver(http.server.BaseHTTPRequestHandler):
+    """Answers every delivery with 200."""
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
 
 
 def grow(directory, events, dead_letters):
     """Copies the seeded rows until the tables hold `events` and `dead_letters` rows."""
     db = sqlite3.connect(f"{directory}/queue.db")
     db.execute("PRAGMA journal_mode = WAL")
+    carried = carries(db)
     seed_events = db.execute(
         """SELECT COUNT(*) + COUNT(active_at) + COUNT(created_seq), MAX(seq),
-               MAX(time) - MIN(COALESCE(created_at, time)) + 1 FROM events""").fetchone()
+               MAX(time) - MIN(COALESCE(created_at, time)) + 1 FROM events""" if carried else
+        "SELECT COUNT(*), MAX(seq), MAX(time) - MIN(time) + 1 FROM events").fetchone()
     n, top, span = seed_events
+    extra_columns = ", active_at, created_seq, created_at" if carried else ""
+    extra_values = ", active_at + ?1 * ?3, created_seq + ?1 * ?2, created_at + ?1 * ?3" if carried else ""
     copies = events // n - 1
     started = time.time()
     for k in range(1, copies + 1):
         db.execute(
-            """INSERT INTO events (account_id, seq, message_id, time, state, url, topic_name, queue_name,
-                   schedule_id, labels, spec, detail, active_at, created_seq, created_at)
+            f"""INSERT INTO events (account_id, seq, message_id, time, state, url, topic_name, queue_name,
+                   schedule_id, labels, spec, detail{extra_columns})
                SELECT account_id, seq + ?1 * ?2, message_id || printf('x%07d', ?1), time + ?1 * ?3, state, url,
-                   topic_name, queue_name, schedule_id, labels, spec, detail, active_at + ?1 * ?3,
-                   created_seq + ?1 * ?2, created_at + ?1 * ?3
+                   topic_name, queue_name, schedule_id, labels, spec, detail{extra_values}
                FROM events WHERE seq <= ?2""",
             (k, top, span))
         if k % 50 == 0:
@@ -117,20 +148,30 @@ def main():
     parser.add_argument("--binary", default=None)
     parser.add_argument("--events", type=int, default=10_000_000)
     parser.add_argument("--dead-letters", type=int, default=100_000)
+    parser.add_argument("--failed", type=int, default=2_500)
+    parser.add_argument("--delivered", type=int, default=0)
     parser.add_argument("--scratch", default=None)
     args = parser.parse_args()
     args.binary = release_binary(args.binary)
     directory = tempfile.mkdtemp(dir=args.scratch or tempfile.gettempdir())
     try:
         server, connection = serve(args.binary, directory)
-        entry = {"destination": "http://127.0.0.1:9/x", "body": "x", "headers": {"Svc-Retries": "0"}}
-        publish_batches(PORT, [entry] * 100, SEED_MESSAGES // 100, connections=1)
+        receiver = http.server.ThreadingHTTPServer(("127.0.0.1", RECEIVER_PORT), Receiver)
+        threading.Thread(target=receiver.serve_forever, daemon=True).start()
+        delivered = {"destination": f"http://127.0.0.1:{RECEIVER_PORT}/x", "body": "x"}
+        for done in range(0, args.delivered, 100):
+            publish_batches(PORT, [delivered] * min(100, args.delivered - done), 1, connections=1)
+        failing = {"destination": "http://127.0.0.1:9/x", "body": "x", "headers": {"Svc-Retries": "0"}}
+        for done in range(0, args.failed, 100):
+            publish_batches(PORT, [failing] * min(100, args.failed - done), 1, connections=1)
+        wanted = 3 * args.delivered + 4 * args.failed
         deadline = time.time() + 300
-        while count(directory, "events") < 4 * SEED_MESSAGES or count(directory, "dead_letters") < SEED_MESSAGES:
-            assert time.time() < deadline, "the seed messages did not all fail in time"
+        while count(directory, "events") < wanted or count(directory, "dead_letters") < args.failed:
+            assert time.time() < deadline, "the seed messages were not all delivered or failed in time"
             time.sleep(0.2)
         stop(server)
-        print(f"seeded {4 * SEED_MESSAGES:,} events and {SEED_MESSAGES:,} dead letters; copying", flush=True)
+        receiver.shutdown()
+        print(f"seeded {wanted:,} events and {args.failed:,} dead letters; copying", flush=True)
         grow(directory, args.events, args.dead_letters)
         events, dead = count(directory, "events"), count(directory, "dead_letters")
         size = os.path.getsize(f"{directory}/queue.db")
@@ -146,6 +187,7 @@ def main():
             ("events: one message id (newest)", timed(connection, f"/v2/events?messageId={some_id}")[0]),
             ("events: one message id (oldest)", timed(connection, f"/v2/events?messageId={oldest_id}")[0]),
             ("events: state=FAILED", timed(connection, "/v2/events?state=FAILED")[0]),
+            ("events: state=CANCELED (none in the log)", timed(connection, "/v2/events?state=CANCELED")[0]),
             ("events: state=ACTIVE", timed(connection, "/v2/events?state=ACTIVE")[0]),
             ("events: state=CREATED", timed(connection, "/v2/events?state=CREATED")[0]),
             ("dlq: newest page", timed(connection, "/v2/dlq")[0]),

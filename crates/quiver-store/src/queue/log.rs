@@ -231,39 +231,39 @@ pub(crate) struct LogPart {
 /// The states of a part's events.
 #[derive(Clone, Copy)]
 pub(crate) enum PartStates {
-    /// Each row's `state`: any but CREATED and ACTIVE.
-    Others,
-    /// Each row's `state`: CREATED or ACTIVE.
-    Starts,
+    /// Each row's `state`, any: read for filters that take DELIVERED (or any state).
+    Any,
+    /// Each row's `state`, any but DELIVERED (through `events_unusual`): read for filters that name
+    /// states and not DELIVERED, which the part of every row would look for among all the DELIVERED
+    /// rows.
+    NotDelivered,
     /// This one state.
     Only(MessageState),
 }
 
 impl PartStates {
-    const STARTS: [MessageState; 2] = [MessageState::Created, MessageState::Active];
-
-    /// Whether the part can hold events in any of `states` (none: any state).
+    /// Whether a filter on `states` (none: any state) reads the part.
     pub(crate) fn meet(self, states: &[MessageState]) -> bool {
-        states.is_empty()
-            || states.iter().any(|state| match self {
-                PartStates::Others => !Self::STARTS.contains(state),
-                PartStates::Starts => Self::STARTS.contains(state),
-                PartStates::Only(only) => *state == only,
-            })
+        let delivered = states.contains(&MessageState::Delivered);
+        match self {
+            PartStates::Any => states.is_empty() || delivered,
+            PartStates::NotDelivered => !states.is_empty() && !delivered,
+            PartStates::Only(only) => states.is_empty() || states.contains(&only),
+        }
     }
 }
 
-/// The parts of the log (see migrations 9 and 11): the rows' own events (the rare CREATED and ACTIVE rows
-/// apart, through `events_starts`); the ACTIVE events rows stand for at their seq - 1; the CREATED events
-/// rows stand for at `created_seq`; and the CREATED events still kept in message rows. When the filter
-/// names messages, `events_by_message` finds their rows.
+/// The parts of the log (see migrations 9 and 11): the rows' own events (read through `events_unusual`
+/// for filters on states other than DELIVERED); the ACTIVE events rows stand for at their seq - 1; the
+/// CREATED events rows stand for at `created_seq`; and the CREATED events still kept in message rows.
+/// When the filter names messages, `events_by_message` finds their rows.
 pub(crate) fn log_parts(by_message_id: bool) -> [LogPart; 5] {
-    let [events, starts, created] = if by_message_id {
+    let [events, unusual, created] = if by_message_id {
         ["events e INDEXED BY events_by_message"; 3]
     } else {
         [
             "events e",
-            "events e INDEXED BY events_starts",
+            "events e INDEXED BY events_unusual",
             "events e INDEXED BY events_created",
         ]
     };
@@ -274,12 +274,12 @@ pub(crate) fn log_parts(by_message_id: bool) -> [LogPart; 5] {
         order: "seq",
         shift: 0,
         time: "time",
-        condition: Some(condition),
+        condition,
         states,
     };
     [
-        own(events, "state NOT IN ('CREATED', 'ACTIVE')", PartStates::Others),
-        own(starts, "state IN ('CREATED', 'ACTIVE')", PartStates::Starts),
+        own(events, None, PartStates::Any),
+        own(unusual, Some("state <> 'DELIVERED'"), PartStates::NotDelivered),
         LogPart {
             table: events.into(),
             columns: format!("seq - 1, active_at, message_id, 'ACTIVE', {EVENT_SPEC}, {default_detail}"),
