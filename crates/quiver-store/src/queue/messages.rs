@@ -688,7 +688,9 @@ impl EventLogStore for SqliteQueueStore {
         let below = cursor.and_then(|c| c.parse::<i64>().ok());
         self.database
             .read(move |c| {
-                let mut items = Vec::new();
+                // A page from each part, grown to at most a few pages' room at once.
+                let room = parts.len().saturating_mul(count.saturating_add(1)).min(4_096);
+                let mut items = Vec::with_capacity(room);
                 for (part, conditions) in parts {
                     items.extend(newest_by(
                         c,
@@ -701,11 +703,11 @@ impl EventLogStore for SqliteQueueStore {
                 }
                 items.sort_unstable_by_key(|(seq, _)| std::cmp::Reverse(*seq));
                 items.truncate(count.saturating_add(1));
-                let items = items
-                    .into_iter()
-                    .map(|(seq, stored)| Ok((seq, stored.decode(seq)?)))
-                    .collect::<rusqlite::Result<Vec<_>>>()
-                    .map_err(read_error)?;
+                let mut decoded = Vec::with_capacity(items.len());
+                for (seq, stored) in items {
+                    decoded.push((seq, stored.decode(seq).map_err(read_error)?));
+                }
+                let items = decoded;
                 Ok(Page::from_newest(items, count))
             })
             .await
