@@ -7,9 +7,10 @@
 -- Listing by state walks the log newest first until a page is found, which reads the whole log for a
 -- state it rarely holds. Rows of their own in CREATED or ACTIVE are now rare (a cancelled message's
 -- CREATED, say), and so are failures, retries and cancels in a healthy queue: `events_unusual` lists
--- every row but the DELIVERED ones, which are most of the log, so a delivery adds nothing to it.
+-- every row but the DELIVERED ones, which are most of the log, so a delivery adds nothing to it; each
+-- state's rows in log order.
 ALTER TABLE events ADD COLUMN active_at INTEGER;
 ALTER TABLE events ADD COLUMN created_seq INTEGER;
 ALTER TABLE events ADD COLUMN created_at INTEGER;
 CREATE INDEX events_created ON events (account_id, created_seq) WHERE created_seq IS NOT NULL;
-CREATE INDEX events_unusual ON events (account_id, seq) WHERE state <> 'DELIVERED';
+CREATE INDEX events_unusual ON events (account_id, state, seq) WHERE state <> 'DELIVERED';

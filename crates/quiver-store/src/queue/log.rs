@@ -224,40 +224,28 @@ pub(crate) struct LogPart {
     /// The column a filter's time range applies to.
     pub time: &'static str,
     /// A condition every row of the part meets, if any.
-    pub condition: Option<&'static str>,
+    pub condition: Option<String>,
     pub states: PartStates,
 }
 
 /// The states of a part's events.
 #[derive(Clone, Copy)]
 pub(crate) enum PartStates {
-    /// Each row's `state`, any: read for filters that take DELIVERED (or any state).
+    /// Each row's `state`, any.
     Any,
-    /// Each row's `state`, any but DELIVERED (through `events_unusual`): read for filters that name
-    /// states and not DELIVERED, which the part of every row would look for among all the DELIVERED
-    /// rows.
-    NotDelivered,
     /// This one state.
     Only(MessageState),
 }
 
-impl PartStates {
-    /// Whether a filter on `states` (none: any state) reads the part.
-    pub(crate) fn meet(self, states: &[MessageState]) -> bool {
-        let delivered = states.contains(&MessageState::Delivered);
-        match self {
-            PartStates::Any => states.is_empty() || delivered,
-            PartStates::NotDelivered => !states.is_empty() && !delivered,
-            PartStates::Only(only) => states.is_empty() || states.contains(&only),
-        }
-    }
-}
-
-/// The parts of the log (see migrations 9 and 11): the rows' own events (read through `events_unusual`
-/// for filters on states other than DELIVERED); the ACTIVE events rows stand for at their seq - 1; the
-/// CREATED events rows stand for at `created_seq`; and the CREATED events still kept in message rows.
+/// The parts of the log (see migrations 9 and 11) that a filter on `states` (none: any state) reads:
+/// - the rows' own events: every row for a filter that takes DELIVERED (or any state), and otherwise
+///   the rows of each state the filter names, through `events_unusual` (each state's rows there are in
+///   log order), rather than looking for them among all the DELIVERED rows;
+/// - the ACTIVE events rows stand for at their seq - 1; the CREATED events rows stand for at
+///   `created_seq`; and the CREATED events still kept in message rows.
+///
 /// When the filter names messages, `events_by_message` finds their rows.
-pub(crate) fn log_parts(by_message_id: bool) -> [LogPart; 5] {
+pub(crate) fn log_parts(by_message_id: bool, states: &[MessageState]) -> Vec<LogPart> {
     let [events, unusual, created] = if by_message_id {
         ["events e INDEXED BY events_by_message"; 3]
     } else {
@@ -277,37 +265,51 @@ pub(crate) fn log_parts(by_message_id: bool) -> [LogPart; 5] {
         condition,
         states,
     };
-    [
-        own(events, None, PartStates::Any),
-        own(unusual, Some("state <> 'DELIVERED'"), PartStates::NotDelivered),
-        LogPart {
-            table: events.into(),
-            columns: format!("seq - 1, active_at, message_id, 'ACTIVE', {EVENT_SPEC}, {default_detail}"),
-            order: "seq",
-            shift: 1,
-            time: "active_at",
-            condition: Some("active_at IS NOT NULL"),
-            states: PartStates::Only(MessageState::Active),
-        },
-        LogPart {
-            table: created.into(),
-            columns: format!("created_seq, created_at, message_id, 'CREATED', spec, {default_detail}"),
-            order: "created_seq",
-            shift: 0,
-            time: "created_at",
-            condition: Some("created_seq IS NOT NULL"),
-            states: PartStates::Only(MessageState::Created),
-        },
-        LogPart {
-            table: unlogged_created(by_message_id),
-            columns: "seq, time, message_id, state, spec, detail".into(),
-            order: "seq",
-            shift: 0,
-            time: "time",
-            condition: None,
-            states: PartStates::Only(MessageState::Created),
-        },
-    ]
+    let mut parts = Vec::new();
+    if states.is_empty() || states.contains(&MessageState::Delivered) {
+        parts.push(own(events, None, PartStates::Any));
+    } else {
+        let mut named: Vec<MessageState> = states.to_vec();
+        named.sort_unstable_by_key(|state| state.as_str());
+        named.dedup();
+        for state in named {
+            // The state is spelled out: `events_unusual` serves a query that repeats its condition.
+            let condition = format!("state <> 'DELIVERED' AND state = '{}'", state.as_str());
+            parts.push(own(unusual, Some(condition), PartStates::Only(state)));
+        }
+    }
+    parts.push(LogPart {
+        table: events.into(),
+        columns: format!("seq - 1, active_at, message_id, 'ACTIVE', {EVENT_SPEC}, {default_detail}"),
+        order: "seq",
+        shift: 1,
+        time: "active_at",
+        condition: Some("active_at IS NOT NULL".into()),
+        states: PartStates::Only(MessageState::Active),
+    });
+    parts.push(LogPart {
+        table: created.into(),
+        columns: format!("created_seq, created_at, message_id, 'CREATED', spec, {default_detail}"),
+        order: "created_seq",
+        shift: 0,
+        time: "created_at",
+        condition: Some("created_seq IS NOT NULL".into()),
+        states: PartStates::Only(MessageState::Created),
+    });
+    parts.push(LogPart {
+        table: unlogged_created(by_message_id),
+        columns: "seq, time, message_id, state, spec, detail".into(),
+        order: "seq",
+        shift: 0,
+        time: "time",
+        condition: None,
+        states: PartStates::Only(MessageState::Created),
+    });
+    parts.retain(|part| match part.states {
+        PartStates::Any => true,
+        PartStates::Only(state) => states.is_empty() || states.contains(&state),
+    });
+    parts
 }
 
 /// The CREATED events still kept in message rows (see `log_created`), as rows shaped like `events` for the

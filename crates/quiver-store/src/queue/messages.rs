@@ -666,9 +666,8 @@ impl EventLogStore for SqliteQueueStore {
     ) -> StoreResult<Page<Event>> {
         // Each part of the log (see `log_parts`) that can hold the filter's states, with the filter's
         // conditions on its columns; a part whose events share one state needs no condition on it.
-        let parts: Vec<_> = log_parts(!filter.message_ids.is_empty())
+        let parts: Vec<_> = log_parts(!filter.message_ids.is_empty(), &filter.states)
             .into_iter()
-            .filter(|part| part.states.meet(&filter.states))
             .map(|part| {
                 let mut conditions = if let PartStates::Only(_) = part.states {
                     let any_state = Filter {
@@ -679,7 +678,7 @@ impl EventLogStore for SqliteQueueStore {
                 } else {
                     filter_sql(account, filter, part.time, false)
                 };
-                if let Some(condition) = part.condition {
+                if let Some(condition) = &part.condition {
                     conditions.0 = format!("{} AND {condition}", conditions.0);
                 }
                 (part, conditions)
