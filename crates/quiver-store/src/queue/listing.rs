@@ -149,6 +149,8 @@ pub(crate) fn newest<T>(
     count: usize,
     from_row: impl Fn(&Row<'_>) -> rusqlite::Result<(i64, T)>,
 ) -> StoreResult<Vec<(i64, T)>> {
+    // The HTTP layer passes the client's cursor as given; one that is not a seq (not one this store
+    // gave) reads from the newest, as it always has on both backends.
     let below = cursor.and_then(|c| c.parse::<i64>().ok());
     newest_by(
         connection,

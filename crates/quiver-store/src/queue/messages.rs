@@ -684,6 +684,7 @@ impl EventLogStore for SqliteQueueStore {
                 (part, conditions)
             })
             .collect();
+        // As `newest` takes it: a cursor that is not one this store gave (not a seq) reads from the newest.
         let below = cursor.and_then(|c| c.parse::<i64>().ok());
         self.database
             .read(move |c| {
