@@ -149,17 +149,21 @@ pub(crate) fn newest<T>(
     count: usize,
     from_row: impl Fn(&Row<'_>) -> rusqlite::Result<(i64, T)>,
 ) -> StoreResult<Vec<(i64, T)>> {
-    // The HTTP layer passes the client's cursor as given; one that is not a seq (not one this store
-    // gave) reads from the newest, as it always has on both backends.
-    let below = cursor.and_then(|c| c.parse::<i64>().ok());
     newest_by(
         connection,
         (table, columns, "seq"),
         conditions,
-        below,
+        cursor_seq(cursor),
         count,
         from_row,
     )
+}
+
+/// The seq a page's cursor names, which the page's items lie below. The HTTP layer passes the client's
+/// cursor as given; one that is not a seq (so not one this store gave) reads from the newest, as it
+/// always has on both backends.
+pub(crate) fn cursor_seq(cursor: Option<&str>) -> Option<i64> {
+    cursor.and_then(|c| c.parse::<i64>().ok())
 }
 
 /// As `newest`, ordered by the column `order` of `table`, whose values below `below` are read.

@@ -225,16 +225,9 @@ pub(crate) struct LogPart {
     pub time: &'static str,
     /// A condition every row of the part meets, if any.
     pub condition: Option<String>,
-    pub states: PartStates,
-}
-
-/// The states of a part's events.
-#[derive(Clone, Copy)]
-pub(crate) enum PartStates {
-    /// Each row's `state`, any.
-    Any,
-    /// This one state.
-    Only(MessageState),
+    /// The state of all the part's events, which a filter's states need not be checked against;
+    /// `None`: each row's `state`.
+    pub state: Option<MessageState>,
 }
 
 /// The parts of the log (see migrations 9 and 11) that a filter on `states` (none: any state) reads:
@@ -256,18 +249,19 @@ pub(crate) fn log_parts(by_message_id: bool, states: &[MessageState]) -> Vec<Log
         ]
     };
     let default_detail = "'{}'";
-    let own = |table: &str, condition, states| LogPart {
+    let wanted = |state| states.is_empty() || states.contains(&state);
+    let own = |table: &str, condition, state| LogPart {
         table: table.into(),
         columns: format!("seq, time, message_id, state, {EVENT_SPEC}, detail"),
         order: "seq",
         shift: 0,
         time: "time",
         condition,
-        states,
+        state,
     };
     let mut parts = Vec::new();
-    if states.is_empty() || states.contains(&MessageState::Delivered) {
-        parts.push(own(events, None, PartStates::Any));
+    if wanted(MessageState::Delivered) {
+        parts.push(own(events, None, None));
     } else {
         let mut named: Vec<MessageState> = states.to_vec();
         named.sort_unstable_by_key(|state| state.as_str());
@@ -275,40 +269,40 @@ pub(crate) fn log_parts(by_message_id: bool, states: &[MessageState]) -> Vec<Log
         for state in named {
             // The state is spelled out: `events_unusual` serves a query that repeats its condition.
             let condition = format!("state <> 'DELIVERED' AND state = '{}'", state.as_str());
-            parts.push(own(unusual, Some(condition), PartStates::Only(state)));
+            parts.push(own(unusual, Some(condition), Some(state)));
         }
     }
-    parts.push(LogPart {
-        table: events.into(),
-        columns: format!("seq - 1, active_at, message_id, 'ACTIVE', {EVENT_SPEC}, {default_detail}"),
-        order: "seq",
-        shift: 1,
-        time: "active_at",
-        condition: Some("active_at IS NOT NULL".into()),
-        states: PartStates::Only(MessageState::Active),
-    });
-    parts.push(LogPart {
-        table: created.into(),
-        columns: format!("created_seq, created_at, message_id, 'CREATED', spec, {default_detail}"),
-        order: "created_seq",
-        shift: 0,
-        time: "created_at",
-        condition: Some("created_seq IS NOT NULL".into()),
-        states: PartStates::Only(MessageState::Created),
-    });
-    parts.push(LogPart {
-        table: unlogged_created(by_message_id),
-        columns: "seq, time, message_id, state, spec, detail".into(),
-        order: "seq",
-        shift: 0,
-        time: "time",
-        condition: None,
-        states: PartStates::Only(MessageState::Created),
-    });
-    parts.retain(|part| match part.states {
-        PartStates::Any => true,
-        PartStates::Only(state) => states.is_empty() || states.contains(&state),
-    });
+    if wanted(MessageState::Active) {
+        parts.push(LogPart {
+            table: events.into(),
+            columns: format!("seq - 1, active_at, message_id, 'ACTIVE', {EVENT_SPEC}, {default_detail}"),
+            order: "seq",
+            shift: 1,
+            time: "active_at",
+            condition: Some("active_at IS NOT NULL".into()),
+            state: Some(MessageState::Active),
+        });
+    }
+    if wanted(MessageState::Created) {
+        parts.push(LogPart {
+            table: created.into(),
+            columns: format!("created_seq, created_at, message_id, 'CREATED', spec, {default_detail}"),
+            order: "created_seq",
+            shift: 0,
+            time: "created_at",
+            condition: Some("created_seq IS NOT NULL".into()),
+            state: Some(MessageState::Created),
+        });
+        parts.push(LogPart {
+            table: unlogged_created(by_message_id),
+            columns: "seq, time, message_id, state, spec, detail".into(),
+            order: "seq",
+            shift: 0,
+            time: "time",
+            condition: None,
+            state: Some(MessageState::Created),
+        });
+    }
     parts
 }
 

@@ -15,10 +15,9 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::database::backend_error;
 use crate::queue::SqliteQueueStore;
-use crate::queue::listing::{filter_sql, newest_by, page};
+use crate::queue::listing::{cursor_seq, filter_sql, newest_by, page};
 use crate::queue::log::{
-    PartStates, append_attempt, append_event, log_created, log_parts, next_seq, stored_event_from_row,
-    take_created,
+    append_attempt, append_event, log_created, log_parts, next_seq, stored_event_from_row, take_created,
 };
 use crate::queue::rows::{account_of, corrupt, read_error, spec_json, to_json};
 
@@ -669,7 +668,7 @@ impl EventLogStore for SqliteQueueStore {
         let parts: Vec<_> = log_parts(!filter.message_ids.is_empty(), &filter.states)
             .into_iter()
             .map(|part| {
-                let mut conditions = if let PartStates::Only(_) = part.states {
+                let mut conditions = if part.state.is_some() {
                     let any_state = Filter {
                         states: Vec::new(),
                         ..filter.clone()
@@ -684,8 +683,7 @@ impl EventLogStore for SqliteQueueStore {
                 (part, conditions)
             })
             .collect();
-        // As `newest` takes it: a cursor that is not one this store gave (not a seq) reads from the newest.
-        let below = cursor.and_then(|c| c.parse::<i64>().ok());
+        let below = cursor_seq(cursor);
         self.database
             .read(move |c| {
                 // A page from each part, grown to at most a few pages' room at once.
@@ -696,7 +694,7 @@ impl EventLogStore for SqliteQueueStore {
                         c,
                         (&part.table, &part.columns, part.order),
                         conditions,
-                        below.map(|below| below + part.shift),
+                        below.map(|below| below.saturating_add(part.shift)),
                         count,
                         stored_event_from_row,
                     )?);
@@ -707,8 +705,7 @@ impl EventLogStore for SqliteQueueStore {
                 for (seq, stored) in items {
                     decoded.push((seq, stored.decode(seq).map_err(read_error)?));
                 }
-                let items = decoded;
-                Ok(Page::from_newest(items, count))
+                Ok(Page::from_newest(decoded, count))
             })
             .await
     }
