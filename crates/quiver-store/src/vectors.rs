@@ -6,8 +6,9 @@ use async_trait::async_trait;
 use quiver_core::store::StoreResult;
 use quiver_core::{IndexId, StoreError};
 use quiver_vector::record::{Record, StoredRecord, bytes};
-use quiver_vector::store::{Change, VectorStore};
-use rusqlite::params;
+use quiver_vector::store::{Change, LoadPart, VectorStore};
+use rusqlite::{Connection, params};
+use tokio::sync::mpsc::Sender;
 
 use crate::config::StorageConfig;
 use crate::database::{Database, backend_error};
@@ -81,62 +82,110 @@ fn encode(change: Change) -> StoreResult<EncodedChange> {
     })
 }
 
+/// Records in a part of [`VectorStore::load_in_parts`]: at 384 dimensions about 1.6 MB of vectors.
+const LOAD_PART_RECORDS: usize = 1_024;
+
+/// The names of an index's namespaces.
+fn namespace_names(c: &Connection, key: &str) -> StoreResult<Vec<String>> {
+    let mut statement = c
+        .prepare_cached("SELECT name FROM vector_namespaces WHERE index_id = ?1 ORDER BY name")
+        .map_err(backend_error)?;
+    let names = statement
+        .query_map([key], |r| r.get::<_, String>(0))
+        .map_err(backend_error)?;
+    names.map(|name| name.map_err(backend_error)).collect()
+}
+
+/// Reads an index's records in key order (namespace, id), each handed to `take` with its namespace as
+/// it is decoded.
+fn each_record(
+    c: &Connection,
+    key: &str,
+    mut take: impl FnMut(String, StoredRecord) -> StoreResult<()>,
+) -> StoreResult<()> {
+    // Ordering by sequence in SQL would sort every row, vectors included, in a temporary B-tree (three
+    // times the read's time at a million 384-dimension vectors): callers that need that order sort.
+    let mut statement = c
+        .prepare_cached(
+            "SELECT namespace, id, sequence, dense, sparse, metadata, data FROM vectors
+             WHERE index_id = ?1 ORDER BY namespace",
+        )
+        .map_err(backend_error)?;
+    let mut rows = statement.query([key]).map_err(backend_error)?;
+    while let Some(row) = rows.next().map_err(backend_error)? {
+        let namespace: String = row.get(0).map_err(backend_error)?;
+        let metadata: Option<String> = row.get(5).map_err(backend_error)?;
+        let record = Record {
+            id: row.get(1).map_err(backend_error)?,
+            vector: row
+                .get::<_, Option<Vec<u8>>>(3)
+                .map_err(backend_error)?
+                .map(|b| bytes::to_dense(&b)),
+            sparse: row
+                .get::<_, Option<Vec<u8>>>(4)
+                .map_err(backend_error)?
+                .map(|b| bytes::to_sparse(&b)),
+            metadata: metadata
+                .map(|m| serde_json::from_str(&m))
+                .transpose()
+                .map_err(|e| StoreError::Corrupt(format!("metadata: {e}")))?,
+            data: row.get(6).map_err(backend_error)?,
+        };
+        let sequence = u64::try_from(row.get::<_, i64>(2).map_err(backend_error)?).unwrap_or(0);
+        take(namespace, StoredRecord { sequence, record })?;
+    }
+    Ok(())
+}
+
 #[async_trait]
 impl VectorStore for SqliteVectorStore {
     async fn load(&self, index: IndexId) -> StoreResult<Vec<(String, Vec<StoredRecord>)>> {
         self.database
             .read(move |c| {
                 let key = index.to_string();
-                let mut namespaces: Vec<(String, Vec<StoredRecord>)> = Vec::new();
-                let mut statement = c
-                    .prepare_cached("SELECT name FROM vector_namespaces WHERE index_id = ?1 ORDER BY name")
-                    .map_err(backend_error)?;
-                let names = statement
-                    .query_map([&key], |r| r.get::<_, String>(0))
-                    .map_err(backend_error)?;
-                for name in names {
-                    namespaces.push((name.map_err(backend_error)?, Vec::new()));
-                }
-                // In key order (namespace, id), sorted by sequence here: ordering by sequence in SQL
-                // sorts every row, vectors included, in a temporary B-tree (three times the read's
-                // time at a million 384-dimension vectors).
-                let mut statement = c
-                    .prepare_cached(
-                        "SELECT namespace, id, sequence, dense, sparse, metadata, data FROM vectors
-                         WHERE index_id = ?1 ORDER BY namespace",
-                    )
-                    .map_err(backend_error)?;
-                let mut rows = statement.query([&key]).map_err(backend_error)?;
-                while let Some(row) = rows.next().map_err(backend_error)? {
-                    let namespace: String = row.get(0).map_err(backend_error)?;
-                    let metadata: Option<String> = row.get(5).map_err(backend_error)?;
-                    let record = Record {
-                        id: row.get(1).map_err(backend_error)?,
-                        vector: row
-                            .get::<_, Option<Vec<u8>>>(3)
-                            .map_err(backend_error)?
-                            .map(|b| bytes::to_dense(&b)),
-                        sparse: row
-                            .get::<_, Option<Vec<u8>>>(4)
-                            .map_err(backend_error)?
-                            .map(|b| bytes::to_sparse(&b)),
-                        metadata: metadata
-                            .map(|m| serde_json::from_str(&m))
-                            .transpose()
-                            .map_err(|e| StoreError::Corrupt(format!("metadata: {e}")))?,
-                        data: row.get(6).map_err(backend_error)?,
-                    };
-                    let sequence = u64::try_from(row.get::<_, i64>(2).map_err(backend_error)?).unwrap_or(0);
-                    let stored = StoredRecord { sequence, record };
+                let mut namespaces: Vec<(String, Vec<StoredRecord>)> = namespace_names(c, &key)?
+                    .into_iter()
+                    .map(|name| (name, Vec::new()))
+                    .collect();
+                each_record(c, &key, |namespace, stored| {
                     match namespaces.iter_mut().find(|(name, _)| *name == namespace) {
                         Some((_, records)) => records.push(stored),
                         None => namespaces.push((namespace, vec![stored])),
                     }
-                }
+                    Ok(())
+                })?;
                 for (_, records) in &mut namespaces {
                     records.sort_unstable_by_key(|stored| stored.sequence);
                 }
                 Ok(namespaces)
+            })
+            .await
+    }
+
+    async fn load_in_parts(&self, index: IndexId, parts: Sender<LoadPart>) -> StoreResult<()> {
+        self.database
+            .read(move |c| {
+                let key = index.to_string();
+                let send = |part: LoadPart| parts.blocking_send(part).map_err(|_| StoreError::Closed);
+                for name in namespace_names(c, &key)? {
+                    send((name, Vec::new()))?;
+                }
+                let mut part: LoadPart = (String::new(), Vec::new());
+                each_record(c, &key, |namespace, stored| {
+                    if part.0 != namespace || part.1.len() == LOAD_PART_RECORDS {
+                        let full =
+                            std::mem::replace(&mut part, (namespace, Vec::with_capacity(LOAD_PART_RECORDS)));
+                        if !full.1.is_empty() {
+                            send(full)?;
+                        }
+                    }
+                    part.1.push(stored);
+                    Ok(())
+                })?;
+                if !part.1.is_empty() {
+                    send(part)?;
+                }
+                Ok(())
             })
             .await
     }
@@ -338,6 +387,113 @@ mod loading_tests {
             Arc::new(store) as Arc<dyn quiver_vector::VectorStore>
         };
         quiver_vector::testing::snapshots_bring_graphs_back(open, dir.path()).await;
+    }
+
+    /// The SQLite store, whose first `load_in_parts` sends the parts up to the first that holds records
+    /// and then fails, as a store whose disk fails part way through a read would.
+    struct FailsOncePartWay {
+        inner: SqliteVectorStore,
+        has_failed: AtomicBool,
+    }
+
+    #[async_trait]
+    impl VectorStore for FailsOncePartWay {
+        async fn load(&self, index: IndexId) -> StoreResult<Vec<(String, Vec<StoredRecord>)>> {
+            self.inner.load(index).await
+        }
+        async fn load_in_parts(&self, index: IndexId, parts: Sender<LoadPart>) -> StoreResult<()> {
+            if self.has_failed.swap(true, Ordering::SeqCst) {
+                return self.inner.load_in_parts(index, parts).await;
+            }
+            let (sender, mut read) = tokio::sync::mpsc::channel::<LoadPart>(1);
+            let forwarding = async move {
+                while let Some(part) = read.recv().await {
+                    let has_records = !part.1.is_empty();
+                    parts.send(part).await.unwrap();
+                    if has_records {
+                        break;
+                    }
+                }
+            };
+            let (reading, ()) = tokio::join!(self.inner.load_in_parts(index, sender), forwarding);
+            assert!(
+                matches!(reading, Err(StoreError::Closed)),
+                "a load whose parts are no longer taken ends with an error"
+            );
+            Err(StoreError::Backend(
+                "the disk failed part way through the read".into(),
+            ))
+        }
+        async fn apply(&self, index: IndexId, changes: Vec<Change>) -> StoreResult<()> {
+            self.inner.apply(index, changes).await
+        }
+        async fn drop_index(&self, index: IndexId) -> StoreResult<()> {
+            self.inner.drop_index(index).await
+        }
+    }
+
+    /// `count` records of dimension 2 in the default namespace, sequences from 1.
+    fn stored(count: u64) -> Change {
+        Change::Put {
+            namespace: String::new(),
+            records: (1..=count)
+                .map(|sequence| StoredRecord {
+                    sequence,
+                    record: record(&format!("r{sequence}")),
+                })
+                .collect(),
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_large_index_is_read_in_parts_of_bounded_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteVectorStore::open(dir.path(), &StorageConfig::default()).unwrap();
+        let index = IndexId::random();
+        let empty = Change::Reset {
+            namespace: "empty".into(),
+        };
+        store.apply(index, vec![stored(2_500), empty]).await.unwrap();
+        let (sender, mut parts) = tokio::sync::mpsc::channel::<LoadPart>(1);
+        let receiving = async {
+            let mut received = Vec::new();
+            while let Some((name, records)) = parts.recv().await {
+                received.push((name, records.len()));
+            }
+            received
+        };
+        let (sent, received) = tokio::join!(store.load_in_parts(index, sender), receiving);
+        sent.unwrap();
+        assert!(received.contains(&("empty".to_owned(), 0)), "{received:?}");
+        let sizes: Vec<usize> = received
+            .iter()
+            .filter(|(name, _)| name.is_empty())
+            .map(|p| p.1)
+            .collect();
+        assert_eq!(sizes.iter().sum::<usize>(), 2_500);
+        assert!(
+            sizes.iter().all(|&size| size <= LOAD_PART_RECORDS),
+            "no part holds more than {LOAD_PART_RECORDS} records: {sizes:?}"
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_load_that_fails_part_way_is_not_served_and_is_tried_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let inner = SqliteVectorStore::open(dir.path(), &StorageConfig::default()).unwrap();
+        let index = index();
+        inner.apply(index.id, vec![stored(3_000)]).await.unwrap();
+        let store = FailsOncePartWay {
+            inner,
+            has_failed: AtomicBool::new(false),
+        };
+        let vectors = vectors_over(Arc::new(store));
+        let failed = vectors.info(&index).await;
+        assert!(
+            matches!(failed, Err(quiver_vector::VectorError::Store(_))),
+            "a load that failed part way is an error, not an index missing records: {failed:?}"
+        );
+        assert_eq!(vectors.info(&index).await.unwrap().vector_count, 3_000);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -290,11 +290,14 @@ impl Vectors {
         let spec = index.spec;
         // Where other nodes write too, the snapshot says where in the feed it stands.
         let (namespaces, position) = self
-            .build(index.id, spec, async {
-                Ok(match self.store.feed() {
-                    Some(feed) => feed.load_at(index.id).await?,
-                    None => (self.store.load(index.id).await?, 0),
-                })
+            .build(index.id, spec, |parts| async move {
+                match self.store.feed() {
+                    Some(feed) => snapshots::feed_in_parts(feed, index.id, parts).await,
+                    None => {
+                        self.store.load_in_parts(index.id, parts).await?;
+                        Ok(0)
+                    }
+                }
             })
             .await?;
         Ok(Arc::new(LoadedIndex {

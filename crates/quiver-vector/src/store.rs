@@ -2,9 +2,13 @@
 
 use async_trait::async_trait;
 use quiver_core::IndexId;
-use quiver_core::store::StoreResult;
+use quiver_core::store::{StoreError, StoreResult};
 
 use crate::record::StoredRecord;
+
+/// A part of an index's records as [`VectorStore::load_in_parts`] sends them: a namespace and some of
+/// its records.
+pub type LoadPart = (String, Vec<StoredRecord>);
 
 /// A change to apply in one transaction.
 #[derive(Debug, Clone)]
@@ -47,6 +51,26 @@ pub enum Change {
 pub trait VectorStore: Send + Sync + 'static {
     /// Every namespace of an index (the default one included once it exists) and their records.
     async fn load(&self, index: IndexId) -> StoreResult<Vec<(String, Vec<StoredRecord>)>>;
+
+    /// What [`VectorStore::load`] answers, sent to `parts` as it is read, so that a caller that takes
+    /// each part as it comes never holds every record at once (a large index's vectors are most of its
+    /// size). Every namespace comes in at least one part (an empty one in a part without records), a
+    /// namespace's records may be split over several parts, in any order; together the parts hold
+    /// exactly what one `load` would. Returns once every part is sent; a failure may come after some
+    /// parts were sent, which the caller then drops. A caller that stops receiving ends the load with
+    /// an error.
+    ///
+    /// The default sends `load`'s answer, one part per namespace.
+    async fn load_in_parts(
+        &self,
+        index: IndexId,
+        parts: tokio::sync::mpsc::Sender<LoadPart>,
+    ) -> StoreResult<()> {
+        for part in self.load(index).await? {
+            parts.send(part).await.map_err(|_| StoreError::Closed)?;
+        }
+        Ok(())
+    }
 
     /// Applies changes atomically, in order.
     async fn apply(&self, index: IndexId, changes: Vec<Change>) -> StoreResult<()>;

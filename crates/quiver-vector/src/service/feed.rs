@@ -94,7 +94,9 @@ impl Vectors {
             let Some(writes) = feed.changes_after(index, *position, CATCH_UP_BATCH).await? else {
                 // The feed no longer reaches back to this memory: load the index afresh.
                 let (namespaces, at) = self
-                    .build(index, state.spec, async { Ok(feed.load_at(index).await?) })
+                    .build(index, state.spec, |parts| {
+                        super::snapshots::feed_in_parts(feed, index, parts)
+                    })
                     .await?;
                 *write(&state.namespaces) = namespaces;
                 *position = at;

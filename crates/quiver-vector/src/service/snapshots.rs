@@ -13,10 +13,12 @@ use tracing::{info, warn};
 
 use super::{LoadedIndex, Vectors, read, write};
 use crate::error::VectorError;
-use crate::namespace::{GraphImage, Namespace, Restored};
-use crate::record::{IndexSpec, StoredRecord};
+use tokio::sync::mpsc::{Receiver, Sender};
+
+use crate::namespace::{GraphImage, Namespace, Restored, Restoring};
+use crate::record::IndexSpec;
 use crate::snapshot::{self, SnapshotError, Snapshots};
-use crate::store::FeedPosition;
+use crate::store::{FeedPosition, LoadPart, VectorFeed};
 
 /// Milliseconds since `started`, for log fields.
 fn elapsed_ms(started: Instant) -> u64 {
@@ -26,33 +28,44 @@ fn elapsed_ms(started: Instant) -> u64 {
 /// A namespace's snapshot as read: its image, or why it is not used.
 type Read = Result<GraphImage, SnapshotError>;
 
-/// Namespaces built from stored records (the default one always there), each graph from its snapshot
-/// in `images` where that one is sound.
+/// Parts of a load read ahead of the namespaces being built from them.
+const PARTS_AHEAD: usize = 4;
+
+/// Namespaces built from the stored records that arrive on `parts` (the default one always there),
+/// each graph from its snapshot in `images` where that one is sound. Each part's vectors are dropped
+/// as it is taken, where the graph holds them.
 fn build_namespaces(
     index: IndexId,
     spec: &IndexSpec,
-    stored: Vec<(String, Vec<StoredRecord>)>,
+    mut parts: Receiver<LoadPart>,
     mut images: HashMap<String, Read>,
     snapshots: Option<&Snapshots>,
 ) -> BTreeMap<String, Namespace> {
     let started = Instant::now();
-    let mut by_name: BTreeMap<String, Vec<StoredRecord>> = BTreeMap::new();
-    by_name.insert(String::new(), Vec::new());
-    for (name, records) in stored {
-        by_name.entry(name).or_default().extend(records);
+    let mut image_of = |name: &str| match images.remove(name) {
+        Some(Ok(image)) => Some(image),
+        Some(Err(error)) => {
+            warn!(index.id = %index, namespace = %name, %error, "a graph snapshot is not used; the graph is built from the store");
+            None
+        }
+        None => None,
+    };
+    let mut restoring: BTreeMap<String, Restoring> = BTreeMap::new();
+    while let Some((name, records)) = parts.blocking_recv() {
+        let namespace = restoring
+            .entry(name)
+            .or_insert_with_key(|name| Restoring::new(spec, image_of(name)));
+        for stored in records {
+            namespace.add(stored);
+        }
     }
+    restoring
+        .entry(String::new())
+        .or_insert_with(|| Restoring::new(spec, image_of("")));
     let mut totals = Restored::default();
     let mut namespaces = BTreeMap::new();
-    for (name, records) in by_name {
-        let image = match images.remove(&name) {
-            Some(Ok(image)) => Some(image),
-            Some(Err(error)) => {
-                warn!(index.id = %index, namespace = %name, %error, "a graph snapshot is not used; the graph is built from the store");
-                None
-            }
-            None => None,
-        };
-        let (namespace, restored) = Namespace::restore(spec, records, image);
+    for (name, namespace) in restoring {
+        let (namespace, restored) = namespace.finish();
         totals.from_snapshot += restored.from_snapshot;
         totals.pending += restored.pending;
         namespaces.insert(name, namespace);
@@ -72,6 +85,23 @@ fn build_namespaces(
     namespaces
 }
 
+/// Sends what `feed` holds of `index` to `parts`, one part per namespace, and answers the position it
+/// stands at.
+pub(super) async fn feed_in_parts(
+    feed: &dyn VectorFeed,
+    index: IndexId,
+    parts: Sender<LoadPart>,
+) -> Result<FeedPosition, VectorError> {
+    let (namespaces, position) = feed.load_at(index).await?;
+    for part in namespaces {
+        parts
+            .send(part)
+            .await
+            .map_err(|_| VectorError::Internal("the load stopped taking records".into()))?;
+    }
+    Ok(position)
+}
+
 impl Vectors {
     /// Keeps graph snapshots under `dir`, read when an index is loaded and written as graphs grow and
     /// at shutdown (without this, every graph is built from the store at each load).
@@ -88,15 +118,20 @@ impl Vectors {
         self
     }
 
-    /// Builds an index's namespaces from the records `stored` reads (and the position it reads them
+    /// Builds an index's namespaces from the records `load` sends (it answers the position they stand
     /// at), with their graphs from snapshots: the snapshots are read and checked on a blocking thread
-    /// while the store reads the records, and the namespaces are built off the async runtime.
-    pub(super) async fn build(
+    /// while the store starts reading the records, and the namespaces are built off the async runtime
+    /// as the records arrive, so that a large index's vectors are never all in memory at once.
+    pub(super) async fn build<F, Fut>(
         &self,
         index: IndexId,
         spec: IndexSpec,
-        stored: impl Future<Output = Result<(Vec<(String, Vec<StoredRecord>)>, FeedPosition), VectorError>>,
-    ) -> Result<(BTreeMap<String, Namespace>, FeedPosition), VectorError> {
+        load: F,
+    ) -> Result<(BTreeMap<String, Namespace>, FeedPosition), VectorError>
+    where
+        F: FnOnce(Sender<LoadPart>) -> Fut,
+        Fut: Future<Output = Result<FeedPosition, VectorError>>,
+    {
         let started = Instant::now();
         let snapshots = self.snapshots.clone();
         let reading = snapshots.clone().map(|snapshots| {
@@ -108,19 +143,24 @@ impl Vectors {
                     .collect()
             })
         });
-        let stored = stored.await;
-        let images = match reading {
-            Some(reading) => reading
-                .await
-                .map_err(|e| VectorError::Internal(format!("snapshot reading task failed: {e}")))?,
-            None => HashMap::new(),
+        let (sender, parts) = tokio::sync::mpsc::channel(PARTS_AHEAD);
+        let building = async move {
+            let images = match reading {
+                Some(reading) => reading
+                    .await
+                    .map_err(|e| VectorError::Internal(format!("snapshot reading task failed: {e}")))?,
+                None => HashMap::new(),
+            };
+            tokio::task::spawn_blocking(move || {
+                build_namespaces(index, &spec, parts, images, snapshots.as_ref())
+            })
+            .await
+            .map_err(|e| VectorError::Internal(format!("loading task failed: {e}")))
         };
-        let (stored, position) = stored?;
-        let namespaces = tokio::task::spawn_blocking(move || {
-            build_namespaces(index, &spec, stored, images, snapshots.as_ref())
-        })
-        .await
-        .map_err(|e| VectorError::Internal(format!("loading task failed: {e}")))?;
+        // A load that fails part way leaves the namespaces built from what it sent: they are dropped.
+        let (position, namespaces) = tokio::join!(load(sender), building);
+        let namespaces = namespaces?;
+        let position = position?;
         info!(index.id = %index, duration_ms = elapsed_ms(started), "vector index loaded");
         Ok((namespaces, position))
     }

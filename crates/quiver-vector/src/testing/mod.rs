@@ -111,10 +111,37 @@ fn put(namespace: &str, records: Vec<StoredRecord>) -> Change {
     }
 }
 
+/// What `load` answers, namespaces by name, after checking that `load_in_parts` sends the same.
 async fn load(store: &dyn VectorStore, index: IndexId) -> Vec<(String, Vec<StoredRecord>)> {
     let mut namespaces = store.load(index).await.expect("load succeeds");
     namespaces.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(
+        load_in_parts(store, index).await,
+        namespaces,
+        "load_in_parts sends exactly what load answers"
+    );
     namespaces
+}
+
+/// The parts `load_in_parts` sends, taken one at a time, merged by namespace and put in sequence order.
+async fn load_in_parts(store: &dyn VectorStore, index: IndexId) -> Vec<(String, Vec<StoredRecord>)> {
+    let (sender, mut parts) = tokio::sync::mpsc::channel(1);
+    let receiving = async {
+        let mut namespaces: std::collections::BTreeMap<String, Vec<StoredRecord>> = Default::default();
+        while let Some((name, records)) = parts.recv().await {
+            namespaces.entry(name).or_default().extend(records);
+        }
+        namespaces
+    };
+    let (sent, namespaces) = tokio::join!(store.load_in_parts(index, sender), receiving);
+    sent.expect("load_in_parts succeeds");
+    namespaces
+        .into_iter()
+        .map(|(name, mut records)| {
+            records.sort_by_key(|stored| stored.sequence);
+            (name, records)
+        })
+        .collect()
 }
 
 fn ids(records: &[StoredRecord]) -> Vec<&str> {
