@@ -1,8 +1,9 @@
 //! `quiver-bench growth`: how the vector engine's costs grow with the index, at each size given: the
 //! time to write it through the service (durable upserts, then the background indexer), and, in a fresh
 //! process over the stored index, the restart (time to the first answer and to full query speed, with
-//! graph snapshots and, up to a size, without), resident memory per vector after the load and once it
-//! has settled, and QPS and latency percentiles of queries through the service, with recall@10.
+//! graph snapshots and, up to a size, without), resident memory per vector at its peak during the
+//! load, right after the load and once it has settled, and QPS and latency percentiles of queries
+//! through the service, with recall@10.
 //!
 //! Memory settles after the load: the records the store read and the snapshot file are freed on other
 //! threads than the ones that allocated them, and mimalloc gives such memory back to the system when
@@ -97,6 +98,8 @@ const SETTLE: Duration = Duration::from_secs(15);
 struct Resident {
     anonymous: u64,
     file: u64,
+    /// The most the process has held resident since it started (`VmHWM`).
+    peak: u64,
 }
 
 impl Resident {
@@ -117,6 +120,7 @@ impl Resident {
         Ok(Resident {
             anonymous: field("RssAnon:")?,
             file: field("RssFile:")?,
+            peak: field("VmHWM:")?,
         })
     }
 
@@ -187,6 +191,7 @@ struct Restart {
     first_answer_s: f64,
     full_speed_s: f64,
     resident_bytes_per_vector: f64,
+    peak_bytes_per_vector: f64,
     settled_bytes_per_vector: f64,
     settled_file_bytes_per_vector: f64,
     queried_anonymous_bytes_per_vector: f64,
@@ -228,7 +233,8 @@ pub(crate) async fn restart(
     let full_speed = started.elapsed().as_secs_f64();
     let count = vectors.info(&index).await?.vector_count;
     let per_vector = |bytes: u64, before: u64| bytes.saturating_sub(before) as f64 / count.max(1) as f64;
-    let resident = per_vector(Resident::read()?.total(), before.total());
+    let loaded = Resident::read()?;
+    let resident = per_vector(loaded.total(), before.total());
     tokio::time::sleep(SETTLE).await;
     let settled = Resident::read()?;
     let mut latencies = Vec::with_capacity(queries.len());
@@ -254,6 +260,7 @@ pub(crate) async fn restart(
         "first_answer_s": first_answer,
         "full_speed_s": full_speed,
         "resident_bytes_per_vector": resident,
+        "peak_bytes_per_vector": per_vector(loaded.peak, before.total()),
         "settled_bytes_per_vector": per_vector(settled.total(), before.total()),
         "settled_file_bytes_per_vector": per_vector(settled.file, before.file),
         "queried_anonymous_bytes_per_vector": per_vector(queried.anonymous, before.anonymous),
@@ -299,6 +306,7 @@ fn run_child(dir: &Path, id: IndexId, dimension: usize, snapshots: bool) -> Resu
         first_answer_s: figure("first_answer_s")?,
         full_speed_s: figure("full_speed_s")?,
         resident_bytes_per_vector: figure("resident_bytes_per_vector")?,
+        peak_bytes_per_vector: figure("peak_bytes_per_vector")?,
         settled_bytes_per_vector: figure("settled_bytes_per_vector")?,
         settled_file_bytes_per_vector: figure("settled_file_bytes_per_vector")?,
         queried_anonymous_bytes_per_vector: figure("queried_anonymous_bytes_per_vector")?,
@@ -316,7 +324,7 @@ pub(crate) async fn run(config: &Config, bench: GrowthBench) -> Result<()> {
         bench.dimension, bench.queries
     );
     println!(
-        "| vectors | upserts acknowledged | graph built | shutdown (snapshot) | restart: first answer | restart: full speed, snapshot | restart: full speed, no snapshot | resident bytes/vector, after load | settled (of which file pages) | after the queries: anonymous + file pages | QPS | p50 ms | p99 ms | recall@10 |"
+        "| vectors | upserts acknowledged | graph built | shutdown (snapshot) | restart: first answer | restart: full speed, snapshot | restart: full speed, no snapshot | resident bytes/vector: peak during the load, after the load | settled (of which file pages) | after the queries: anonymous + file pages | QPS | p50 ms | p99 ms | recall@10 |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for &size in &bench.sizes {
@@ -363,9 +371,10 @@ pub(crate) async fn run(config: &Config, bench: GrowthBench) -> Result<()> {
             "not run".to_owned()
         };
         println!(
-            "| {size} | {upserted:.1} s | {indexed:.1} s | {shutdown:.2} s | {:.2} s | {:.2} s | {without} | {:.0} | {:.0} ({:.0}) | {:.0} + {:.0} | {:.0} | {:.2} | {:.2} | {:.3} |",
+            "| {size} | {upserted:.1} s | {indexed:.1} s | {shutdown:.2} s | {:.2} s | {:.2} s | {without} | {:.0}, {:.0} | {:.0} ({:.0}) | {:.0} + {:.0} | {:.0} | {:.2} | {:.2} | {:.3} |",
             with.first_answer_s,
             with.full_speed_s,
+            with.peak_bytes_per_vector,
             with.resident_bytes_per_vector,
             with.settled_bytes_per_vector,
             with.settled_file_bytes_per_vector,

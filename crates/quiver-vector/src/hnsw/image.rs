@@ -118,9 +118,9 @@ impl Hnsw {
         }
     }
 
-    /// Makes the inverse norms (cosine) and the half-precision copies from the vectors where they are
-    /// missing (a graph decoded, or copied by [`Hnsw::copy_for_image`]), and the largest norm of a
-    /// vector as ranked.
+    /// Makes the inverse norms (cosine), the half-precision copies and the 8-bit codes from the
+    /// vectors where they are missing (a graph decoded, or copied by [`Hnsw::copy_for_image`]), and the
+    /// largest norm of a vector as ranked. The halves and the codes are made on two threads.
     pub(crate) fn derive_halves(&mut self) {
         let nodes = self.levels.len();
         if self.halves.len() == nodes * self.half_words {
@@ -129,19 +129,40 @@ impl Hnsw {
         if self.similarity == SimilarityFunction::Cosine {
             self.inverse_norms = self.vectors.iter().take(nodes).map(inverse_norm).collect();
         }
-        self.halves = Vec::with_capacity(nodes * self.half_words);
-        self.codes = crate::int8::Codes::new(self.dimension);
-        self.max_norm = 0.0;
+        let graph = &*self;
+        let (halves, max_norm, codes) = std::thread::scope(|scope| {
+            let halving = scope.spawn(|| {
+                let mut halves = Vec::with_capacity(nodes * graph.half_words);
+                let mut max_norm: f32 = 0.0;
+                graph.each_prepared(nodes, |prepared| {
+                    max_norm = max_norm.max(norm(prepared));
+                    half::pack_into(prepared, &mut halves);
+                });
+                (halves, max_norm)
+            });
+            let mut codes = crate::int8::Codes::new(graph.dimension);
+            graph.each_prepared(nodes, |prepared| codes.push(prepared));
+            let (halves, max_norm) = halving
+                .join()
+                .expect("deriving the half-precision copies panicked");
+            (halves, max_norm, codes)
+        });
+        self.halves = halves;
+        self.max_norm = max_norm;
+        self.codes = codes;
+        self.halves.resize(nodes * self.half_words, 0);
+    }
+
+    /// Hands each of the first `nodes` vectors as ranked (scaled by its inverse norm for cosine) to
+    /// `take`, one at a time, in one buffer.
+    fn each_prepared(&self, nodes: usize, mut take: impl FnMut(&[f32])) {
         let mut prepared = Vec::with_capacity(self.dimension);
         for (node, vector) in self.vectors.iter().take(nodes).enumerate() {
             let scale = self.scale(node as u32);
             prepared.clear();
             prepared.extend(vector.iter().map(|x| x * scale));
-            self.max_norm = self.max_norm.max(norm(&prepared));
-            half::pack_into(&prepared, &mut self.halves);
-            self.codes.push(&prepared);
+            take(&prepared);
         }
-        self.halves.resize(nodes * self.half_words, 0);
     }
 
     /// Appends the graph's bytes to `encoder`; where in its bytes the vectors start.
@@ -179,7 +200,8 @@ impl Hnsw {
 
     /// The graph `encode` wrote, which must have been built for `similarity`, `dimension` and the
     /// graph-shaping parameters of `params` (its search settings are taken from `params`), read from
-    /// `source`.
+    /// `source`. It cannot be searched before [`Hnsw::derive_halves`]: a load first checks the graph's
+    /// vectors against the records, and derives what it keeps.
     ///
     /// # Errors
     /// Bytes that end early, values out of range, and a graph built with other settings.
@@ -264,7 +286,6 @@ impl Hnsw {
             decoder.skip_padding(VECTOR_ALIGNMENT)?;
         }
         graph.vectors = Rows::decode(decoder, dimension, nodes, source.file)?;
-        graph.derive_halves();
         graph.live = graph.deleted.iter().filter(|deleted| !**deleted).count();
         Ok(graph)
     }
@@ -304,7 +325,8 @@ mod tests {
         let original = graph(3_000);
         let mut encoder = Encoder::default();
         original.encode(&mut encoder);
-        let restored = decoded(&encoder.bytes, original.params).unwrap();
+        let mut restored = decoded(&encoder.bytes, original.params).unwrap();
+        restored.derive_halves();
         assert_eq!(restored.levels, original.levels);
         assert_eq!(restored.deleted, original.deleted);
         assert_eq!(restored.level0, original.level0);

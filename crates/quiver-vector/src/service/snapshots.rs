@@ -136,11 +136,16 @@ impl Vectors {
         let snapshots = self.snapshots.clone();
         let reading = snapshots.clone().map(|snapshots| {
             tokio::task::spawn_blocking(move || -> HashMap<String, Read> {
-                snapshots
+                let started = Instant::now();
+                let images: HashMap<String, Read> = snapshots
                     .read_all(index, &spec)
                     .into_iter()
                     .map(|(name, read)| (name, read.map(|(image, _)| image)))
-                    .collect()
+                    .collect();
+                if !images.is_empty() {
+                    info!(index.id = %index, files = images.len(), duration_ms = elapsed_ms(started), "graph snapshots read");
+                }
+                images
             })
         });
         let (sender, parts) = tokio::sync::mpsc::channel(PARTS_AHEAD);
