@@ -9,12 +9,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use quiver_core::IndexId;
+use tokio::sync::mpsc::{Receiver, Sender};
 use tracing::{info, warn};
 
 use super::{LoadedIndex, Vectors, read, write};
 use crate::error::VectorError;
-use tokio::sync::mpsc::{Receiver, Sender};
-
 use crate::namespace::{GraphImage, Namespace, Restored, Restoring};
 use crate::record::IndexSpec;
 use crate::snapshot::{self, SnapshotError, Snapshots};

@@ -1,0 +1,159 @@
+//! Restoring a namespace from its stored records and its graph snapshot: each record's vector takes
+//! its node in the snapshot's graph where the node holds exactly that vector, and waits for the
+//! indexer otherwise.
+
+use std::collections::HashMap;
+
+use super::{GraphImage, Namespace};
+use crate::dense::DenseIndex;
+use crate::record::{IndexSpec, StoredRecord};
+
+/// How a namespace came back from its records and a snapshot.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Restored {
+    /// Records whose vector took its node from the snapshot.
+    pub from_snapshot: usize,
+    /// Records whose vector waits for the indexer (new or changed since the snapshot, or no snapshot).
+    pub pending: usize,
+}
+
+/// A namespace being restored by [`Namespace::restore`] from its stored records, which may come in
+/// parts and in any order: each record's vector is checked against the snapshot's graph as it comes and
+/// dropped when the graph holds it, so that a load holds one part's vectors at a time, not every
+/// record's.
+#[derive(Debug)]
+pub struct Restoring {
+    namespace: Namespace,
+    dimension: usize,
+    /// The live node made for each id in the snapshot.
+    node_of: HashMap<String, usize>,
+    /// By node of the snapshot's graph (`None` without a snapshot): whether a record claimed it.
+    claimed: Option<Vec<bool>>,
+    /// Records whose vector is their node's, without it.
+    placed: Vec<(usize, StoredRecord)>,
+    /// Records whose vector waits for the indexer.
+    later: Vec<StoredRecord>,
+}
+
+impl Restoring {
+    /// Starts a namespace of an index with `spec` whose graph comes from `image` where it holds a
+    /// record's id with exactly its vector.
+    pub fn new(spec: &IndexSpec, image: Option<GraphImage>) -> Restoring {
+        let mut namespace = Namespace::new(spec);
+        let mut node_of = HashMap::new();
+        let mut claimed = None;
+        if let Some(GraphImage { graph, ids }) = image {
+            let nodes = graph.node_count();
+            node_of.reserve(nodes);
+            for (node, id) in ids.into_iter().enumerate().take(nodes) {
+                if let Some(id) = id
+                    && graph.is_live(node)
+                {
+                    node_of.entry(id).or_insert(node);
+                }
+            }
+            claimed = Some(vec![false; nodes]);
+            namespace.dense = graph;
+        }
+        Restoring {
+            namespace,
+            dimension: spec.dimension,
+            node_of,
+            claimed,
+            placed: Vec::new(),
+            later: Vec::new(),
+        }
+    }
+
+    /// Takes a stored record: its vector takes its node in the snapshot's graph when the node was made
+    /// for its id and holds exactly its vector (bit for bit), and waits for the indexer otherwise.
+    pub fn add(&mut self, mut stored: StoredRecord) {
+        let Some(claimed) = &mut self.claimed else {
+            self.later.push(stored);
+            return;
+        };
+        let graph = &self.namespace.dense;
+        let dimension = self.dimension;
+        let node = self
+            .node_of
+            .get(stored.record.id.as_str())
+            .copied()
+            .filter(|&node| {
+                !claimed[node]
+                    && stored.record.vector.as_ref().is_some_and(|vector| {
+                        vector.len() == dimension
+                            && vector
+                                .iter()
+                                .zip(graph.node_vector(node))
+                                .all(|(a, b)| a.to_bits() == b.to_bits())
+                    })
+            });
+        match node {
+            Some(node) => {
+                claimed[node] = true;
+                // The graph holds the same vector.
+                stored.record.vector = None;
+                self.placed.push((node, stored));
+            }
+            None => self.later.push(stored),
+        }
+    }
+
+    /// The namespace, with every node of the snapshot's graph that no record claimed deleted (a
+    /// waypoint), and the records whose vectors it did not hold pending, in sequence order.
+    pub fn finish(self) -> (Namespace, Restored) {
+        let Restoring {
+            mut namespace,
+            claimed,
+            mut placed,
+            mut later,
+            ..
+        } = self;
+        let mut restored = Restored::default();
+        if let Some(claimed) = claimed {
+            let nodes = claimed.len();
+            namespace.dense.derive_halves();
+            for (node, is_claimed) in claimed.iter().enumerate() {
+                if !is_claimed {
+                    namespace.dense.remove(node);
+                }
+            }
+            namespace.entries.resize_with(nodes, || None);
+            namespace.sequences.resize(nodes, 0);
+            restored.from_snapshot = placed.len();
+            // In slot order, so the metadata index's postings grow at their ends.
+            placed.sort_unstable_by_key(|(slot, _)| *slot);
+            for (slot, stored) in placed {
+                namespace.place(slot, stored);
+            }
+            // Checking and deriving read every vector once; a mapped file's pages go back to the page
+            // cache until a search or fetch needs them.
+            namespace.dense.release_mapped_pages();
+        }
+        later.sort_by_key(|stored| stored.sequence);
+        for stored in later {
+            namespace.put(stored);
+        }
+        restored.pending = namespace.pending.len();
+        (namespace, restored)
+    }
+}
+
+impl Namespace {
+    /// A namespace holding `records`, whose dense vectors take their nodes in `image`'s graph where the
+    /// node was made for that record's id and exactly that vector (bit for bit); every
+    /// other vector is pending, and every node no record claims is deleted (a waypoint). Nothing of
+    /// the image is trusted beyond that check, so an image from any earlier moment (a stale snapshot)
+    /// is safe, and saves the work for what did not change since.
+    pub fn restore(
+        spec: &IndexSpec,
+        records: Vec<StoredRecord>,
+        image: Option<GraphImage>,
+    ) -> (Namespace, Restored) {
+        let mut restoring = Restoring::new(spec, image);
+        for stored in records {
+            restoring.add(stored);
+        }
+        restoring.finish()
+    }
+}
