@@ -173,8 +173,8 @@ impl VectorStore for SqliteVectorStore {
                 let mut part: LoadPart = (String::new(), Vec::new());
                 each_record(c, &key, |namespace, stored| {
                     if part.0 != namespace || part.1.len() == LOAD_PART_RECORDS {
-                        let full =
-                            std::mem::replace(&mut part, (namespace, Vec::with_capacity(LOAD_PART_RECORDS)));
+                        // Not reserved: an index of many small namespaces would reserve a full part for each.
+                        let full = std::mem::replace(&mut part, (namespace, Vec::new()));
                         if !full.1.is_empty() {
                             send(full)?;
                         }
