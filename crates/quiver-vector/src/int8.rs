@@ -74,6 +74,15 @@ impl Codes {
         }
     }
 
+    /// No codes yet, for vectors of `dimension`, with room for `nodes` of them (a load derives every
+    /// node's code at once: growing as they come would touch twice the memory and copy it).
+    pub fn with_capacity(dimension: usize, nodes: usize) -> Codes {
+        let mut codes = Codes::new(dimension);
+        codes.bytes.reserve_exact(nodes * codes.len);
+        codes.scales.reserve_exact(nodes);
+        codes
+    }
+
     /// Sets `node`'s code from its vector as ranked, adding zero codes for the nodes before it that
     /// have none.
     pub fn set(&mut self, node: usize, prepared: &[f32]) {

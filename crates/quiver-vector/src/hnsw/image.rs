@@ -140,7 +140,7 @@ impl Hnsw {
                 });
                 (halves, max_norm)
             });
-            let mut codes = crate::int8::Codes::new(graph.dimension);
+            let mut codes = crate::int8::Codes::with_capacity(graph.dimension, nodes);
             graph.each_prepared(nodes, |prepared| codes.push(prepared));
             let (halves, max_norm) = halving
                 .join()

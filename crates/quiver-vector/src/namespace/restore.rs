@@ -42,8 +42,12 @@ impl Restoring {
         let mut namespace = Namespace::new(spec);
         let mut node_of = HashMap::new();
         let mut claimed = None;
+        let mut placed = Vec::new();
         if let Some(GraphImage { graph, ids }) = image {
             let nodes = graph.node_count();
+            // At most a record a node; reserved at once, as growing would touch and copy twice the
+            // memory (a large share of a restart's time is the kernel handing out fresh pages).
+            placed.reserve_exact(nodes);
             node_of.reserve(nodes);
             for (node, id) in ids.into_iter().enumerate().take(nodes) {
                 if let Some(id) = id
@@ -60,7 +64,7 @@ impl Restoring {
             dimension: spec.dimension,
             node_of,
             claimed,
-            placed: Vec::new(),
+            placed,
             later: Vec::new(),
         }
     }
