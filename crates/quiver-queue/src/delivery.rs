@@ -27,7 +27,7 @@ use crate::names::RunId;
 use crate::retry::{AttemptReport, DeliveryOutcome, decide, parse_requested_delay};
 use crate::service::{Queue, WorkflowRuns};
 use crate::signing::sign;
-use crate::ssrf::GuardedResolver;
+use crate::ssrf::{CheckedUrls, GuardedResolver};
 use crate::store::{AttemptRecord, AttemptResolution, DeliveryStore};
 
 /// Response headers whose value asks for a retry delay.
@@ -68,6 +68,7 @@ pub struct DeliveryWorker {
     context: Context,
     keys: Arc<dyn KeySource>,
     client: reqwest::Client,
+    destinations: CheckedUrls,
     permits: Arc<Semaphore>,
     dlq_sequence: Arc<AtomicU64>,
 }
@@ -107,6 +108,7 @@ impl DeliveryWorker {
             context: queue.context().clone(),
             keys,
             client,
+            destinations: CheckedUrls::new(Arc::clone(queue.policy())),
             dlq_sequence: Arc::new(AtomicU64::new(u64::from(random_below(1_000_000)))),
         })
     }
@@ -221,7 +223,8 @@ impl DeliveryWorker {
         signature: Option<String>,
         run_created_at: Option<&str>,
     ) -> HeaderMap {
-        let mut headers = HeaderMap::new();
+        // The message's own headers, and each of ours under two prefixes.
+        let mut headers = HeaderMap::with_capacity(message.spec.headers.len() + 20);
         for (name, value) in &message.spec.headers {
             if let (Ok(name), Ok(value)) = (
                 HeaderName::from_bytes(name.as_bytes()),
@@ -257,24 +260,22 @@ impl DeliveryWorker {
     /// Makes one attempt. `Err` means it was not made: something the delivery depends on (the signing
     /// keys, the workflow run) could not be read, and the message goes again later without spending a
     /// retry, rather than going out changed (unsigned, or a step without its history).
-    async fn attempt(
-        &self,
-        message: &Message,
-    ) -> Result<(AttemptReport, ResponseRecord, Option<String>), String> {
+    async fn attempt(&self, message: &Message) -> Result<Attempted, String> {
         let spec = &message.spec;
         let failure = |error: String| {
-            Ok((
-                AttemptReport {
+            Ok(Attempted {
+                report: AttemptReport {
                     status: None,
                     requested_delay: None,
                     non_retryable: false,
                 },
-                ResponseRecord::default(),
-                Some(error),
-            ))
+                response: ResponseRecord::default(),
+                headers: HeaderMap::new(),
+                error: Some(error),
+            })
         };
         // Parsed once, for the destination policy and for the request.
-        let url = match self.context.policy.checked_url(&spec.url) {
+        let url = match self.destinations.checked_url(&spec.url) {
             Ok(url) => url,
             Err(error) => return failure(error),
         };
@@ -319,24 +320,14 @@ impl DeliveryWorker {
             .headers(self.delivery_headers(message, signature, run_created_at.as_deref()))
             .timeout(Duration::from_millis(spec.timeout_ms))
             .body(body);
-        let response = match request.send().await {
+        let mut response = match request.send().await {
             Ok(response) => response,
             Err(error) => return failure(describe(&error)),
         };
         let status = response.status().as_u16();
-        let headers: Vec<(String, String)> = response
-            .headers()
-            .iter()
-            .filter_map(|(name, value)| {
-                value
-                    .to_str()
-                    .ok()
-                    .map(|v| (canonical_header(name.as_str()), v.to_owned()))
-            })
-            .collect();
+        let headers = std::mem::take(response.headers_mut());
         let requested_delay = DELAY_HEADERS.iter().find_map(|name| {
-            response
-                .headers()
+            headers
                 .get(*name)
                 .and_then(|v| v.to_str().ok())
                 .and_then(parse_requested_delay)
@@ -345,8 +336,7 @@ impl DeliveryWorker {
             && ["upstash-nonretryable-error", "svc-nonretryable-error"]
                 .iter()
                 .any(|name| {
-                    response
-                        .headers()
+                    headers
                         .get(*name)
                         .and_then(|v| v.to_str().ok())
                         .is_some_and(|v| v.eq_ignore_ascii_case("true"))
@@ -361,15 +351,17 @@ impl DeliveryWorker {
             requested_delay,
             non_retryable,
         };
-        Ok((
+        Ok(Attempted {
             report,
-            ResponseRecord {
+            // The headers are written out only for an outcome that reports them (see `deliver`).
+            response: ResponseRecord {
                 status: Some(status),
-                headers,
+                headers: Vec::new(),
                 body,
             },
-            None,
-        ))
+            headers,
+            error: None,
+        })
     }
 
     /// Puts off an attempt that could not be made: the message is due again in [`POSTPONE`] with its
@@ -426,7 +418,12 @@ impl DeliveryWorker {
         // The slot bounds requests to destinations; the outcome's write waits in the store's queue
         // without it, so the next claim does not wait for this commit (claims queue behind it anyway).
         drop(slot);
-        let (report, response, error) = match attempted {
+        let Attempted {
+            report,
+            mut response,
+            headers,
+            error,
+        } = match attempted {
             Ok(attempted) => attempted,
             Err(reason) => {
                 DeliveryStats::count(&stats.postponed);
@@ -443,6 +440,14 @@ impl DeliveryWorker {
             spec.retry_delay.as_ref(),
             now,
         );
+        // Callbacks, failure callbacks and dead letters report the destination's headers; a plain
+        // delivery does not keep them.
+        let reports_headers = matches!(outcome, DeliveryOutcome::DeadLettered)
+            || spec.callback.is_some()
+            || spec.reports_dead_letter.is_some();
+        if reports_headers {
+            response.headers = written_headers(&headers);
+        }
         DeliveryStats::count(match outcome {
             DeliveryOutcome::Delivered => &stats.delivered,
             DeliveryOutcome::RetryAt(_) => &stats.retried,
@@ -450,7 +455,7 @@ impl DeliveryWorker {
         });
         let response_text =
             (!response.body.is_empty()).then(|| String::from_utf8_lossy(&response.body).into_owned());
-        let failed_detail = EventDetail {
+        let failed_detail = || EventDetail {
             error: Some(
                 error
                     .clone()
@@ -509,7 +514,7 @@ impl DeliveryWorker {
                 AttemptResolution::Finished { dead_letter: None }
             }
             DeliveryOutcome::RetryAt(at) => {
-                events.push(event(MessageState::Error, failed_detail));
+                events.push(event(MessageState::Error, failed_detail()));
                 events.push(event(
                     MessageState::Retry,
                     EventDetail {
@@ -523,7 +528,7 @@ impl DeliveryWorker {
                 }
             }
             DeliveryOutcome::DeadLettered => {
-                events.push(event(MessageState::Error, failed_detail));
+                events.push(event(MessageState::Error, failed_detail()));
                 events.push(event(MessageState::Failed, EventDetail::default()));
                 let dlq_id = format!(
                     "{}-{}",
@@ -619,8 +624,28 @@ fn active(at: Timestamp) -> NewEvent {
 /// How long an attempt that could not be made (see `DeliveryWorker::attempt`) is put off.
 const POSTPONE: Duration = Duration::from_secs(5);
 
-fn canonical_header(name: &str) -> String {
-    crate::headers::canonical(name)
+/// What one attempt brought back (see `DeliveryWorker::attempt`).
+struct Attempted {
+    report: AttemptReport,
+    /// The answer, without its headers.
+    response: ResponseRecord,
+    /// The answer's headers.
+    headers: HeaderMap,
+    /// Why no answer came, if none did.
+    error: Option<String>,
+}
+
+/// A destination's answer headers as reported: canonical names, values that are text.
+fn written_headers(headers: &HeaderMap) -> Vec<(String, String)> {
+    headers
+        .iter()
+        .filter_map(|(name, value)| {
+            value
+                .to_str()
+                .ok()
+                .map(|v| (crate::headers::canonical(name.as_str()), v.to_owned()))
+        })
+        .collect()
 }
 
 fn describe(error: &reqwest::Error) -> String {

@@ -1,35 +1,64 @@
 //! Delivery signatures: an HS256 JWT over the destination URL and the body's SHA-256, verifiable by the
 //! official receivers (`iss` "Upstash", `sub` the URL, `exp` five minutes on, `body` base64url hash).
 
+use std::fmt::Write as _;
+
 use base64::Engine;
 use base64::engine::general_purpose::{URL_SAFE, URL_SAFE_NO_PAD};
 use hmac::{Hmac, KeyInit, Mac};
 use quiver_core::Timestamp;
-use quiver_core::secret::random_token;
-use serde_json::json;
+use quiver_core::secret::append_random_token;
 use sha2::{Digest, Sha256};
 
 /// How long a signature stays valid.
 pub const SIGNATURE_LIFETIME_SECS: i64 = 300;
 
+/// The JWT header every signature carries, `{"alg":"HS256","typ":"JWT"}` in base64url.
+const HEADER: &str = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9";
+
 /// Signs a delivery of `body` to `url` with `key`, issued by `issuer` at `now` (wall-clock time: the
-/// receiver checks `nbf` and `exp` against its own clock).
+/// receiver checks `nbf` and `exp` against its own clock). Every delivery is signed, so the claims are
+/// written straight into one buffer rather than built as a JSON value first.
 pub fn sign(key: &str, issuer: &str, url: &str, body: &[u8], now: Timestamp) -> String {
     let issued = now.as_secs();
-    let header = URL_SAFE_NO_PAD.encode(br#"{"alg":"HS256","typ":"JWT"}"#);
-    let claims = json!({
-        "iss": issuer,
-        "sub": url,
-        "exp": issued + SIGNATURE_LIFETIME_SECS,
-        "nbf": issued,
-        "iat": issued,
-        "jti": format!("jwt_{}", random_token(16)),
-        "body": URL_SAFE.encode(Sha256::digest(body)),
-    });
-    let payload = URL_SAFE_NO_PAD.encode(claims.to_string());
-    let signing_input = format!("{header}.{payload}");
-    let signature = URL_SAFE_NO_PAD.encode(hmac_sha256(key.as_bytes(), signing_input.as_bytes()));
-    format!("{signing_input}.{signature}")
+    let mut claims = String::with_capacity(160 + issuer.len() + url.len());
+    claims.push_str(r#"{"body":""#);
+    URL_SAFE.encode_string(Sha256::digest(body), &mut claims);
+    let _ = write!(
+        claims,
+        r#"","exp":{},"iat":{issued},"iss":"#,
+        issued + SIGNATURE_LIFETIME_SECS
+    );
+    push_json_string(&mut claims, issuer);
+    claims.push_str(r#","jti":"jwt_"#);
+    append_random_token(&mut claims, 16);
+    let _ = write!(claims, r#"","nbf":{issued},"sub":"#);
+    push_json_string(&mut claims, url);
+    claims.push('}');
+    let mut token = String::with_capacity(HEADER.len() + 2 + claims.len().div_ceil(3) * 4 + 43);
+    token.push_str(HEADER);
+    token.push('.');
+    URL_SAFE_NO_PAD.encode_string(claims.as_bytes(), &mut token);
+    let signature = hmac_sha256(key.as_bytes(), token.as_bytes());
+    token.push('.');
+    URL_SAFE_NO_PAD.encode_string(signature, &mut token);
+    token
+}
+
+/// Appends `text` as a JSON string: quoted, with quotes, backslashes and control characters escaped.
+fn push_json_string(out: &mut String, text: &str) {
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if u32::from(c) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
 }
 
 /// HMAC-SHA256 of `message` under `key`.
@@ -67,6 +96,24 @@ mod tests {
         assert_eq!(signature, expected);
         let forged = URL_SAFE_NO_PAD.encode(hmac_sha256(b"other_key", signing_input.as_bytes()));
         assert_ne!(signature, forged);
+    }
+
+    #[test]
+    fn claims_are_valid_json_whatever_the_url_and_issuer_hold() {
+        let now = Timestamp::from_millis(1_700_000_000_000);
+        let issuer = "Up\"stash\\ \u{1}\n é";
+        let url = "http://127.0.0.1:9/a?q=\"x\"&p=\\";
+        let token = sign("k", issuer, url, b"", now);
+        let [header, _, _] = token.split('.').collect::<Vec<_>>()[..] else {
+            panic!("a JWT has three parts: {token}");
+        };
+        let header: serde_json::Value =
+            serde_json::from_slice(&URL_SAFE_NO_PAD.decode(header).unwrap()).unwrap();
+        assert_eq!(header, serde_json::json!({"alg": "HS256", "typ": "JWT"}));
+        let claims = decode_claims(&token);
+        assert_eq!(claims["iss"], issuer);
+        assert_eq!(claims["sub"], url);
+        assert_eq!(claims["iat"], 1_700_000_000);
     }
 
     #[test]

@@ -123,6 +123,51 @@ impl DestinationPolicy {
     }
 }
 
+/// The destination URLs a policy allowed lately, parsed: most deliveries go to a few destinations, and
+/// parsing a URL (its host through IDNA) costs more than the rest of a delivery's checks together.
+/// Holds at most [`CheckedUrls::CAPACITY`] of them, and starts afresh when full.
+#[derive(Debug)]
+pub struct CheckedUrls {
+    policy: Arc<DestinationPolicy>,
+    allowed: std::sync::Mutex<std::collections::HashMap<String, url::Url>>,
+}
+
+impl CheckedUrls {
+    /// How many URLs are kept.
+    pub const CAPACITY: usize = 1_024;
+
+    /// None yet, checked against `policy`.
+    pub fn new(policy: Arc<DestinationPolicy>) -> CheckedUrls {
+        CheckedUrls {
+            policy,
+            allowed: std::sync::Mutex::default(),
+        }
+    }
+
+    /// [`DestinationPolicy::checked_url`], answered from the URLs kept where it was allowed before
+    /// (the policy does not change while the server runs).
+    ///
+    /// # Errors
+    /// As [`DestinationPolicy::checked_url`].
+    pub fn checked_url(&self, url: &str) -> Result<url::Url, String> {
+        let lock = || {
+            self.allowed
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
+        if let Some(parsed) = lock().get(url) {
+            return Ok(parsed.clone());
+        }
+        let parsed = self.policy.checked_url(url)?;
+        let mut allowed = lock();
+        if allowed.len() >= Self::CAPACITY {
+            allowed.clear();
+        }
+        allowed.insert(url.to_owned(), parsed.clone());
+        Ok(parsed)
+    }
+}
+
 /// A resolver that drops internal addresses unless the policy allows the host.
 #[derive(Debug, Clone)]
 pub struct GuardedResolver {
@@ -161,6 +206,30 @@ impl Resolve for GuardedResolver {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kept_urls_answer_as_the_policy_does_however_often_and_however_many() {
+        let urls = CheckedUrls::new(Arc::new(DestinationPolicy {
+            allow_internal: false,
+            allowed_hosts: vec!["10.0.0.7".into()],
+        }));
+        for _ in 0..2 {
+            assert!(
+                urls.checked_url("http://127.0.0.1/hook").is_err(),
+                "a refusal is not kept as allowed"
+            );
+            assert_eq!(
+                urls.checked_url("http://10.0.0.7:8080/a?b=1").unwrap().as_str(),
+                "http://10.0.0.7:8080/a?b=1"
+            );
+        }
+        for n in 0..=CheckedUrls::CAPACITY + 1 {
+            let url = format!("https://example.com/{n}");
+            assert_eq!(urls.checked_url(&url).unwrap().as_str(), url);
+        }
+        assert!(urls.checked_url("http://localhost/").is_err());
+        assert!(urls.checked_url("not a url").is_err());
+    }
 
     #[test]
     fn internal_ranges_are_recognised() {

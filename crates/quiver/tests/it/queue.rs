@@ -200,7 +200,11 @@ async fn a_retry_delay_expression_and_a_retry_after_header_set_the_next_attempt(
 async fn exhausted_retries_go_to_the_dead_letter_queue_which_can_be_read_retried_and_deleted() {
     let server = TestServer::embedded().await;
     let receiver = Receiver::start().await;
-    receiver.respond_with(Reply::status(500).with_body("broken"));
+    receiver.respond_with(
+        Reply::status(500)
+            .with_body("broken")
+            .with_header("x-why", "disk"),
+    );
     let (_, published) = publish(&server, &receiver.url("/down"), &[("Svc-Retries", "0")], "lost?").await;
     let message_id = published["messageId"].as_str().unwrap().to_owned();
     receiver.wait_for(1, WAIT).await;
@@ -208,6 +212,7 @@ async fn exhausted_retries_go_to_the_dead_letter_queue_which_can_be_read_retried
     let dead = wait_for_dead_letter(&server, &message_id).await;
     assert_eq!(dead["responseStatus"], 500);
     assert_eq!(dead["responseBody"], "broken");
+    assert_eq!(dead["responseHeader"]["X-Why"], json!(["disk"]), "{dead}");
     assert_eq!(dead["body"], "lost?");
     assert_eq!(dead["maxRetries"], 0);
     let dlq_id = dead["dlqId"].as_str().unwrap().to_owned();
