@@ -27,8 +27,9 @@ use crate::names::RunId;
 use crate::retry::{AttemptReport, DeliveryOutcome, decide, parse_requested_delay};
 use crate::service::{Queue, WorkflowRuns};
 use crate::signing::sign;
-use crate::ssrf::{CheckedUrls, GuardedResolver};
+use crate::ssrf::CheckedUrls;
 use crate::store::{AttemptRecord, AttemptResolution, DeliveryStore};
+use crate::transport::Transport;
 
 /// Response headers whose value asks for a retry delay.
 const DELAY_HEADERS: [&str; 4] = [
@@ -67,7 +68,7 @@ pub struct DeliveryWorker {
     runs: WorkflowRuns,
     context: Context,
     keys: Arc<dyn KeySource>,
-    client: reqwest::Client,
+    transport: Transport,
     destinations: CheckedUrls,
     permits: Arc<Semaphore>,
     dlq_sequence: Arc<AtomicU64>,
@@ -91,23 +92,21 @@ impl DeliveryWorker {
     /// When the HTTP client cannot be built.
     pub fn new(queue: &Queue, keys: Arc<dyn KeySource>) -> Result<DeliveryWorker, WorkerError> {
         let config = queue.config();
-        let client = reqwest::Client::builder()
-            .no_proxy()
-            .user_agent(config.user_agent.clone())
-            .redirect(reqwest::redirect::Policy::none())
-            .dns_resolver(Arc::new(GuardedResolver::new(Arc::clone(queue.policy()))))
-            // Every delivery slot may be talking to the same host: keep as many connections to it open
-            // between deliveries, or each burst opens (and the destination accepts) new ones.
-            .pool_max_idle_per_host(config.delivery_concurrency.max(1))
-            .build()
-            .map_err(|e| WorkerError(e.to_string()))?;
+        // Every delivery slot may be talking to the same host: keep as many connections to it open
+        // between deliveries, or each burst opens (and the destination accepts) new ones.
+        let transport = Transport::new(
+            queue.policy(),
+            &config.user_agent,
+            config.delivery_concurrency.max(1),
+        )
+        .map_err(|e| WorkerError(e.to_string()))?;
         Ok(DeliveryWorker {
             permits: Arc::new(Semaphore::new(config.delivery_concurrency.max(1))),
             store: queue.store().clone(),
             runs: queue.workflow_runs.clone(),
             context: queue.context().clone(),
             keys,
-            client,
+            transport,
             destinations: CheckedUrls::new(Arc::clone(queue.policy())),
             dlq_sequence: Arc::new(AtomicU64::new(u64::from(random_below(1_000_000)))),
         })
@@ -313,19 +312,24 @@ impl DeliveryWorker {
                 wall_clock_now(),
             )
         });
-        let method = spec.method.to_reqwest();
-        let request = self
-            .client
-            .request(method, url)
-            .headers(self.delivery_headers(message, signature, run_created_at.as_deref()))
-            .timeout(Duration::from_millis(spec.timeout_ms))
-            .body(body);
-        let mut response = match request.send().await {
-            Ok(response) => response,
-            Err(error) => return failure(describe(&error)),
+        let limit = self.context.config.max_message_bytes;
+        let answer = match self
+            .transport
+            .send(
+                spec.method.to_reqwest(),
+                url,
+                self.delivery_headers(message, signature, run_created_at.as_deref()),
+                body,
+                Duration::from_millis(spec.timeout_ms),
+                limit,
+            )
+            .await
+        {
+            Ok(answer) => answer,
+            Err(error) => return failure(error),
         };
-        let status = response.status().as_u16();
-        let headers = std::mem::take(response.headers_mut());
+        let status = answer.status.as_u16();
+        let headers = answer.headers;
         let requested_delay = DELAY_HEADERS.iter().find_map(|name| {
             headers
                 .get(*name)
@@ -341,11 +345,6 @@ impl DeliveryWorker {
                         .and_then(|v| v.to_str().ok())
                         .is_some_and(|v| v.eq_ignore_ascii_case("true"))
                 });
-        let limit = self.context.config.max_message_bytes;
-        let body = match read_limited(response, limit).await {
-            Ok(body) => body,
-            Err(error) => return failure(describe(&error)),
-        };
         let report = AttemptReport {
             status: Some(status),
             requested_delay,
@@ -357,7 +356,7 @@ impl DeliveryWorker {
             response: ResponseRecord {
                 status: Some(status),
                 headers: Vec::new(),
-                body,
+                body: answer.body,
             },
             headers,
             error: None,
@@ -646,32 +645,4 @@ fn written_headers(headers: &HeaderMap) -> Vec<(String, String)> {
                 .map(|v| (crate::headers::canonical(name.as_str()), v.to_owned()))
         })
         .collect()
-}
-
-fn describe(error: &reqwest::Error) -> String {
-    use std::error::Error as _;
-    let mut text = if error.is_timeout() {
-        "the destination did not answer in time".to_owned()
-    } else {
-        error.to_string()
-    };
-    let mut source = error.source();
-    while let Some(inner) = source {
-        text.push_str(": ");
-        text.push_str(&inner.to_string());
-        source = inner.source();
-    }
-    text
-}
-
-async fn read_limited(mut response: reqwest::Response, limit: usize) -> Result<Vec<u8>, reqwest::Error> {
-    let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await? {
-        let room = limit.saturating_sub(body.len());
-        body.extend_from_slice(&chunk[..chunk.len().min(room)]);
-        if body.len() >= limit {
-            break;
-        }
-    }
-    Ok(body)
 }

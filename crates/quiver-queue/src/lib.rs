@@ -56,6 +56,7 @@ pub mod ssrf;
 pub mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod transport;
 pub mod waiters;
 pub mod workflow;
 pub mod workflows;

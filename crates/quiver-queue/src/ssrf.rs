@@ -185,22 +185,28 @@ impl Resolve for GuardedResolver {
     fn resolve(&self, name: Name) -> Resolving {
         let policy = Arc::clone(&self.policy);
         Box::pin(async move {
-            let host = name.as_str().to_owned();
-            let resolved: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
-            let allowed_all = policy.host_allowed(&host);
-            let kept: Vec<SocketAddr> = resolved
-                .into_iter()
-                .filter(|address| allowed_all || !is_internal(address.ip()))
-                .collect();
-            if kept.is_empty() {
-                return Err(
-                    format!("`{host}` resolves only to internal addresses, which are not allowed").into(),
-                );
-            }
+            let kept = guarded_lookup(&policy, name.as_str()).await?;
             let addresses: Addrs = Box::new(kept.into_iter());
             Ok(addresses)
         })
     }
+}
+
+/// The addresses `host` resolves to that `policy` lets deliveries reach (every one, for a host it
+/// allows); an error when none is left.
+pub(crate) async fn guarded_lookup(
+    policy: &DestinationPolicy,
+    host: &str,
+) -> Result<Vec<SocketAddr>, Box<dyn std::error::Error + Send + Sync>> {
+    let resolved = tokio::net::lookup_host((host, 0)).await?;
+    let allowed_all = policy.host_allowed(host);
+    let kept: Vec<SocketAddr> = resolved
+        .filter(|address| allowed_all || !is_internal(address.ip()))
+        .collect();
+    if kept.is_empty() {
+        return Err(format!("`{host}` resolves only to internal addresses, which are not allowed").into());
+    }
+    Ok(kept)
 }
 
 #[cfg(test)]
