@@ -8,7 +8,8 @@ Each round runs, alternating, on this machine:
   sustained   wrk -> Quiver, immediate delivery to nginx. The figure is messages acknowledged divided by
               the time from the first publish until the last of them reached nginx (read from nginx's
               access log), so publishes that pile up undelivered earn nothing
-  drain       a backlog of --backlog messages, published with one `Svc-Not-Before`, delivered to nginx
+  drain       a backlog of --backlog messages, published with one `Svc-Not-Before`, delivered to nginx,
+              with Quiver's CPU per delivered message (writer thread, the rest)
   latency     an open-loop publisher at --rate msg/s for --latency-seconds; nginx logs its arrival time
               next to the send time the message carries (a forwarded header), both in whole milliseconds,
               so each latency is within a millisecond of the true one
@@ -300,11 +301,16 @@ def phase_drain(args, sink, tag):
         if time.time() >= due:
             raise RuntimeError("the backlog was not all published before it fell due")
         expected = (args.backlog // 100) * 100
+        # The CPU the delivery of the backlog costs, from just before it falls due.
+        time.sleep(max(0.0, due - time.time() - 0.2))
+        w0, s0 = quiver.cpu()
         wait_arrivals(sink, tag, expected)
+        w1, s1 = quiver.cpu()
         arrivals = sink.arrivals(tag)
         last = max(t for t, _ in arrivals)
         first = min(t for t, _ in arrivals)
-        return {"rate": expected / (last - due), "rate_from_first": expected / (last - first)}
+        return {"rate": expected / (last - due), "rate_from_first": expected / (last - first),
+                "cpu_writer_us": (w1 - w0) / expected * 1e6, "cpu_server_us": (s1 - s0) / expected * 1e6}
     finally:
         quiver.stop()
 
@@ -398,6 +404,8 @@ def main():
                 d = phase_drain(args, sink, f"d{r}")
                 record(f"drain of {args.backlog} msg/s (from due time)", d["rate"])
                 record(f"drain of {args.backlog} msg/s (from first arrival)", d["rate_from_first"])
+                record("drain CPU us/msg writer", d["cpu_writer_us"])
+                record("drain CPU us/msg server", d["cpu_server_us"])
             if "latency" in phases:
                 lat = phase_latency(args, sink, f"l{r}")
                 record(f"latency at {args.rate} msg/s p50 ms", lat["p50"])
