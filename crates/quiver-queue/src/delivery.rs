@@ -639,6 +639,7 @@ fn written_headers(headers: &HeaderMap) -> Vec<(String, String)> {
     headers
         .iter()
         .filter_map(|(name, value)| {
+            // A value that is not text cannot be reported as a JSON string: it is left out.
             value
                 .to_str()
                 .ok()

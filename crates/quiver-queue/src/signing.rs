@@ -21,6 +21,7 @@ const HEADER: &str = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9";
 /// written straight into one buffer rather than built as a JSON value first.
 pub fn sign(key: &str, issuer: &str, url: &str, body: &[u8], now: Timestamp) -> String {
     let issued = now.as_secs();
+    // Writing to a `String` cannot fail, so the `write!` results below are ignored.
     let mut claims = String::with_capacity(160 + issuer.len() + url.len());
     claims.push_str(r#"{"body":""#);
     URL_SAFE.encode_string(Sha256::digest(body), &mut claims);
@@ -53,6 +54,7 @@ fn push_json_string(out: &mut String, text: &str) {
             '"' => out.push_str("\\\""),
             '\\' => out.push_str("\\\\"),
             c if u32::from(c) < 0x20 => {
+                // Writing to a `String` cannot fail.
                 let _ = write!(out, "\\u{:04x}", u32::from(c));
             }
             c => out.push(c),
