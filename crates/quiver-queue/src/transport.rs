@@ -129,8 +129,7 @@ impl Transport {
                 };
                 let frame = frame.map_err(|e| describe(&e))?;
                 if let Ok(data) = frame.into_data() {
-                    let room = limit - body.len();
-                    body.extend_from_slice(&data[..data.len().min(room)]);
+                    keep_up_to(&mut body, &data, limit);
                 }
             }
             Ok(Answer {
@@ -164,14 +163,19 @@ async fn tls_exchange(request: reqwest::RequestBuilder, limit: usize) -> Result<
         let Some(chunk) = response.chunk().await.map_err(described)? else {
             break;
         };
-        let room = limit - body.len();
-        body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        keep_up_to(&mut body, &chunk, limit);
     }
     Ok(Answer {
         status,
         headers,
         body,
     })
+}
+
+/// Appends as much of `data` to `body` as keeps it within `limit` bytes.
+fn keep_up_to(body: &mut Vec<u8>, data: &[u8], limit: usize) {
+    let room = limit.saturating_sub(body.len());
+    body.extend_from_slice(&data[..data.len().min(room)]);
 }
 
 /// An error with each of its causes, `: `-separated.
