@@ -43,7 +43,7 @@ pub(crate) async fn list_selected_dead_letters(
     let mut filter = params.message_filter(true)?;
     filter.workflow_only |= workflows_only;
     let count = params.count()?.unwrap_or(100);
-    let cursor = params.one("cursor")?;
+    let cursor = params.position_cursor()?;
     params.ignore("trimBody");
     params.finish()?;
     let page = state
@@ -150,7 +150,7 @@ pub(crate) async fn selected_dead_letters(
     let mut filter = params.message_filter(true)?;
     filter.workflow_only |= workflows_only;
     let count = params.count()?;
-    let mut cursor = params.one("cursor")?;
+    let mut cursor = params.position_cursor()?;
     params.flag("all")?;
     params.finish()?;
     if !ids.is_empty() {

@@ -21,7 +21,7 @@ pub(crate) async fn events_page(
     let mut params = Params::new(uri, &Value::Null)?;
     let filter = params.message_filter(false)?;
     let count = params.count()?.unwrap_or(100);
-    let cursor = params.one("cursor")?;
+    let cursor = params.position_cursor()?;
     params.ignore("trimBody");
     params.finish()?;
     let page = state

@@ -136,6 +136,22 @@ impl Params {
         }
     }
 
+    /// The cursor of a page of the event log or the DLQ: a position these stores gave out, which the
+    /// client passes back as it was. Anything else is refused rather than read from the newest, which
+    /// would page the same items again.
+    ///
+    /// # Errors
+    /// A value that is not a whole number.
+    pub(crate) fn position_cursor(&mut self) -> Result<Option<String>, ApiError> {
+        let cursor = self.one("cursor")?;
+        match &cursor {
+            Some(value) if value.parse::<u64>().is_err() => Err(ApiError::bad_request(format!(
+                "cursor: `{value}` is not a cursor this route returned"
+            ))),
+            _ => Ok(cursor),
+        }
+    }
+
     /// A time in unix milliseconds.
     ///
     /// # Errors

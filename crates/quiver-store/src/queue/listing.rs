@@ -159,9 +159,8 @@ pub(crate) fn newest<T>(
     )
 }
 
-/// The seq a page's cursor names, which the page's items lie below. The HTTP layer passes the client's
-/// cursor as given; one that is not a seq (so not one this store gave) reads from the newest, as it
-/// always has on both backends.
+/// The seq a page's cursor names, which the page's items lie below. The HTTP layer refuses a cursor that
+/// is not a whole number; one that still is not a seq reads from the newest, on both backends.
 pub(crate) fn cursor_seq(cursor: Option<&str>) -> Option<i64> {
     cursor.and_then(|c| c.parse::<i64>().ok())
 }

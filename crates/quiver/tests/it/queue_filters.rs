@@ -1,6 +1,6 @@
 //! Filters of the queue's list and bulk routes as the SDKs send them: several values per filter, host
 //! and path of the log, DLQ paging by count and cursor, the list of waiting messages, and a 400 for any
-//! key a route does not know.
+//! key a route does not know and for a cursor it did not give.
 
 use std::time::Duration;
 
@@ -66,14 +66,18 @@ async fn log_and_dlq_filters_take_several_values_and_dlq_bulk_actions_page_by_co
     for (path, field) in [
         ("/v2/events?lable=x", "lable"),
         ("/v2/dlq?host=127.0.0.1", "host"),
+        ("/v2/events?cursor=abc", "cursor"),
+        ("/v2/dlq?cursor=-1", "cursor"),
     ] {
         let (status, answer) = send(server.queue(Method::GET, path)).await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
         assert!(answer["error"].as_str().unwrap().contains(field), "{answer}");
     }
 
-    let (status, answer) = send(server.queue(Method::DELETE, "/v2/dlq?lable=x")).await;
-    assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+    for path in ["/v2/dlq?lable=x", "/v2/dlq?cursor=next"] {
+        let (status, answer) = send(server.queue(Method::DELETE, path)).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+    }
     let (_, first) = send(server.queue(Method::DELETE, "/v2/dlq?count=1")).await;
     assert_eq!(first["deleted"], 1, "{first}");
     let cursor = first["cursor"].as_str().expect("more follow").to_owned();
