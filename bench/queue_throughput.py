@@ -21,6 +21,8 @@ Usage: bench/queue_throughput.py [--binary target/release/quiver] [--rounds 5] [
                                  [--connections 32,256] [--backlog 50000] [--scratch DIR]
 With --preload N, every publish, sustained and drain phase first waits for N delayed messages (7 days)
 already in the queue, to show that costs stay flat as the backlog grows.
+With --store postgres://USER@HOST:PORT/DB, every phase's Quiver keeps its data in a schema of its own in
+that database (dropped after the phase), and the CPU split adds PostgreSQL's processes ("database").
 """
 
 import argparse
@@ -185,12 +187,37 @@ def wait_port(port, path=None, deadline_s=60):
         time.sleep(0.05)
 
 
+def database_cpu():
+    """CPU seconds of every PostgreSQL process (the server and its backends) on this machine."""
+    total = 0.0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                stat = f.read()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        if stat[stat.index("(") + 1:stat.rindex(")")].startswith("postgres"):
+            fields = stat[stat.rindex(")") + 2:].split()
+            total += (int(fields[11]) + int(fields[12])) / TICKS
+    return total
+
+
 class Quiver:
+    store = None
+
     def __init__(self, binary, scratch):
         self.dir = tempfile.mkdtemp(dir=scratch, prefix="quiver-")
+        environment = dict(os.environ)
+        self.schema = None
+        if Quiver.store:
+            self.schema = "bench_" + os.path.basename(self.dir).replace("-", "_").lower()
+            environment["QUIVER__STORAGE__URL"] = Quiver.store
+            environment["QUIVER__STORAGE__SCHEMA"] = self.schema
         self.process = subprocess.Popen(
             [binary, "serve", "--dev", "--bind", f"127.0.0.1:{QUIVER_PORT}", "--data-dir", self.dir],
-            stdout=subprocess.DEVNULL, stderr=open(f"{self.dir}/server.log", "w"))
+            stdout=subprocess.DEVNULL, stderr=open(f"{self.dir}/server.log", "w"), env=environment)
         wait_port(QUIVER_PORT, "/v2/keys")
 
     def cpu(self):
@@ -207,6 +234,9 @@ class Quiver:
             self.process.kill()
             self.process.wait()
         shutil.rmtree(self.dir, ignore_errors=True)
+        if self.schema:
+            subprocess.run(["psql", Quiver.store, "-q", "-c", f"DROP SCHEMA IF EXISTS {self.schema} CASCADE"],
+                           check=True, stdout=subprocess.DEVNULL)
 
 
 def wrk(url, path, headers, connections, seconds, scratch):
@@ -266,6 +296,7 @@ def phase_publish(args, sink, connections, delay, tag):
             headers["Svc-Delay"] = "7d"
         w0, s0 = quiver.cpu()
         n0 = sink.cpu()
+        d0 = database_cpu()
         a0 = sink.accepted()
         result = wrk(f"http://127.0.0.1:{QUIVER_PORT}", publish_url(tag), headers, connections,
                      args.seconds, args.scratch)
@@ -279,11 +310,13 @@ def phase_publish(args, sink, connections, delay, tag):
             result["delivered"] = delivered
         w1, s1 = quiver.cpu()
         n1 = sink.cpu()
+        d1 = database_cpu()
         result["sink_connections"] = sink.accepted() - a0 - 1
         messages = result["ok"]
         result["cpu_writer_us"] = (w1 - w0) / messages * 1e6
         result["cpu_server_us"] = (s1 - s0) / messages * 1e6
         result["cpu_rest_us"] = ((n1 - n0) + result["wrk_cpu"]) / messages * 1e6
+        result["cpu_database_us"] = (d1 - d0) / messages * 1e6
         return result
     finally:
         quiver.stop()
@@ -304,13 +337,16 @@ def phase_drain(args, sink, tag):
         # The CPU the delivery of the backlog costs, from just before it falls due.
         time.sleep(max(0.0, due - time.time() - 0.2))
         w0, s0 = quiver.cpu()
+        d0 = database_cpu()
         wait_arrivals(sink, tag, expected)
         w1, s1 = quiver.cpu()
+        d1 = database_cpu()
         arrivals = sink.arrivals(tag)
         last = max(t for t, _ in arrivals)
         first = min(t for t, _ in arrivals)
         return {"rate": expected / (last - due), "rate_from_first": expected / (last - first),
-                "cpu_writer_us": (w1 - w0) / expected * 1e6, "cpu_server_us": (s1 - s0) / expected * 1e6}
+                "cpu_writer_us": (w1 - w0) / expected * 1e6, "cpu_server_us": (s1 - s0) / expected * 1e6,
+                "cpu_database_us": (d1 - d0) / expected * 1e6}
     finally:
         quiver.stop()
 
@@ -360,7 +396,9 @@ def main():
     parser.add_argument("--preload", type=int, default=0)
     parser.add_argument("--phases", default="baseline,publish,sustained,drain,latency")
     parser.add_argument("--scratch", default=None)
+    parser.add_argument("--store", default=None, help="a postgres:// URL; default: embedded SQLite")
     args = parser.parse_args()
+    Quiver.store = args.store
     args.binary = release_binary(args.binary)
     args.scratch = args.scratch or tempfile.gettempdir()
     os.makedirs(args.scratch, exist_ok=True)
@@ -389,6 +427,8 @@ def main():
                     record(f"publish CPU us/msg writer, {c}", p["cpu_writer_us"])
                     record(f"publish CPU us/msg server, {c}", p["cpu_server_us"])
                     record(f"publish CPU us/msg rest, {c}", p["cpu_rest_us"])
+                    if Quiver.store:
+                        record(f"publish CPU us/msg database, {c}", p["cpu_database_us"])
                 if "sustained" in phases:
                     s = phase_publish(args, sink, c, False, f"s{r}c{c}")
                     record(f"sustained in-and-out msg/s, {c} connections", s["in_out"])
@@ -399,6 +439,8 @@ def main():
                     record(f"sustained CPU us/msg writer, {c}", s["cpu_writer_us"])
                     record(f"sustained CPU us/msg server, {c}", s["cpu_server_us"])
                     record(f"sustained CPU us/msg rest, {c}", s["cpu_rest_us"])
+                    if Quiver.store:
+                        record(f"sustained CPU us/msg database, {c}", s["cpu_database_us"])
                     record(f"sustained connections opened to the sink, {c}", s["sink_connections"])
             if "drain" in phases:
                 d = phase_drain(args, sink, f"d{r}")
@@ -406,6 +448,8 @@ def main():
                 record(f"drain of {args.backlog} msg/s (from first arrival)", d["rate_from_first"])
                 record("drain CPU us/msg writer", d["cpu_writer_us"])
                 record("drain CPU us/msg server", d["cpu_server_us"])
+                if Quiver.store:
+                    record("drain CPU us/msg database", d["cpu_database_us"])
             if "latency" in phases:
                 lat = phase_latency(args, sink, f"l{r}")
                 record(f"latency at {args.rate} msg/s p50 ms", lat["p50"])

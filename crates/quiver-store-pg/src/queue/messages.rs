@@ -350,41 +350,45 @@ async fn apply_attempts(t: &Transaction<'_>, records: &[AttemptRecord], node: i3
         .iter()
         .map(|r| (r.message.account_id.to_string(), r.message.id.0.as_str()))
         .unzip();
-    // Only the keys: the records carry their messages, so the rows are locked and their presence read,
-    // never their spec and body again.
+    // Only the keys and where each row lies: the records carry their messages, so the rows are locked
+    // and their presence read, never their spec and body again. Each key is looked up through the
+    // primary key, in key order (so concurrent batches lock in one order): a lock inside the lateral
+    // subquery keeps the planner from joining the keys to a scan of the table, which it prefers while
+    // the table looks small and which reads every dead row its deletions left until vacuum runs.
     let statement = t
         .prepare_cached(
-            "SELECT account_id, id FROM messages
-             WHERE (account_id, id) IN (SELECT * FROM UNNEST($1::TEXT[], $2::TEXT[]))
-             ORDER BY account_id, id FOR UPDATE",
+            "SELECT x.account_id, x.id, x.ctid::TEXT
+             FROM (SELECT * FROM UNNEST($1::TEXT[], $2::TEXT[]) AS u(account_id, id) ORDER BY 1, 2) AS k
+             CROSS JOIN LATERAL (
+                 SELECT m.account_id, m.id, m.ctid FROM messages m
+                 WHERE m.account_id = k.account_id AND m.id = k.id FOR UPDATE
+             ) AS x",
         )
         .await?;
-    let mut found: std::collections::HashSet<(String, String)> = std::collections::HashSet::new();
+    let mut found: std::collections::HashMap<(String, String), String> = std::collections::HashMap::new();
     for row in t.query(&statement, &[&accounts, &ids]).await? {
-        found.insert((row.try_get(0)?, row.try_get(1)?));
+        found.insert((row.try_get(0)?, row.try_get(1)?), row.try_get(2)?);
     }
-    let present: Vec<&AttemptRecord> = records
-        .iter()
-        .filter(|r| found.contains(&(r.message.account_id.to_string(), r.message.id.0.clone())))
-        .collect();
-    let (finished_accounts, finished_ids): (Vec<String>, Vec<&str>) = present
+    let key = |r: &AttemptRecord| (r.message.account_id.to_string(), r.message.id.0.clone());
+    let present: Vec<&AttemptRecord> = records.iter().filter(|r| found.contains_key(&key(r))).collect();
+    // The finished messages' rows, by where they lie: the locks taken above keep them there.
+    let mut finished_rows: Vec<&str> = present
         .iter()
         .filter(|r| matches!(r.resolution, AttemptResolution::Finished { .. }))
-        .map(|r| (r.message.account_id.to_string(), r.message.id.0.as_str()))
-        .unzip();
+        .filter_map(|r| found.get(&key(r)).map(String::as_str))
+        .collect();
+    finished_rows.sort_unstable();
+    finished_rows.dedup();
     let events: Vec<(&Message, &NewEvent)> = present
         .iter()
         .flat_map(|record| record.events.iter().map(|e| (&record.message, e)))
         .collect();
     let delete = async {
-        if !finished_ids.is_empty() {
+        if !finished_rows.is_empty() {
             let statement = t
-                .prepare_cached(
-                    "DELETE FROM messages WHERE (account_id, id) IN (SELECT * FROM UNNEST($1::TEXT[], $2::TEXT[]))",
-                )
+                .prepare_cached("DELETE FROM messages WHERE ctid = ANY($1::TEXT[]::TID[])")
                 .await?;
-            t.execute(&statement, &[&finished_accounts, &finished_ids])
-                .await?;
+            t.execute(&statement, &[&finished_rows]).await?;
         }
         Ok::<(), TxError>(())
     };
@@ -692,8 +696,17 @@ impl DeliveryStore for PgQueueStore {
     }
 
     async fn next_due(&self) -> StoreResult<Option<Timestamp>> {
-        let client = self.database.client().await?;
-        let statement = client
+        let mut client = self.database.client().await?;
+        // Both look-ups walk indexes in due order. A plan made while the table was small (statements
+        // stay prepared, and keep their first generic plan) would scan the whole table instead, every
+        // dead row its deletions left included, until vacuum runs: the transaction turns such scans
+        // off for its own planning only.
+        let transaction = client.transaction().await.map_err(backend_error)?;
+        transaction
+            .batch_execute("SET LOCAL enable_seqscan = off")
+            .await
+            .map_err(backend_error)?;
+        let statement = transaction
             .prepare_cached(&format!(
                 "SELECT m.due_at FROM messages m
                  LEFT JOIN fifo_queues q ON q.account_id = m.account_id AND q.name = m.queue_name
@@ -703,12 +716,13 @@ impl DeliveryStore for PgQueueStore {
             .await
             .map_err(backend_error)?;
         // The earliest due first, through `messages_due` (a `MIN` over the join would read every row).
-        let unkeyed: Option<i64> = client
+        let unkeyed: Option<i64> = transaction
             .query_opt(&statement, &[])
             .await
             .map_err(backend_error)?
             .map(|row| row.get(0));
-        let keyed = next_keyed_due(&client).await?;
+        let keyed = next_keyed_due(&transaction).await?;
+        transaction.commit().await.map_err(backend_error)?;
         Ok(match (unkeyed.map(Timestamp::from_millis), keyed) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
