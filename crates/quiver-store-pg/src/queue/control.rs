@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use deadpool_postgres::Transaction;
+use deadpool_postgres::{Object, Transaction};
 use quiver_core::store::StoreResult;
 use quiver_core::{AccountId, Timestamp};
 use quiver_queue::flow::{FlowControlChange, FlowControlState, FlowControlStore, KeyBudget};
@@ -153,8 +153,8 @@ pub(crate) async fn claim_keyed(
 /// When the earliest waiting keyed message may start: its due time, pushed to the end of its key's rate
 /// period when the rate is used up. A key at its parallelism waits for a delivery to finish, or for the
 /// earliest lease of the key to expire; a paused key waits for resume.
-pub(crate) async fn next_keyed_due(transaction: &Transaction<'_>) -> StoreResult<Option<Timestamp>> {
-    let statement = transaction
+pub(crate) async fn next_keyed_due(client: &Object) -> StoreResult<Option<Timestamp>> {
+    let statement = client
         .prepare_cached(&format!(
             "SELECT MIN(m.due_at),
                     (SELECT COUNT(*) FROM messages l WHERE l.account_id = m.account_id AND l.flow_key = m.flow_key
@@ -171,7 +171,7 @@ pub(crate) async fn next_keyed_due(transaction: &Transaction<'_>) -> StoreResult
         ))
         .await
         .map_err(backend_error)?;
-    let rows = transaction.query(&statement, &[]).await.map_err(backend_error)?;
+    let rows = client.query(&statement, &[]).await.map_err(backend_error)?;
     let mut earliest: Option<i64> = None;
     for row in &rows {
         if row.get::<_, Option<bool>>(6) == Some(true) {

@@ -696,17 +696,8 @@ impl DeliveryStore for PgQueueStore {
     }
 
     async fn next_due(&self) -> StoreResult<Option<Timestamp>> {
-        let mut client = self.database.client().await?;
-        // Both look-ups walk indexes in due order. A plan made while the table was small (statements
-        // stay prepared, and keep their first generic plan) would scan the whole table instead, every
-        // dead row its deletions left included, until vacuum runs: the transaction turns such scans
-        // off for its own planning only.
-        let transaction = client.transaction().await.map_err(backend_error)?;
-        transaction
-            .batch_execute("SET LOCAL enable_seqscan = off")
-            .await
-            .map_err(backend_error)?;
-        let statement = transaction
+        let client = self.database.client().await?;
+        let statement = client
             .prepare_cached(&format!(
                 "SELECT m.due_at FROM messages m
                  LEFT JOIN fifo_queues q ON q.account_id = m.account_id AND q.name = m.queue_name
@@ -716,13 +707,12 @@ impl DeliveryStore for PgQueueStore {
             .await
             .map_err(backend_error)?;
         // The earliest due first, through `messages_due` (a `MIN` over the join would read every row).
-        let unkeyed: Option<i64> = transaction
+        let unkeyed: Option<i64> = client
             .query_opt(&statement, &[])
             .await
             .map_err(backend_error)?
             .map(|row| row.get(0));
-        let keyed = next_keyed_due(&transaction).await?;
-        transaction.commit().await.map_err(backend_error)?;
+        let keyed = next_keyed_due(&client).await?;
         Ok(match (unkeyed.map(Timestamp::from_millis), keyed) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
