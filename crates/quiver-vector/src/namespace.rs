@@ -371,10 +371,13 @@ impl Namespace {
         let accept = |record: RecordRef<'_>| record.passes(filter);
         let judge = |slot: usize| self.at(slot).is_some_and(accept);
         let from_graph = match filter {
-            Some(filter) => match self
-                .recent_listings
-                .listing(filter, || self.metadata_index.plan(filter))
-            {
+            Some(filter) => match self.recent_listings.listing(filter, |repeated| {
+                if repeated {
+                    self.metadata_index.plan_repeated(filter)
+                } else {
+                    self.metadata_index.plan(filter)
+                }
+            }) {
                 Some(listed) => self
                     .dense
                     .search_listed(query, k, &listed.slots, listed.exact, &judge),
@@ -650,6 +653,42 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_pattern_most_of_many_names_match_is_listed_once_asked_again() {
+        let mut namespace = Namespace::new(&dense(1, SimilarityFunction::Euclidean));
+        let named = |i: u16| StoredRecord {
+            sequence: 0,
+            record: Record {
+                metadata: Some(serde_json::json!({ "name": format!("r{i}") })),
+                ..record(&format!("v{i}"), vec![f32::from(i)]).record
+            },
+        };
+        for i in 0..3_000_u16 {
+            namespace.put(named(i));
+        }
+        while namespace.index_pending(500) > 0 {}
+        let most = Filter::parse("name NOT GLOB '*3'").unwrap().unwrap();
+        let nearest = |namespace: &Namespace| namespace.nearest_passing_ids(&[12.6], 3, Some(&most));
+        assert_eq!(nearest(&namespace), ["v12", "v14", "v11"]);
+        assert_eq!(
+            namespace.recent_listings.len(),
+            0,
+            "asked once, nine in ten of 3,000 names match: judged, nothing listed"
+        );
+        assert_eq!(nearest(&namespace), ["v12", "v14", "v11"]);
+        assert_eq!(namespace.recent_listings.len(), 1, "asked again: listed and kept");
+        assert_eq!(
+            nearest(&namespace),
+            ["v12", "v14", "v11"],
+            "the kept listing answers"
+        );
+
+        // After a write, the filter is judged again until it is asked twice.
+        namespace.put(named(3_000));
+        assert_eq!(nearest(&namespace), ["v12", "v14", "v11"]);
+        assert_eq!(namespace.recent_listings.len(), 0);
     }
 
     #[test]

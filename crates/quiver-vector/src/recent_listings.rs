@@ -40,19 +40,24 @@ impl<'a> Deref for Listing<'a> {
     }
 }
 
-/// The kept listings, most recently used first.
+/// The kept listings, most recently used first, and the last filters that had none.
 #[derive(Debug, Default)]
 pub(crate) struct RecentListings {
     kept: Mutex<Vec<(Filter, Arc<Listed<'static>>)>>,
+    /// Filters `plan` answered `None` for since the metadata last changed, most recent first (at most
+    /// [`KEPT`]): asked again, they are planned as repeated, which lists what is worth listing only
+    /// when it will be kept and used.
+    declined: Mutex<Vec<Filter>>,
 }
 
 impl RecentListings {
     /// The listing of `filter`: a kept one, else what `plan` builds (kept for next time when building
-    /// it made a new list or bitmap). `None` where `plan` cannot tell which records may pass.
+    /// it made a new list or bitmap). `None` where `plan` cannot tell which records may pass. `plan` is
+    /// told whether the filter was asked before without a listing since the metadata last changed.
     pub(crate) fn listing<'a>(
         &self,
         filter: &Filter,
-        plan: impl FnOnce() -> Option<Listed<'a>>,
+        plan: impl FnOnce(bool) -> Option<Listed<'a>>,
     ) -> Option<Listing<'a>> {
         // A poisoned lock only means a query panicked while holding it: the listings are whole either way.
         let mut kept = self
@@ -66,7 +71,26 @@ impl RecentListings {
             return Some(Listing::Kept(listed));
         }
         drop(kept);
-        let Listed { slots, exact } = plan()?;
+        let repeated = {
+            let mut declined = self
+                .declined
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let at = declined.iter().position(|known| known == filter);
+            if let Some(at) = at {
+                declined.remove(at);
+            }
+            at.is_some()
+        };
+        let Some(Listed { slots, exact }) = plan(repeated) else {
+            let mut declined = self
+                .declined
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            declined.truncate(KEPT - 1);
+            declined.insert(0, filter.clone());
+            return None;
+        };
         let slots = match owned(slots) {
             Ok(slots) => slots,
             Err(borrowed) => {
@@ -89,9 +113,14 @@ impl RecentListings {
         Some(Listing::Kept(listed))
     }
 
-    /// Drops every kept listing: the index they came from changed.
+    /// Drops every kept listing: the index they came from changed. The declined filters go too, so a
+    /// namespace written between its queries never pays for a listing it cannot keep.
     pub(crate) fn clear(&mut self) {
         self.kept
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clear();
+        self.declined
             .get_mut()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clear();
