@@ -474,7 +474,7 @@ async fn filter_language_rows(
         ),
         (
             "name NOT GLOB '*3'".into(),
-            "90 % (most names match: judged on metadata)",
+            "90 % (most names match: judged when first asked, then listed)",
             Box::new(|n| n % 10 != 3),
         ),
     ];
