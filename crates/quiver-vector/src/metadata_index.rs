@@ -275,7 +275,8 @@ impl MetadataIndex {
     }
 
     /// As [`MetadataIndex::plan`], for a filter asked before, whose listing will be kept: a `GLOB` that
-    /// most of a field's many distinct texts match is listed too (see [`MetadataIndex::globbed`]).
+    /// most of a field's many distinct texts match is listed too, where the first time it is left to
+    /// the records (matching every distinct text costs about what judging every record does).
     pub fn plan_repeated(&self, filter: &Filter) -> Option<Listed<'_>> {
         self.planned(filter, true)
     }
