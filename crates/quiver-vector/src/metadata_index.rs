@@ -281,7 +281,8 @@ impl MetadataIndex {
         self.planned(filter, true)
     }
 
-    fn planned(&self, filter: &Filter, repeated: bool) -> Option<Listed<'_>> {
+    /// [`MetadataIndex::plan`], or [`MetadataIndex::plan_repeated`] where `repeated`.
+    pub(crate) fn planned(&self, filter: &Filter, repeated: bool) -> Option<Listed<'_>> {
         match filter {
             Filter::Compare { path, op, value } => match op {
                 Comparison::Equal => self.equal_to(path, std::slice::from_ref(value)),

@@ -371,13 +371,10 @@ impl Namespace {
         let accept = |record: RecordRef<'_>| record.passes(filter);
         let judge = |slot: usize| self.at(slot).is_some_and(accept);
         let from_graph = match filter {
-            Some(filter) => match self.recent_listings.listing(filter, |repeated| {
-                if repeated {
-                    self.metadata_index.plan_repeated(filter)
-                } else {
-                    self.metadata_index.plan(filter)
-                }
-            }) {
+            Some(filter) => match self
+                .recent_listings
+                .listing(filter, |repeated| self.metadata_index.planned(filter, repeated))
+            {
                 Some(listed) => self
                     .dense
                     .search_listed(query, k, &listed.slots, listed.exact, &judge),
