@@ -56,6 +56,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "the feed of vector writes",
         sql: include_str!("../migrations/0007_vector_feed.sql"),
     },
+    Migration {
+        version: 8,
+        name: "an attempt's ACTIVE event in the row of its outcome",
+        sql: include_str!("../migrations/0008_events_active.sql"),
+    },
 ];
 
 /// The advisory lock that migrations hold, so that nodes starting together migrate once.
@@ -152,14 +157,21 @@ impl PgDatabase {
     /// than this build.
     pub async fn open(options: &PgOptions) -> StoreResult<PgDatabase> {
         let mut secured = crate::tls::secured(&options.url)?;
+        // Quiver's statements are short: a plan whose estimate passes `jit_above_cost` (a look-up
+        // over a table full of dead rows, say) would spend far longer compiling than running.
+        let mut settings = vec![
+            secured.config.get_options().unwrap_or_default().to_owned(),
+            "-c jit=off".into(),
+        ];
         if let Some(schema) = &options.schema {
             if !is_schema_name(schema) {
                 return Err(StoreError::Backend(format!(
                     "`{schema}` cannot name a schema: use lowercase letters, digits and `_`"
                 )));
             }
-            secured.config.options(format!("-c search_path={schema}"));
+            settings.push(format!("-c search_path={schema}"));
         }
+        secured.config.options(settings.join(" ").trim_start());
         let presence = Arc::new(Presence::take(&secured).await?);
         let manager = Manager::from_config(
             secured.config.clone(),

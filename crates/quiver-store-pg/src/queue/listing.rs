@@ -62,13 +62,22 @@ impl Conditions {
     }
 }
 
-/// Conditions for a filter over the DLQ (`d`, its time `failed_at`) or events (`e`, its time `time`).
-fn filter_conditions(account: AccountId, filter: &Filter, is_dead_letters: bool) -> Conditions {
-    let mut c = Conditions::new();
-    let (alias, spec, time) = if is_dead_letters {
-        ("d", "d.spec".to_owned(), "d.failed_at")
-    } else {
-        ("e", EVENT_SPEC.to_owned(), "e.time")
+/// What a filter's conditions read: the DLQ (`d`), the events rows' own events (`e`), or the ACTIVE events
+/// those rows also stand for (`e`, at `active_at`, see migration 8).
+#[derive(Clone, Copy, PartialEq)]
+enum Part {
+    DeadLetters,
+    Events,
+    CarriedActive,
+}
+
+/// Conditions for a filter over a part of the DLQ or the log, added to `c`.
+fn filter_conditions(c: &mut Conditions, account: AccountId, filter: &Filter, part: Part) {
+    let is_dead_letters = part == Part::DeadLetters;
+    let (alias, spec, time) = match part {
+        Part::DeadLetters => ("d", "d.spec".to_owned(), "d.failed_at"),
+        Part::Events => ("e", EVENT_SPEC.to_owned(), "e.time"),
+        Part::CarriedActive => ("e", EVENT_SPEC.to_owned(), "e.active_at"),
     };
     c.add(&format!("{alias}.account_id = $"), Box::new(account.to_string()));
     c.any_of(&format!("{alias}.message_id"), &filter.message_ids);
@@ -104,8 +113,12 @@ fn filter_conditions(account: AccountId, filter: &Filter, is_dead_letters: bool)
             );
         }
     } else {
-        let states: Vec<String> = filter.states.iter().map(|s| s.as_str().to_owned()).collect();
-        c.any_of("e.state", &states);
+        if part == Part::Events {
+            let states: Vec<String> = filter.states.iter().map(|s| s.as_str().to_owned()).collect();
+            c.any_of("e.state", &states);
+        } else {
+            c.sql.push("e.active_at IS NOT NULL".into());
+        }
         c.any_of("e.host", &filter.hosts);
         c.any_of("e.path", &filter.paths);
     }
@@ -132,31 +145,67 @@ fn filter_conditions(account: AccountId, filter: &Filter, is_dead_letters: bool)
     if let Some(to) = filter.to {
         c.add(&format!("{time} <= $"), Box::new(to.as_millis()));
     }
-    c
+}
+
+/// One part of a listing: the rows of `table` (named by `alias`) that meet `conditions`, read as
+/// `columns`, whose first is the item's place in the listing: the row's `seq` less `shift`.
+struct Select {
+    table: &'static str,
+    alias: &'static str,
+    columns: String,
+    conditions: Vec<String>,
+    shift: i64,
 }
 
 impl PgQueueStore {
-    /// One page, newest first, below the sequence number in `cursor`.
+    /// One page, newest first, below the place in `cursor`: each part read newest first up to the page,
+    /// and the parts merged. `values` holds the values the parts' conditions name.
     async fn newest<T>(
         &self,
-        (table, alias, columns): (&str, &str, &str),
-        mut conditions: Conditions,
+        mut values: Conditions,
+        parts: Vec<Select>,
         cursor: Option<&str>,
         page_size: usize,
         from_row: impl Fn(&Row) -> StoreResult<(i64, T)>,
     ) -> StoreResult<Page<T>> {
-        if let Some(cursor) = cursor.and_then(|c| c.parse::<i64>().ok()) {
-            conditions.add(&format!("{alias}.seq < $"), Box::new(cursor));
-        }
-        conditions.values.push(Box::new(count(page_size + 1)));
-        let sql = format!(
-            "SELECT {columns} FROM {table} {alias} WHERE {} ORDER BY {alias}.seq DESC LIMIT ${}",
-            conditions.sql.join(" AND "),
-            conditions.values.len()
-        );
+        let cursor = match cursor.and_then(|c| c.parse::<i64>().ok()) {
+            Some(cursor) => {
+                values.values.push(Box::new(cursor));
+                Some(values.values.len())
+            }
+            None => None,
+        };
+        values.values.push(Box::new(count(page_size + 1)));
+        let limit = values.values.len();
+        let selects: Vec<String> = parts
+            .into_iter()
+            .map(|part| {
+                let Select {
+                    table,
+                    alias,
+                    columns,
+                    mut conditions,
+                    shift,
+                } = part;
+                if let Some(cursor) = cursor {
+                    conditions.push(format!("{alias}.seq < ${cursor}::BIGINT + {shift}"));
+                }
+                format!(
+                    "SELECT {columns} FROM {table} {alias} WHERE {} ORDER BY {alias}.seq DESC LIMIT ${limit}",
+                    conditions.join(" AND ")
+                )
+            })
+            .collect();
+        let sql = match selects.as_slice() {
+            [one] => one.clone(),
+            _ => format!(
+                "SELECT * FROM (({})) u ORDER BY 1 DESC LIMIT ${limit}",
+                selects.join(") UNION ALL (")
+            ),
+        };
         let client = self.database.client().await?;
         let rows = client
-            .query(&sql, &conditions.params())
+            .query(&sql, &values.params())
             .await
             .map_err(backend_error)?;
         let items = rows.iter().map(from_row).collect::<StoreResult<Vec<_>>>()?;
@@ -227,14 +276,17 @@ impl DeadLetterStore for PgQueueStore {
         cursor: Option<&str>,
         count: usize,
     ) -> StoreResult<Page<DeadLetter>> {
-        self.newest(
-            ("dead_letters", "d", DEAD_LETTER_COLUMNS),
-            filter_conditions(account, filter, true),
-            cursor,
-            count,
-            dead_letter_from_row,
-        )
-        .await
+        let mut values = Conditions::new();
+        filter_conditions(&mut values, account, filter, Part::DeadLetters);
+        let part = Select {
+            table: "dead_letters",
+            alias: "d",
+            columns: DEAD_LETTER_COLUMNS.into(),
+            conditions: std::mem::take(&mut values.sql),
+            shift: 0,
+        };
+        self.newest(values, vec![part], cursor, count, dead_letter_from_row)
+            .await
     }
 
     async fn delete_dead_letters(&self, account: AccountId, dlq_ids: &[String]) -> StoreResult<u64> {
@@ -346,15 +398,28 @@ impl EventLogStore for PgQueueStore {
         cursor: Option<&str>,
         count: usize,
     ) -> StoreResult<Page<Event>> {
-        let columns = format!("e.seq, e.time, e.message_id, e.state, {EVENT_SPEC}, e.detail");
-        self.newest(
-            ("events", "e", &columns),
-            filter_conditions(account, filter, false),
-            cursor,
-            count,
-            event_from_row,
-        )
-        .await
+        let mut values = Conditions::new();
+        filter_conditions(&mut values, account, filter, Part::Events);
+        let mut parts = vec![Select {
+            table: "events",
+            alias: "e",
+            columns: format!("e.seq, e.time, e.message_id, e.state, {EVENT_SPEC}, e.detail"),
+            conditions: std::mem::take(&mut values.sql),
+            shift: 0,
+        }];
+        if filter.states.is_empty() || filter.states.contains(&MessageState::Active) {
+            filter_conditions(&mut values, account, filter, Part::CarriedActive);
+            parts.push(Select {
+                table: "events",
+                alias: "e",
+                columns: format!(
+                    "e.seq - 1, e.active_at, e.message_id, 'ACTIVE', {EVENT_SPEC}, '{{}}'::TEXT"
+                ),
+                conditions: std::mem::take(&mut values.sql),
+                shift: 1,
+            });
+        }
+        self.newest(values, parts, cursor, count, event_from_row).await
     }
 
     async fn prune_log(

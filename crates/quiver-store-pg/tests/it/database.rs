@@ -153,3 +153,26 @@ async fn connections_are_encrypted_and_the_server_checked_as_sslmode_asks() {
     let _ = std::fs::remove_file(&file);
     assert!(unknown.contains("UnknownIssuer"), "{unknown}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_keep_the_urls_options_and_run_without_jit() {
+    let schema = TestSchema::new();
+    let database = PgDatabase::open(&with_keys(&schema, "options=-c%20work_mem%3D7MB"))
+        .await
+        .unwrap();
+    let client = database.client().await.unwrap();
+    let setting = |name: &'static str| {
+        let client = &client;
+        async move {
+            let row = client.query_one(&format!("SHOW {name}"), &[]).await.unwrap();
+            row.get::<_, String>(0)
+        }
+    };
+    assert_eq!(setting("work_mem").await, "7MB", "the URL's own options stay");
+    assert_eq!(setting("jit").await, "off");
+    assert_eq!(
+        setting("search_path").await,
+        schema.options.schema.clone().unwrap(),
+        "the store's schema is the search path"
+    );
+}
