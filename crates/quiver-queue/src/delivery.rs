@@ -575,11 +575,6 @@ impl DeliveryWorker {
                 AttemptResolution::Finished { dead_letter }
             }
         };
-        // A finished queued or flow-controlled message lets the next one of its queue or key go.
-        let wakes_worker = !follow_ups.is_empty()
-            || matches!(outcome, DeliveryOutcome::RetryAt(_))
-            || spec.queue_name.is_some()
-            || spec.flow_control.is_some();
         let dead_lettered = matches!(outcome, DeliveryOutcome::DeadLettered);
         // A step of the workflow itself that exhausted its retries ends the run as failed; its dead
         // letter is where the run can be resumed or restarted from.
@@ -594,6 +589,8 @@ impl DeliveryWorker {
             follow_ups,
             failure_callback_report,
         };
+        // A finished queued or flow-controlled message lets the next one of its queue or key go.
+        let wakes_worker = record.may_make_work_due();
         if let Err(error) = self.store.record_attempt(record).await {
             warn!(message.id = %id, %error, "could not record a delivery attempt; the lease will expire and it is retried");
         } else if let Some(run_id) = failed_run {

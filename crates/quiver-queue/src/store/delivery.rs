@@ -38,6 +38,19 @@ pub struct AttemptRecord {
     pub failure_callback_report: Option<(String, crate::message::FailureCallbackInfo)>,
 }
 
+impl AttemptRecord {
+    /// Whether applying the record may make work due that was not: a retry, callbacks to start, or the
+    /// next message of the finished one's FIFO queue or flow-control key. A plain first-try delivery
+    /// makes nothing due, so nothing need wake for it.
+    pub fn may_make_work_due(&self) -> bool {
+        let spec = &self.message.spec;
+        !self.follow_ups.is_empty()
+            || matches!(self.resolution, AttemptResolution::Retry { .. })
+            || spec.queue_name.is_some()
+            || spec.flow_control.is_some()
+    }
+}
+
 /// Where the delivery worker claims due messages and applies each attempt's outcome. Every write is
 /// durable when it returns.
 #[async_trait]

@@ -154,6 +154,22 @@ pub(crate) async fn claim_keyed(
 /// period when the rate is used up. A key at its parallelism waits for a delivery to finish, or for the
 /// earliest lease of the key to expire; a paused key waits for resume.
 pub(crate) async fn next_keyed_due(client: &Object) -> StoreResult<Option<Timestamp>> {
+    // Most of the time no keyed message waits: `messages_keyed_due` says so at once, where the full
+    // look-up below, planned from estimates, may read the whole table and every dead row in it.
+    let probe = client
+        .prepare_cached(
+            "SELECT 1 FROM messages WHERE flow_key IS NOT NULL AND NOT leased ORDER BY due_at, seq LIMIT 1",
+        )
+        .await
+        .map_err(backend_error)?;
+    if client
+        .query_opt(&probe, &[])
+        .await
+        .map_err(backend_error)?
+        .is_none()
+    {
+        return Ok(None);
+    }
     let statement = client
         .prepare_cached(&format!(
             "SELECT MIN(m.due_at),

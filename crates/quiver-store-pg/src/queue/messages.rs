@@ -467,8 +467,10 @@ fn attempt_batch<'a>(
     })
 }
 
-/// Writers per kind of batch, and most calls per transaction.
-const BATCH_WRITERS: usize = 4;
+/// Writers per kind of batch, and most calls per transaction. One writer of each kind makes the largest
+/// batches: with two or four, sustained publish-and-deliver was slower and PostgreSQL spent more CPU per
+/// message on the extra commits (see BENCHMARKS.md, "Several nodes on PostgreSQL").
+const BATCH_WRITERS: usize = 1;
 const BATCH_MAX: usize = 256;
 
 fn start_batches(database: &PgDatabase) -> Batches {
@@ -508,8 +510,12 @@ impl PgQueueStore {
 #[async_trait]
 impl MessageStore for PgQueueStore {
     async fn enqueue(&self, messages: Vec<NewMessage>, now: Timestamp) -> StoreResult<Vec<Enqueued>> {
+        // Messages handed over to this node's delivery worker (stored leased) are due nowhere else.
+        let hint = messages.iter().any(|m| m.leased_until.is_none());
         let enqueued = self.batches.publishes.submit((messages, now)).await?;
-        self.database.hint(Hint::Due);
+        if hint {
+            self.database.hint(Hint::Due);
+        }
         Ok(enqueued)
     }
 
@@ -726,10 +732,14 @@ impl DeliveryStore for PgQueueStore {
     }
 
     async fn record_attempt(&self, record: AttemptRecord) -> StoreResult<()> {
-        self.batches.attempts.submit(record).await?;
         // A retry, a callback, or the next message of a FIFO queue or a flow-control key may now be due,
-        // perhaps for another node.
-        self.database.hint(Hint::Due);
+        // perhaps for another node. A plain delivery makes nothing due: waking every node for it would
+        // have each look for due work (two queries) for nothing.
+        let hint = record.may_make_work_due();
+        self.batches.attempts.submit(record).await?;
+        if hint {
+            self.database.hint(Hint::Due);
+        }
         Ok(())
     }
 }
