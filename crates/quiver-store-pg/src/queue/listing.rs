@@ -168,6 +168,8 @@ impl PgQueueStore {
         page_size: usize,
         from_row: impl Fn(&Row) -> StoreResult<(i64, T)>,
     ) -> StoreResult<Page<T>> {
+        // The HTTP layer refuses a cursor that is not a whole number; one that still is not a seq reads
+        // from the newest, as on SQLite (`cursor_seq` there).
         let cursor = match cursor.and_then(|c| c.parse::<i64>().ok()) {
             Some(cursor) => {
                 values.values.push(Box::new(cursor));
