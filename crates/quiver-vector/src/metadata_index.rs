@@ -274,14 +274,9 @@ impl MetadataIndex {
         self.planned(filter, false)
     }
 
-    /// As [`MetadataIndex::plan`], for a filter asked before, whose listing will be kept: a `GLOB` that
-    /// most of a field's many distinct texts match is listed too, where the first time it is left to
-    /// the records (matching every distinct text costs about what judging every record does).
-    pub fn plan_repeated(&self, filter: &Filter) -> Option<Listed<'_>> {
-        self.planned(filter, true)
-    }
-
-    /// [`MetadataIndex::plan`], or [`MetadataIndex::plan_repeated`] where `repeated`.
+    /// As [`MetadataIndex::plan`]; where `repeated` (a filter asked before, whose listing will be kept),
+    /// a `GLOB` that most of a field's many distinct texts match is listed too, where the first time it
+    /// is left to the records (matching every distinct text costs about what judging every record does).
     pub(crate) fn planned(&self, filter: &Filter, repeated: bool) -> Option<Listed<'_>> {
         match filter {
             Filter::Compare { path, op, value } => match op {
@@ -688,7 +683,7 @@ mod tests {
         for most in ["name GLOB 'r*'", "name NOT GLOB '*3'"] {
             assert_eq!(plan(&index, most), None, "{most}: most texts match");
             let parsed = Filter::parse(most).unwrap().unwrap();
-            let listed = index.plan_repeated(&parsed).expect("asked again, it is listed");
+            let listed = index.planned(&parsed, true).expect("asked again, it is listed");
             assert_eq!(
                 (listed.slots.iter().collect::<Vec<_>>(), listed.exact),
                 (judged(&records, most), true),

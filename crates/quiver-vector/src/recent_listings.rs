@@ -59,11 +59,7 @@ impl RecentListings {
         filter: &Filter,
         plan: impl FnOnce(bool) -> Option<Listed<'a>>,
     ) -> Option<Listing<'a>> {
-        // A poisoned lock only means a query panicked while holding it: the listings are whole either way.
-        let mut kept = self
-            .kept
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut kept = locked(&self.kept);
         if let Some(at) = kept.iter().position(|(known, _)| known == filter) {
             let found = kept.remove(at);
             let listed = Arc::clone(&found.1);
@@ -72,10 +68,7 @@ impl RecentListings {
         }
         drop(kept);
         let repeated = {
-            let mut declined = self
-                .declined
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut declined = locked(&self.declined);
             let at = declined.iter().position(|known| known == filter);
             if let Some(at) = at {
                 declined.remove(at);
@@ -83,10 +76,7 @@ impl RecentListings {
             at.is_some()
         };
         let Some(Listed { slots, exact }) = plan(repeated) else {
-            let mut declined = self
-                .declined
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut declined = locked(&self.declined);
             declined.truncate(KEPT - 1);
             declined.insert(0, filter.clone());
             return None;
@@ -101,10 +91,7 @@ impl RecentListings {
             }
         };
         let listed = Arc::new(Listed { slots, exact });
-        let mut kept = self
-            .kept
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut kept = locked(&self.kept);
         // Another query may have kept the same filter meanwhile.
         if !kept.iter().any(|(known, _)| known == filter) {
             kept.truncate(KEPT - 1);
@@ -129,10 +116,7 @@ impl RecentListings {
     /// How many listings are kept.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.kept
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .len()
+        locked(&self.kept).len()
     }
 }
 
@@ -153,6 +137,12 @@ fn owned(slots: Slots<'_>) -> Result<Slots<'static>, Slots<'_>> {
         Slots::Bits { words, count } => Ok(Slots::Bits { words, count }),
         borrowed @ Slots::List(Cow::Borrowed(_)) => Err(borrowed),
     }
+}
+
+/// `mutex`'s guard. A poisoned lock only means a query panicked while holding it: what it guards is
+/// whole either way.
+fn locked<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[cfg(test)]

@@ -157,6 +157,30 @@ struct Select {
     shift: i64,
 }
 
+impl Select {
+    /// The rows of `part` that pass `filter`, read as `columns`; the conditions' values go to `values`.
+    fn of(
+        values: &mut Conditions,
+        account: AccountId,
+        filter: &Filter,
+        part: Part,
+        columns: String,
+    ) -> Select {
+        filter_conditions(values, account, filter, part);
+        let (table, alias) = match part {
+            Part::DeadLetters => ("dead_letters", "d"),
+            Part::Events | Part::CarriedActive => ("events", "e"),
+        };
+        Select {
+            table,
+            alias,
+            columns,
+            conditions: std::mem::take(&mut values.sql),
+            shift: i64::from(part == Part::CarriedActive),
+        }
+    }
+}
+
 impl PgQueueStore {
     /// One page, newest first, below the place in `cursor`: each part read newest first up to the page,
     /// and the parts merged. `values` holds the values the parts' conditions name.
@@ -279,14 +303,13 @@ impl DeadLetterStore for PgQueueStore {
         count: usize,
     ) -> StoreResult<Page<DeadLetter>> {
         let mut values = Conditions::new();
-        filter_conditions(&mut values, account, filter, Part::DeadLetters);
-        let part = Select {
-            table: "dead_letters",
-            alias: "d",
-            columns: DEAD_LETTER_COLUMNS.into(),
-            conditions: std::mem::take(&mut values.sql),
-            shift: 0,
-        };
+        let part = Select::of(
+            &mut values,
+            account,
+            filter,
+            Part::DeadLetters,
+            DEAD_LETTER_COLUMNS.into(),
+        );
         self.newest(values, vec![part], cursor, count, dead_letter_from_row)
             .await
     }
@@ -401,25 +424,21 @@ impl EventLogStore for PgQueueStore {
         count: usize,
     ) -> StoreResult<Page<Event>> {
         let mut values = Conditions::new();
-        filter_conditions(&mut values, account, filter, Part::Events);
-        let mut parts = vec![Select {
-            table: "events",
-            alias: "e",
-            columns: format!("e.seq, e.time, e.message_id, e.state, {EVENT_SPEC}, e.detail"),
-            conditions: std::mem::take(&mut values.sql),
-            shift: 0,
-        }];
+        let mut parts = vec![Select::of(
+            &mut values,
+            account,
+            filter,
+            Part::Events,
+            format!("e.seq, e.time, e.message_id, e.state, {EVENT_SPEC}, e.detail"),
+        )];
         if filter.states.is_empty() || filter.states.contains(&MessageState::Active) {
-            filter_conditions(&mut values, account, filter, Part::CarriedActive);
-            parts.push(Select {
-                table: "events",
-                alias: "e",
-                columns: format!(
-                    "e.seq - 1, e.active_at, e.message_id, 'ACTIVE', {EVENT_SPEC}, '{{}}'::TEXT"
-                ),
-                conditions: std::mem::take(&mut values.sql),
-                shift: 1,
-            });
+            parts.push(Select::of(
+                &mut values,
+                account,
+                filter,
+                Part::CarriedActive,
+                format!("e.seq - 1, e.active_at, e.message_id, 'ACTIVE', {EVENT_SPEC}, '{{}}'::TEXT"),
+            ));
         }
         self.newest(values, parts, cursor, count, event_from_row).await
     }
