@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use deadpool_postgres::{Object, Transaction};
+use deadpool_postgres::Transaction;
 use quiver_core::store::StoreResult;
 use quiver_core::{AccountId, Timestamp};
 use quiver_queue::flow::{FlowControlChange, FlowControlState, FlowControlStore, KeyBudget};
@@ -153,24 +153,18 @@ pub(crate) async fn claim_keyed(
 /// When the earliest waiting keyed message may start: its due time, pushed to the end of its key's rate
 /// period when the rate is used up. A key at its parallelism waits for a delivery to finish, or for the
 /// earliest lease of the key to expire; a paused key waits for resume.
-pub(crate) async fn next_keyed_due(client: &Object) -> StoreResult<Option<Timestamp>> {
+pub(crate) async fn next_keyed_due(t: &Transaction<'_>) -> Result<Option<Timestamp>, TxError> {
     // Most of the time no keyed message waits: `messages_keyed_due` says so at once, where the full
     // look-up below, planned from estimates, may read the whole table and every dead row in it.
-    let probe = client
+    let probe = t
         .prepare_cached(
             "SELECT 1 FROM messages WHERE flow_key IS NOT NULL AND NOT leased ORDER BY due_at, seq LIMIT 1",
         )
-        .await
-        .map_err(backend_error)?;
-    if client
-        .query_opt(&probe, &[])
-        .await
-        .map_err(backend_error)?
-        .is_none()
-    {
+        .await?;
+    if t.query_opt(&probe, &[]).await?.is_none() {
         return Ok(None);
     }
-    let statement = client
+    let statement = t
         .prepare_cached(&format!(
             "SELECT MIN(m.due_at),
                     (SELECT COUNT(*) FROM messages l WHERE l.account_id = m.account_id AND l.flow_key = m.flow_key
@@ -185,9 +179,8 @@ pub(crate) async fn next_keyed_due(client: &Object) -> StoreResult<Option<Timest
              WHERE m.flow_key IS NOT NULL AND NOT m.leased AND {QUEUE_CONDITION}
              GROUP BY m.account_id, m.flow_key"
         ))
-        .await
-        .map_err(backend_error)?;
-    let rows = client.query(&statement, &[]).await.map_err(backend_error)?;
+        .await?;
+    let rows = t.query(&statement, &[]).await?;
     let mut earliest: Option<i64> = None;
     for row in &rows {
         if row.get::<_, Option<bool>>(6) == Some(true) {

@@ -23,7 +23,9 @@ use crate::database::{PRESENCE_CLASS, PgDatabase, TxError, TxFuture, backend_err
 use crate::hints::Hint;
 use crate::queue::control::{claim_keyed, next_keyed_due};
 use crate::queue::log::append_events;
-use crate::queue::rows::{MESSAGE_COLUMNS, QUEUE_CONDITION, count, json, message_from_row, spec_json};
+use crate::queue::rows::{
+    MESSAGE_COLUMNS, QUEUE_CONDITION, WALK_DUE_IN_ORDER, count, json, message_from_row, spec_json,
+};
 use crate::queue::store::{Batches, PgQueueStore};
 
 /// The nodes alive now: those whose presence lock is held (see `PgDatabase`'s presence), as the lock's
@@ -666,6 +668,7 @@ impl DeliveryStore for PgQueueStore {
         self.database
             .write(move |t| {
                 Box::pin(async move {
+                    t.batch_execute(WALK_DUE_IN_ORDER).await?;
                     // Unkeyed messages: rows another node is claiming right now are skipped, not waited
                     // for; a row whose claim committed meanwhile is re-read and dropped for not being due.
                     let statement = t
@@ -702,27 +705,29 @@ impl DeliveryStore for PgQueueStore {
     }
 
     async fn next_due(&self) -> StoreResult<Option<Timestamp>> {
-        let client = self.database.client().await?;
-        let statement = client
-            .prepare_cached(&format!(
-                "SELECT m.due_at FROM messages m
-                 LEFT JOIN fifo_queues q ON q.account_id = m.account_id AND q.name = m.queue_name
-                 WHERE m.flow_key IS NULL AND {QUEUE_CONDITION}
-                 ORDER BY m.due_at LIMIT 1"
-            ))
+        self.database
+            .write(|t| {
+                Box::pin(async move {
+                    t.batch_execute(WALK_DUE_IN_ORDER).await?;
+                    let statement = t
+                        .prepare_cached(&format!(
+                            "SELECT m.due_at FROM messages m
+                             LEFT JOIN fifo_queues q ON q.account_id = m.account_id AND q.name = m.queue_name
+                             WHERE m.flow_key IS NULL AND {QUEUE_CONDITION}
+                             ORDER BY m.due_at LIMIT 1"
+                        ))
+                        .await?;
+                    // The earliest due first, through `messages_due` (a `MIN` over the join would read
+                    // every row).
+                    let unkeyed: Option<i64> = t.query_opt(&statement, &[]).await?.map(|row| row.get(0));
+                    let keyed = next_keyed_due(t).await?;
+                    Ok(match (unkeyed.map(Timestamp::from_millis), keyed) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        (a, b) => a.or(b),
+                    })
+                })
+            })
             .await
-            .map_err(backend_error)?;
-        // The earliest due first, through `messages_due` (a `MIN` over the join would read every row).
-        let unkeyed: Option<i64> = client
-            .query_opt(&statement, &[])
-            .await
-            .map_err(backend_error)?
-            .map(|row| row.get(0));
-        let keyed = next_keyed_due(&client).await?;
-        Ok(match (unkeyed.map(Timestamp::from_millis), keyed) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        })
     }
 
     /// Releases this node's leases (the caller vouches that none of its deliveries is in flight) and

@@ -45,6 +45,16 @@ pub(crate) fn count(n: usize) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
+/// Planner settings for the rest of a transaction that looks up due messages, sent before its first
+/// look-up. Each look-up orders by due time and stops at a limit, which a walk of `messages_due` (or
+/// `messages_keyed_due`) in order answers after reading about as many rows as it returns. A queue table's
+/// statistics are rarely right: it is empty, then holds a backlog, then is empty again. A plan made while
+/// the table was small (prepared statements keep it) instead read every due row and sorted them, at each
+/// claim: 78 ms for a claim of 128 with 50,000 due. So sequential scans, bitmap scans and sorts are the
+/// last resort here (PostgreSQL still uses one where no other plan exists).
+pub(crate) const WALK_DUE_IN_ORDER: &str =
+    "SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off; SET LOCAL enable_sort = off";
+
 /// A message of a FIFO queue (alias `m`, its queue `q`) may start only while fewer than the queue's
 /// parallelism older messages of the queue remain, and never while the queue is paused. Every node reads
 /// the same rows, and a message's row stays until its delivery ends, so no two nodes start more.
