@@ -1,20 +1,24 @@
 //! Group commit for PostgreSQL: writes that arrive together share one transaction (one commit, one WAL
 //! flush) instead of paying one each, as the SQLite writer's group commit does. A few writers run at
-//! once, each taking whatever is waiting when it starts a transaction, so the batches grow with the load
-//! and a lone write waits for nobody.
+//! once, each taking whatever is waiting when it starts a batch, so the batches grow with the load and a
+//! lone write waits for nobody. A batch's body chooses how it writes: most open a transaction, and a batch
+//! that one statement can write sends only that statement (its own transaction, one round trip).
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
-use deadpool_postgres::Transaction;
 use quiver_core::StoreError;
 use quiver_core::store::StoreResult;
 use tokio::sync::{Mutex, mpsc, oneshot};
 
-use crate::database::{PgDatabase, TxFuture};
+use crate::database::PgDatabase;
 
-/// A batch's work: given the transaction and the items, one result per item, in order.
-pub(crate) type BatchBody<T, R> =
-    Arc<dyn for<'a> Fn(&'a Transaction<'a>, Arc<Vec<T>>) -> TxFuture<'a, Vec<R>> + Send + Sync>;
+/// A batch's work: given the database and the items, one result per item, in order, all written or none.
+pub(crate) type BatchBody<T, R> = Arc<dyn Fn(PgDatabase, Arc<Vec<T>>) -> BatchFuture<R> + Send + Sync>;
+
+/// A batch's results, once written.
+pub(crate) type BatchFuture<R> = Pin<Box<dyn Future<Output = StoreResult<Vec<R>>> + Send>>;
 
 type Waiting<T, R> = (T, oneshot::Sender<StoreResult<R>>);
 
@@ -58,13 +62,7 @@ impl<T: Send + Sync + 'static, R: Send + 'static> Batcher<T, R> {
                         }
                     }
                     let (items, replies): (Vec<T>, Vec<_>) = taken.into_iter().unzip();
-                    let items = Arc::new(items);
-                    let written = database
-                        .write(|t| {
-                            let (items, body) = (Arc::clone(&items), Arc::clone(&body));
-                            Box::pin(async move { body(t, items).await })
-                        })
-                        .await;
+                    let written = body(database.clone(), Arc::new(items)).await;
                     match written {
                         Ok(results) if results.len() == replies.len() => {
                             for (reply, result) in replies.into_iter().zip(results) {
@@ -96,7 +94,7 @@ impl<T: Send + Sync + 'static, R: Send + 'static> Batcher<T, R> {
     /// Writes `item` with the next batch and returns its result once that batch committed.
     ///
     /// # Errors
-    /// The batch's transaction failed (nothing of it was written), or the writers have stopped.
+    /// The batch's write failed (nothing of it was written), or the writers have stopped.
     pub(crate) async fn submit(&self, item: T) -> StoreResult<R> {
         let (reply, result) = oneshot::channel();
         self.sender.send((item, reply)).map_err(|_| StoreError::Closed)?;

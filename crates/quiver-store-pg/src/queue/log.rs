@@ -1,8 +1,11 @@
 //! The events log's writes: events of many messages appended in one statement.
 
+use std::sync::LazyLock;
+
 use deadpool_postgres::Transaction;
 use quiver_core::store::StoreResult;
 use quiver_queue::message::{EventDetail, Message, MessageState, NewEvent};
+use tokio_postgres::types::ToSql;
 
 use crate::database::TxError;
 use crate::queue::rows::{json, spec_json};
@@ -18,55 +21,25 @@ pub(crate) async fn append_events(
     if events.is_empty() {
         return Ok(());
     }
-    let mut columns = EventColumns::default();
-    let mut active_at = None;
-    for (i, (message, event)) in events.iter().enumerate() {
-        let carried = events
-            .get(i + 1)
-            .is_some_and(|(next, _)| next.account_id == message.account_id && next.id == message.id);
-        if carried && event.state == MessageState::Active && event.detail == EventDetail::default() {
-            active_at = Some(event.time.as_millis());
-            continue;
-        }
-        columns.push(message, event, active_at.take())?;
-    }
-    let statement = transaction
-        .prepare_cached(
-            "INSERT INTO events (account_id, message_id, time, state, url, host, path, topic_name, queue_name,
-                 schedule_id, labels, spec, detail, active_at)
-             SELECT * FROM UNNEST($1::TEXT[], $2::TEXT[], $3::BIGINT[], $4::TEXT[], $5::TEXT[], $6::TEXT[],
-                 $7::TEXT[], $8::TEXT[], $9::TEXT[], $10::TEXT[], $11::TEXT[], $12::TEXT[], $13::TEXT[],
-                 $14::BIGINT[])",
+    let columns = EventColumns::of(events)?;
+    static INSERT: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            "INSERT INTO events ({EVENT_COLUMNS}) SELECT * FROM UNNEST({})",
+            EventColumns::unnest(1)
         )
-        .await?;
-    let c = &columns;
-    transaction
-        .execute(
-            &statement,
-            &[
-                &c.account,
-                &c.message,
-                &c.time,
-                &c.state,
-                &c.url,
-                &c.host,
-                &c.path,
-                &c.topic,
-                &c.queue,
-                &c.schedule,
-                &c.labels,
-                &c.spec,
-                &c.detail,
-                &c.active_at,
-            ],
-        )
-        .await?;
+    });
+    let statement = transaction.prepare_cached(&INSERT).await?;
+    transaction.execute(&statement, &columns.params()).await?;
     Ok(())
 }
 
+/// The columns an events row is written with, in the order of [`EventColumns::params`].
+pub(crate) const EVENT_COLUMNS: &str = "account_id, message_id, time, state, url, host, path, topic_name, \
+     queue_name, schedule_id, labels, spec, detail, active_at";
+
 /// The columns of events written together.
 #[derive(Default)]
-struct EventColumns {
+pub(crate) struct EventColumns {
     account: Vec<String>,
     message: Vec<String>,
     time: Vec<i64>,
@@ -85,6 +58,58 @@ struct EventColumns {
 }
 
 impl EventColumns {
+    /// The rows of `events`: an ACTIVE event with the default detail that is followed by another event
+    /// of its message goes in that event's row.
+    pub(crate) fn of(events: &[(&Message, &NewEvent)]) -> StoreResult<EventColumns> {
+        let mut columns = EventColumns::default();
+        let mut active_at = None;
+        for (i, (message, event)) in events.iter().enumerate() {
+            let carried = events
+                .get(i + 1)
+                .is_some_and(|(next, _)| next.account_id == message.account_id && next.id == message.id);
+            if carried && event.state == MessageState::Active && event.detail == EventDetail::default() {
+                active_at = Some(event.time.as_millis());
+                continue;
+            }
+            columns.push(message, event, active_at.take())?;
+        }
+        Ok(columns)
+    }
+
+    /// `UNNEST`'s arguments for the columns, as parameters `$first` onwards.
+    pub(crate) fn unnest(first: usize) -> String {
+        const TYPES: [&str; 14] = [
+            "TEXT", "TEXT", "BIGINT", "TEXT", "TEXT", "TEXT", "TEXT", "TEXT", "TEXT", "TEXT", "TEXT", "TEXT",
+            "TEXT", "BIGINT",
+        ];
+        let arguments: Vec<String> = TYPES
+            .iter()
+            .enumerate()
+            .map(|(k, kind)| format!("${}::{kind}[]", first + k))
+            .collect();
+        arguments.join(", ")
+    }
+
+    /// The columns as parameters, in [`EVENT_COLUMNS`]' order.
+    pub(crate) fn params(&self) -> [&(dyn ToSql + Sync); 14] {
+        [
+            &self.account,
+            &self.message,
+            &self.time,
+            &self.state,
+            &self.url,
+            &self.host,
+            &self.path,
+            &self.topic,
+            &self.queue,
+            &self.schedule,
+            &self.labels,
+            &self.spec,
+            &self.detail,
+            &self.active_at,
+        ]
+    }
+
     fn push(&mut self, message: &Message, event: &NewEvent, active_at: Option<i64>) -> StoreResult<()> {
         let spec = &message.spec;
         // A destination that does not parse as a URL has no host or path to filter the log by.
