@@ -279,6 +279,28 @@ impl PgDatabase {
         }
     }
 
+    /// Runs one statement in a transaction of its own (no `BEGIN` or `COMMIT` round trips), again when it
+    /// lost a deadlock, as [`PgDatabase::write`] runs a transaction again. Returns the rows it changed.
+    pub(crate) async fn execute_alone(
+        &self,
+        sql: &str,
+        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    ) -> StoreResult<u64> {
+        let client = self.client().await?;
+        let statement = client.prepare_cached(sql).await.map_err(backend_error)?;
+        let mut attempt = 1;
+        loop {
+            match client.execute(&statement, params).await {
+                Ok(changed) => return Ok(changed),
+                Err(error) if attempt < TX_ATTEMPTS && is_retryable(&error) => {
+                    attempt += 1;
+                    tracing::debug!(%error, attempt, "a PostgreSQL statement runs again");
+                }
+                Err(error) => return Err(backend_error(error)),
+            }
+        }
+    }
+
     async fn migrate(&self, schema: Option<&str>) -> StoreResult<()> {
         let mut client = self.client().await?;
         let transaction = client.transaction().await.map_err(backend_error)?;

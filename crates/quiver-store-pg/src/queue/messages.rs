@@ -157,9 +157,7 @@ async fn insert_plain(database: &PgDatabase, news: &[&NewMessage], node: i32) ->
     let events = EventColumns::of(&events)?;
     let mut params: Vec<&(dyn ToSql + Sync)> = rows.params(&node).to_vec();
     params.extend(events.params());
-    let client = database.client().await?;
-    let statement = client.prepare_cached(&INSERT).await.map_err(backend_error)?;
-    client.execute(&statement, &params).await.map_err(backend_error)?;
+    database.execute_alone(&INSERT, &params).await?;
     Ok(news
         .iter()
         .map(|new| Enqueued {
