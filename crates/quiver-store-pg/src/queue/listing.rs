@@ -16,7 +16,8 @@ use tokio_postgres::types::ToSql;
 
 use crate::database::backend_error;
 use crate::hints::Hint;
-use crate::queue::messages::{insert_messages, set_failure_callback};
+use crate::queue::messages::set_failure_callback;
+use crate::queue::publish::insert_messages;
 use crate::queue::rows::{account_of, corrupt, count};
 use crate::queue::store::PgQueueStore;
 

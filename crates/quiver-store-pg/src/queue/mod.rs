@@ -3,6 +3,7 @@
 //!
 //! - `messages`: messages, their claims across nodes and each attempt's outcome (`MessageStore`,
 //!   `DeliveryStore`).
+//! - `publish`: storing published messages, a batch in one statement when it can be.
 //! - `log`: the events log's writes, many messages' events in one statement.
 //! - `listing`: dead letters and the events log, their filters, pages and pruning.
 //! - `control`: FIFO queues, workflow runs and flow control.
@@ -20,6 +21,7 @@ mod listing;
 mod log;
 mod messages;
 mod nouns;
+mod publish;
 mod rows;
 mod store;
 
