@@ -56,20 +56,10 @@ pub(crate) async fn insert_messages(
     if stored.is_empty() {
         return Ok(outcomes);
     }
-    let mut rows = MessageColumns::default();
-    for new in &stored {
-        rows.push(new)?;
-    }
+    let rows = MessageColumns::of(&stored)?;
     let stored: Vec<&Message> = stored.iter().map(|new| &new.message).collect();
     let statement = transaction.prepare_cached(INSERT_MESSAGES).await?;
-    let created: Vec<NewEvent> = stored
-        .iter()
-        .map(|m| NewEvent {
-            time: m.created_at,
-            state: MessageState::Created,
-            detail: EventDetail::default(),
-        })
-        .collect();
+    let created = created_events(&stored);
     let events: Vec<(&Message, &NewEvent)> = stored.iter().copied().zip(&created).collect();
     let insert = async {
         transaction
@@ -103,6 +93,18 @@ const INSERT_MESSAGES: &str = "INSERT INTO messages (account_id, id, due_at, ret
          $7::TEXT[], $8::TEXT[], $9::TEXT[], $10::BYTEA[], $11::BIGINT[])
          AS t(a, i, n, r, c, q, f, w, s, b, l)";
 
+/// The CREATED event of each of `messages`, in order.
+fn created_events(messages: &[&Message]) -> Vec<NewEvent> {
+    messages
+        .iter()
+        .map(|m| NewEvent {
+            time: m.created_at,
+            state: MessageState::Created,
+            detail: EventDetail::default(),
+        })
+        .collect()
+}
+
 /// Whether `new` is stored by [`insert_plain`]: nothing of it is read or written but its row and its
 /// CREATED event.
 fn is_plain(new: &NewMessage) -> bool {
@@ -118,19 +120,10 @@ async fn insert_plain(database: &PgDatabase, news: &[&NewMessage], node: i32) ->
             EventColumns::unnest(13)
         )
     });
-    let mut rows = MessageColumns::default();
-    for new in news {
-        rows.push(new)?;
-    }
-    let created: Vec<NewEvent> = news
-        .iter()
-        .map(|new| NewEvent {
-            time: new.message.created_at,
-            state: MessageState::Created,
-            detail: EventDetail::default(),
-        })
-        .collect();
-    let events: Vec<(&Message, &NewEvent)> = news.iter().map(|new| &new.message).zip(&created).collect();
+    let rows = MessageColumns::of(news)?;
+    let messages: Vec<&Message> = news.iter().map(|new| &new.message).collect();
+    let created = created_events(&messages);
+    let events: Vec<(&Message, &NewEvent)> = messages.iter().copied().zip(&created).collect();
     let events = EventColumns::of(&events)?;
     let mut params: Vec<&(dyn ToSql + Sync)> = rows.params(&node).to_vec();
     params.extend(events.params());
@@ -161,6 +154,15 @@ struct MessageColumns {
 }
 
 impl MessageColumns {
+    /// The rows of `news`.
+    fn of(news: &[&NewMessage]) -> StoreResult<MessageColumns> {
+        let mut rows = MessageColumns::default();
+        for new in news {
+            rows.push(new)?;
+        }
+        Ok(rows)
+    }
+
     /// The columns as [`INSERT_MESSAGES`]' parameters, with `node`.
     fn params<'a>(&'a self, node: &'a i32) -> [&'a (dyn ToSql + Sync); 12] {
         [
