@@ -181,7 +181,7 @@ impl DeliveryWorker {
                 // Boxed here, so that spawning moves a pointer: a delivery's future is about 7 KB, and a
                 // spawn moves its future by value through several calls before it reaches the task's
                 // memory. memmove was 6 % of all samples in a drain, 4 % boxed, and the drain ran about
-                // 8 % faster (BENCHMARKS.md, "Queue throughput").
+                // 6 % faster (BENCHMARKS.md, "Queue throughput").
                 tracker.spawn(Box::pin(async move {
                     worker.deliver(message, now, permit).await;
                 }));
