@@ -62,6 +62,15 @@ ours! {
     WORKFLOW_CREATED_AT = "workflow-createdat",
 }
 
+/// A claimed message waiting for a delivery slot (see `DeliveryWorker::start_claimed`).
+struct Claimed {
+    message: Message,
+    /// When it was claimed: its ACTIVE event's time.
+    at: Timestamp,
+    /// When it began to wait, by the monotonic clock (the queue's clock may be a test's manual one).
+    waiting_since: std::time::Instant,
+}
+
 /// Delivers due messages until cancelled.
 pub struct DeliveryWorker {
     store: Arc<dyn DeliveryStore>,
@@ -135,10 +144,7 @@ impl DeliveryWorker {
                 // releases it.
                 return;
             };
-            // Boxed, as in the claim loop below.
-            deliveries.spawn(Box::pin(async move {
-                worker.deliver(message, handed_over, slot).await;
-            }));
+            worker.spawn_delivery(&deliveries, message, handed_over, slot);
         });
         let _ = signals.handoff.set(crate::handoff::Handoff::new(
             Arc::clone(&self.permits),
@@ -146,22 +152,62 @@ impl DeliveryWorker {
             lease,
             start,
         ));
+        // While a backlog is due, the worker claims ahead of its free slots: those messages wait in
+        // `ready`, and `start_claimed` starts each as a slot frees up. The next claim is then made while
+        // the last one's messages are still starting, so slots that free up during a claim's round trip
+        // to the store find work waiting. It is made once `ready` has room for a quarter of a batch, so
+        // that the worker claims in batches rather than one by one. With no backlog, a claim takes only
+        // as many as the free slots, and its messages start here.
+        let buffer = config.claim_batch.max(1);
+        let low_water = (buffer / 4).max(1);
+        // Whether the last claim found more due than it took: only then does the worker claim ahead of
+        // its free slots.
+        let mut backlog = false;
+        let (ready, waiting) = tokio::sync::mpsc::channel::<Claimed>(buffer);
+        tracker.spawn(Arc::clone(&self).start_claimed(
+            waiting,
+            shutdown.clone(),
+            tracker.clone(),
+            // Half the lease's margin, and at least a second, so that a margin set to nothing does not
+            // leave every message that waited at all unstarted.
+            Duration::from_millis(config.lease_margin_ms / 2).max(Duration::from_secs(1)),
+        ));
         loop {
             let wakeup = signals.wakeup.notified();
             tokio::pin!(wakeup);
             wakeup.as_mut().enable();
             signals.worker.round_starts();
-            let available = self.permits.available_permits().min(config.claim_batch.max(1));
-            if available == 0 {
+            let wanted = if backlog { low_water } else { 1 };
+            if ready.capacity() < wanted {
                 tokio::select! {
                     biased;
                     () = shutdown.cancelled() => break,
-                    permit = Arc::clone(&self.permits).acquire_owned() => drop(permit),
+                    room = ready.reserve_many(wanted) => match room {
+                        Ok(room) => drop(room),
+                        Err(_) => break,
+                    },
                 }
                 continue;
             }
+            let room = if backlog {
+                ready.capacity()
+            } else {
+                // No backlog: only as many as the free slots, so that a slot that frees up stays free
+                // for a publish to hand its message over (no claim for it at all), rather than going
+                // to a message claimed ahead of it.
+                let free = self.permits.available_permits();
+                if free == 0 {
+                    tokio::select! {
+                        biased;
+                        () = shutdown.cancelled() => break,
+                        permit = Arc::clone(&self.permits).acquire_owned() => drop(permit),
+                    }
+                    continue;
+                }
+                ready.capacity().min(free)
+            };
             let now = clock.now();
-            let claimed = match store.claim_due(now, available, now.saturating_add(lease)).await {
+            let claimed = match store.claim_due(now, room, now.saturating_add(lease)).await {
                 Ok(claimed) => claimed,
                 Err(StoreError::Closed) => break,
                 Err(error) => {
@@ -172,19 +218,30 @@ impl DeliveryWorker {
                     }
                 }
             };
-            let batch_was_full = claimed.len() == available;
+            // Claimed ahead of the free slots, its messages wait in `ready`; otherwise each has its slot
+            // (or is about to: a hand-over may have taken one meanwhile) and starts here.
+            let ahead = backlog;
+            let batch_was_full = claimed.len() == room;
+            // A full claim of a few messages (as many as the few free slots) says little: a backlog is a
+            // full claim of at least a quarter of a batch.
+            backlog = batch_was_full && room >= low_water;
             for message in claimed {
-                let Ok(permit) = Arc::clone(&self.permits).acquire_owned().await else {
-                    break;
-                };
-                let worker = Arc::clone(&self);
-                // Boxed here, so that spawning moves a pointer: a delivery's future is about 7 KB, and a
-                // spawn moves its future by value through several calls before it reaches the task's
-                // memory. memmove was 6 % of all samples in a drain, 4 % boxed, and the drain ran about
-                // 6 % faster (BENCHMARKS.md, "Queue throughput").
-                tracker.spawn(Box::pin(async move {
-                    worker.deliver(message, now, permit).await;
-                }));
+                if ahead {
+                    // Only this loop sends, and it claimed no more than the room left: this never waits.
+                    let claimed = Claimed {
+                        message,
+                        at: now,
+                        waiting_since: std::time::Instant::now(),
+                    };
+                    if ready.send(claimed).await.is_err() {
+                        break;
+                    }
+                } else {
+                    let Ok(permit) = Arc::clone(&self.permits).acquire_owned().await else {
+                        break;
+                    };
+                    self.spawn_delivery(&tracker, message, now, permit);
+                }
             }
             if batch_was_full {
                 continue;
@@ -219,6 +276,67 @@ impl DeliveryWorker {
             }
         }
         debug!("delivery worker stopped");
+    }
+
+    /// Starts the claimed messages that `waiting` hands over, each once a delivery slot is free, until
+    /// `shutdown`. A message that waited longer than `stale` for its slot is not started: its lease (the
+    /// attempt's longest timeout plus the margin) might run out before the attempt ends, and another
+    /// claim could then deliver it a second time. It stays leased, and goes when its lease ends.
+    /// Messages left waiting at shutdown stay leased too; the next start (or, on PostgreSQL, another
+    /// node once this one is gone) makes them due again.
+    async fn start_claimed(
+        self: Arc<Self>,
+        mut waiting: tokio::sync::mpsc::Receiver<Claimed>,
+        shutdown: CancellationToken,
+        tracker: TaskTracker,
+        stale: Duration,
+    ) {
+        loop {
+            let next = tokio::select! {
+                biased;
+                () = shutdown.cancelled() => break,
+                next = waiting.recv() => next,
+            };
+            let Some(Claimed {
+                message,
+                at,
+                waiting_since,
+            }) = next
+            else {
+                break;
+            };
+            let permit = tokio::select! {
+                biased;
+                () = shutdown.cancelled() => break,
+                permit = Arc::clone(&self.permits).acquire_owned() => permit,
+            };
+            let Ok(permit) = permit else {
+                break;
+            };
+            if waiting_since.elapsed() > stale {
+                warn!(message.id = %message.id, "a claimed message waited too long for a delivery slot; it goes again when its lease ends");
+                continue;
+            }
+            self.spawn_delivery(&tracker, message, at, permit);
+        }
+    }
+
+    /// Starts the delivery of `message`, claimed or handed over `at`, in `slot`.
+    fn spawn_delivery(
+        self: &Arc<Self>,
+        tracker: &TaskTracker,
+        message: Message,
+        at: Timestamp,
+        slot: OwnedSemaphorePermit,
+    ) {
+        let worker = Arc::clone(self);
+        // Boxed here, so that spawning moves a pointer: a delivery's future is about 7 KB, and a spawn
+        // moves its future by value through several calls before it reaches the task's memory. memmove
+        // was 6 % of all samples in a drain, 4 % boxed, and the drain ran about 6 % faster
+        // (BENCHMARKS.md, "Queue throughput").
+        tracker.spawn(Box::pin(async move {
+            worker.deliver(message, at, slot).await;
+        }));
     }
 
     fn delivery_headers(
