@@ -184,6 +184,7 @@ impl DeliveryWorker {
                     () = shutdown.cancelled() => break,
                     room = ready.reserve_many(wanted) => match room {
                         Ok(room) => drop(room),
+                        // `start_claimed` has stopped, which it does only at shutdown.
                         Err(_) => break,
                     },
                 }
