@@ -226,13 +226,15 @@ impl DeliveryWorker {
             // A full claim of a few messages (as many as the few free slots) says little: a backlog is a
             // full claim of at least a quarter of a batch.
             backlog = batch_was_full && room >= low_water;
+            // The whole batch begins to wait at once.
+            let waiting_since = std::time::Instant::now();
             for message in claimed {
                 if ahead {
                     // Only this loop sends, and it claimed no more than the room left: this never waits.
                     let claimed = Claimed {
                         message,
                         at: now,
-                        waiting_since: std::time::Instant::now(),
+                        waiting_since,
                     };
                     if ready.send(claimed).await.is_err() {
                         break;
@@ -311,6 +313,7 @@ impl DeliveryWorker {
                 () = shutdown.cancelled() => break,
                 permit = Arc::clone(&self.permits).acquire_owned() => permit,
             };
+            // The slots' semaphore is never closed; were it, no delivery could start again.
             let Ok(permit) = permit else {
                 break;
             };
