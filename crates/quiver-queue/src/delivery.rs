@@ -71,6 +71,30 @@ struct Claimed {
     waiting_since: std::time::Instant,
 }
 
+/// How long a message claimed ahead of the free slots may wait for one and still start.
+#[derive(Debug, Clone, Copy)]
+struct SlotWait {
+    /// A claim's lease: the longest attempt timeout plus the margin.
+    lease: Duration,
+    /// `queue.lease_margin_ms`.
+    margin: Duration,
+}
+
+impl SlotWait {
+    /// The longest wait for an attempt of `timeout`: what its lease holds beyond the attempt and half
+    /// the margin (the other half covers the claim's round trip and writing the outcome). A message
+    /// with a short timeout may wait nearly a whole lease (two hours by default), so a slow destination
+    /// that keeps every slot busy delays its backlog, and does not send it to wait out leases. At least
+    /// a second, so that a margin set to nothing does not leave every message that waited at all
+    /// unstarted.
+    fn longest(self, timeout: Duration) -> Duration {
+        self.lease
+            .saturating_sub(timeout)
+            .saturating_sub(self.margin / 2)
+            .max(Duration::from_secs(1))
+    }
+}
+
 /// Delivers due messages until cancelled.
 pub struct DeliveryWorker {
     store: Arc<dyn DeliveryStore>,
@@ -168,9 +192,10 @@ impl DeliveryWorker {
             waiting,
             shutdown.clone(),
             tracker.clone(),
-            // Half the lease's margin, and at least a second, so that a margin set to nothing does not
-            // leave every message that waited at all unstarted.
-            Duration::from_millis(config.lease_margin_ms / 2).max(Duration::from_secs(1)),
+            SlotWait {
+                lease,
+                margin: Duration::from_millis(config.lease_margin_ms),
+            },
         ));
         loop {
             let wakeup = signals.wakeup.notified();
@@ -282,9 +307,9 @@ impl DeliveryWorker {
     }
 
     /// Starts the claimed messages that `waiting` hands over, each once a delivery slot is free, until
-    /// `shutdown`. A message that waited longer than `stale` for its slot is not started: its lease (the
-    /// attempt's longest timeout plus the margin) might run out before the attempt ends, and another
-    /// claim could then deliver it a second time. It stays leased, and goes when its lease ends.
+    /// `shutdown`. A message that waited for its slot longer than its lease can spare (see
+    /// [`SlotWait::longest`]) is not started: its lease might run out before its attempt ends, and
+    /// another claim could then deliver it a second time. It stays leased, and goes when its lease ends.
     /// Messages left waiting at shutdown stay leased too; the next start (or, on PostgreSQL, another
     /// node once this one is gone) makes them due again.
     async fn start_claimed(
@@ -292,7 +317,7 @@ impl DeliveryWorker {
         mut waiting: tokio::sync::mpsc::Receiver<Claimed>,
         shutdown: CancellationToken,
         tracker: TaskTracker,
-        stale: Duration,
+        wait: SlotWait,
     ) {
         loop {
             let next = tokio::select! {
@@ -317,7 +342,7 @@ impl DeliveryWorker {
             let Ok(permit) = permit else {
                 break;
             };
-            if waiting_since.elapsed() > stale {
+            if waiting_since.elapsed() > wait.longest(Duration::from_millis(message.spec.timeout_ms)) {
                 warn!(message.id = %message.id, "a claimed message waited too long for a delivery slot; it goes again when its lease ends");
                 continue;
             }

@@ -6,6 +6,7 @@ mod backup;
 mod cli;
 mod console;
 mod delivery_errors;
+mod delivery_slots;
 mod events_log;
 mod flow_control;
 mod limits;
