@@ -212,15 +212,17 @@ pub(crate) async fn run(config: &Config, bench: VectorBench) -> Result<()> {
         ("90 % (10 % of clusters dropped)", 10, true, false),
     ];
     for (label, modulus, by_cluster, kept) in rows {
-        let clusters = &clusters;
-        let accept = move |slot: usize| {
-            let picked = if by_cluster {
-                keeps(clusters[slot], modulus)
-            } else {
-                keeps(slot, modulus)
-            };
-            picked == kept
-        };
+        let passing: Vec<bool> = (0..bench.count)
+            .map(|slot| {
+                let picked = if by_cluster {
+                    keeps(clusters[slot], modulus)
+                } else {
+                    keeps(slot, modulus)
+                };
+                picked == kept
+            })
+            .collect();
+        let accept = |slot: usize| passing[slot];
         let filtered_truth = exact_truth(&exact, &queries, k, &accept);
         let (qps, results) = timed_queries(|q| graph.search(q, k, &accept), &queries);
         filtered.push((label, qps, recall(&results, &filtered_truth)));
