@@ -14,23 +14,23 @@ const WAIT: Duration = Duration::from_secs(20);
 /// How long the destination holds each request: longer than the one second a message may always wait.
 const HOLD: Duration = Duration::from_millis(1_500);
 
-/// A server with one delivery slot, claims of four, and `max_timeout_ms` as given (a one-second margin).
-async fn one_slot(max_timeout_ms: u64) -> TestServer {
-    TestServer::with_config(|config| {
+/// A server with one delivery slot, claims of four, `max_timeout_ms` as given (a one-second margin,
+/// attempts of two seconds), and a receiver that holds each request for [`HOLD`]; `count` messages to
+/// it, all due at once.
+async fn behind_a_slow_destination(max_timeout_ms: u64, count: usize) -> (TestServer, Receiver) {
+    let server = TestServer::with_config(|config| {
         config.queue.delivery_concurrency = 1;
         config.queue.claim_batch = 4;
         config.queue.lease_margin_ms = 1_000;
         config.queue.max_timeout_ms = max_timeout_ms;
         config.queue.default_timeout_ms = 2_000;
     })
-    .await
-}
-
-/// Publishes `count` messages to `receiver`, all due in ten seconds, then moves the clock there.
-async fn due_together(server: &TestServer, receiver: &Receiver, count: usize) {
+    .await;
+    let receiver = Receiver::start().await;
+    receiver.respond_with(Reply::status(200).after(HOLD));
     for n in 0..count {
         let (status, published) = publish(
-            server,
+            &server,
             &receiver.url("/slow"),
             &[("Svc-Delay", "10s"), ("Svc-Retries", "0")],
             &format!("m{n}"),
@@ -39,6 +39,14 @@ async fn due_together(server: &TestServer, receiver: &Receiver, count: usize) {
         assert_eq!(status, StatusCode::OK, "{published}");
     }
     server.clock().advance(Duration::from_secs(10));
+    (server, receiver)
+}
+
+/// Waits until the server has nothing left to start, and for as long as a second delivery of anything
+/// would take to arrive.
+async fn quiet(server: &TestServer) {
+    server.settle().await;
+    tokio::time::sleep(HOLD).await;
 }
 
 /// The bodies the receiver got, in order of arrival.
@@ -54,10 +62,7 @@ fn bodies(receiver: &Receiver) -> Vec<String> {
 async fn messages_waiting_behind_a_slow_destination_start_as_slots_free_within_their_lease() {
     // The default longest timeout (two hours): a message of two seconds' timeout may wait for a slot
     // for nearly two hours of its lease.
-    let server = one_slot(7_200_000).await;
-    let receiver = Receiver::start().await;
-    receiver.respond_with(Reply::status(200).after(HOLD));
-    due_together(&server, &receiver, 3).await;
+    let (server, receiver) = behind_a_slow_destination(7_200_000, 3).await;
     // The clock does not move again: no message may be left to wait out its lease.
     let arrived = receiver.wait_for(3, WAIT).await;
     let mut got = bodies(&receiver);
@@ -69,8 +74,7 @@ async fn messages_waiting_behind_a_slow_destination_start_as_slots_free_within_t
             "one slot: each waited for the one before it"
         );
     }
-    server.settle().await;
-    tokio::time::sleep(HOLD).await;
+    quiet(&server).await;
     assert_eq!(receiver.requests().len(), 3, "and none a second time");
 }
 
@@ -78,19 +82,15 @@ async fn messages_waiting_behind_a_slow_destination_start_as_slots_free_within_t
 async fn a_message_whose_lease_cannot_cover_its_attempt_after_its_wait_is_not_started_until_the_lease_ends() {
     // Leases of 2.5 s + 1 s: an attempt of two seconds' timeout may start at most a second after the
     // claim, and the second message waits 1.5 s for the slot.
-    let server = one_slot(2_500).await;
-    let receiver = Receiver::start().await;
-    receiver.respond_with(Reply::status(200).after(HOLD));
-    due_together(&server, &receiver, 2).await;
+    let (server, receiver) = behind_a_slow_destination(2_500, 2).await;
     receiver.wait_for(1, WAIT).await;
     // Past the first answer, the second message has had its slot for a while; it must not have started,
     // since its lease could end during its attempt and another claim deliver it again.
     tokio::time::sleep(HOLD * 2).await;
     assert_eq!(bodies(&receiver), ["m0"], "the second waits out its lease");
-    // Its lease ends: it is due again, and delivered once.
-    server.clock().advance(Duration::from_millis(3_500));
+    // Its lease (3.5 s from the claim) ends: it is due again, and delivered once.
+    server.clock().advance(Duration::from_secs(4));
     receiver.wait_for(2, WAIT).await;
-    server.settle().await;
-    tokio::time::sleep(HOLD).await;
+    quiet(&server).await;
     assert_eq!(bodies(&receiver), ["m0", "m1"]);
 }
