@@ -51,11 +51,14 @@ pub struct TopK {
 }
 
 impl TopK {
-    /// An empty selection of at most `k`.
+    /// An empty selection of at most `k`. The heap reserves room for at most a few thousand up front
+    /// and grows past that only as candidates come: `k` comes from requests (a resumable query may ask
+    /// for any count), and reserving it whole could ask the allocator for more than the machine has.
     pub fn new(k: usize) -> TopK {
+        const RESERVED_AT_MOST: usize = 4096;
         TopK {
             k,
-            heap: BinaryHeap::with_capacity(k + 1),
+            heap: BinaryHeap::with_capacity(k.saturating_add(1).min(RESERVED_AT_MOST)),
         }
     }
 
@@ -166,6 +169,16 @@ impl DenseIndex for ExactIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_selection_of_any_size_keeps_what_it_is_offered() {
+        let mut best = TopK::new(usize::MAX);
+        for (slot, key) in [(0, 1.0), (1, 3.0), (2, 2.0)] {
+            best.offer(slot, key);
+        }
+        let slots: Vec<usize> = best.into_sorted().into_iter().map(|(slot, _)| slot).collect();
+        assert_eq!(slots, [1, 2, 0]);
+    }
 
     #[test]
     fn exact_search_returns_the_nearest_accepted_vectors_in_order() {

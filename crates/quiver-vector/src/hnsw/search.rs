@@ -414,6 +414,8 @@ impl Hnsw {
         if k == 0 || self.live == 0 {
             return Vec::new();
         }
+        // No more than the live nodes can be found, whatever count was asked for.
+        let k = k.min(self.live);
         let query = ExactIndex::prepare(self.similarity, query);
         let ef = self.params.ef_search.max(k);
         if self.live <= self.params.exact_below {
@@ -458,6 +460,8 @@ impl Hnsw {
         if k == 0 || self.live == 0 {
             return Vec::new();
         }
+        // No more than the live nodes can be found, whatever count was asked for.
+        let k = k.min(self.live);
         let query = ExactIndex::prepare(self.similarity, query);
         let ef = self.params.ef_search.max(k);
         let nodes = self.levels.len();

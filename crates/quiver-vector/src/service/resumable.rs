@@ -83,7 +83,7 @@ impl Vectors {
             entry.last_used = now;
             (entry.namespace.clone(), entry.query.clone(), entry.returned)
         };
-        query.top_k = returned + additional_k;
+        query.top_k = returned.saturating_add(additional_k);
         let unlimited = IndexRef {
             limits: PlanLimits {
                 max_reads_per_request: quiver_core::plan::Limit::Unlimited,

@@ -577,6 +577,16 @@ async fn resumable_queries_continue_where_they_stopped_until_ended() {
         .map(|h| h["id"].as_str().unwrap())
         .collect();
     assert_eq!(ids, ["p2", "p3", "p4"]);
+    // A count far past what the index holds returns the rest.
+    let rest = ok(
+        &server,
+        &idx,
+        "/resumable-query-next",
+        json!({"uuid": uuid, "additionalK": 407_394_508_497_208_u64}),
+    )
+    .await;
+    assert_eq!(rest.as_array().unwrap().len(), 1, "{rest}");
+    assert_eq!(rest[0]["id"], "p5");
     assert_eq!(
         ok(&server, &idx, "/resumable-query-end", json!({"uuid": uuid})).await,
         "Success"
