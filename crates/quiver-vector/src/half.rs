@@ -92,6 +92,14 @@ pub fn pad_query(query: &[f32]) -> Vec<f32> {
     padded_query
 }
 
+/// Whether half precision holds `vector` well enough to rank it by: its largest magnitude neither
+/// overflows the format (65,504 is its largest finite value) nor sinks to where most of its
+/// components would keep few bits or none (subnormals start at 2^-14). A zero vector is held.
+pub fn holds(vector: &[f32]) -> bool {
+    let largest = vector.iter().fold(0.0_f32, |largest, x| largest.max(x.abs()));
+    largest == 0.0 || (2f32.powi(-10)..=32_768.0).contains(&largest)
+}
+
 /// Dot product of a padded f32 query with a packed vector.
 #[inline]
 pub fn dot(query: &[f32], packed: &[u32]) -> f32 {

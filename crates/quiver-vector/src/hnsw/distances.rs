@@ -15,9 +15,13 @@ impl Hnsw {
         &self.halves[start..start + self.half_words]
     }
 
-    /// Distance from a padded query to `node`'s half-precision copy: what the traversal ranks by.
+    /// Distance from a padded query to `node`'s half-precision copy: what the traversal ranks by (the
+    /// f32 vector where the graph holds vectors that half precision cannot).
     #[inline]
     pub(super) fn traversal_distance(&self, padded: &[f32], node: u32) -> f32 {
+        if self.exact_traversal {
+            return self.distance(&padded[..self.dimension], node);
+        }
         let candidate = self.packed(node);
         match self.similarity {
             SimilarityFunction::Cosine | SimilarityFunction::DotProduct => -half::dot(padded, candidate),

@@ -115,6 +115,7 @@ impl Hnsw {
             live: self.live,
             random_state: self.random_state,
             max_norm: self.max_norm,
+            exact_traversal: self.exact_traversal,
         }
     }
 
@@ -130,25 +131,28 @@ impl Hnsw {
             self.inverse_norms = self.vectors.iter().take(nodes).map(inverse_norm).collect();
         }
         let graph = &*self;
-        let (halves, max_norm, codes) = std::thread::scope(|scope| {
+        let (halves, max_norm, held, codes) = std::thread::scope(|scope| {
             let halving = scope.spawn(|| {
                 let mut halves = Vec::with_capacity(nodes * graph.half_words);
                 let mut max_norm: f32 = 0.0;
+                let mut held = true;
                 graph.each_prepared(nodes, |prepared| {
                     max_norm = max_norm.max(norm(prepared));
+                    held &= half::holds(prepared);
                     half::pack_into(prepared, &mut halves);
                 });
-                (halves, max_norm)
+                (halves, max_norm, held)
             });
             let mut codes = crate::int8::Codes::with_capacity(graph.dimension, nodes);
             graph.each_prepared(nodes, |prepared| codes.push(prepared));
-            let (halves, max_norm) = halving
+            let (halves, max_norm, held) = halving
                 .join()
                 .expect("deriving the half-precision copies panicked");
-            (halves, max_norm, codes)
+            (halves, max_norm, held, codes)
         });
         self.halves = halves;
         self.max_norm = max_norm;
+        self.exact_traversal = !held;
         self.codes = codes;
         self.halves.resize(nodes * self.half_words, 0);
     }
@@ -337,6 +341,36 @@ mod tests {
             (original.entry, original.max_level, original.live)
         );
         let query = [1.0, -2.0, 0.5, 3.0, 0.0, 1.0, -1.0, 2.0];
+        assert_eq!(restored.search_all(&query, 10), original.search_all(&query, 10));
+    }
+
+    #[test]
+    fn a_decoded_graph_of_vectors_half_precision_cannot_hold_ranks_by_its_vectors_again() {
+        let params = HnswParams {
+            exact_below: 0,
+            ..HnswParams::default()
+        };
+        let mut original = Hnsw::new(SimilarityFunction::Euclidean, 8, params);
+        for slot in 0..3_000 {
+            let vector: Vec<f32> = (0..8)
+                .map(|d| (((slot * 31 + d * 7) % 17) as f32 - 8.0) * 1e6)
+                .collect();
+            original.insert(slot, &vector);
+        }
+        assert!(original.exact_traversal);
+        let mut encoder = Encoder::default();
+        original.encode(&mut encoder);
+        let mut restored = Hnsw::decode(
+            &mut Decoder::new(&encoder.bytes),
+            SimilarityFunction::Euclidean,
+            8,
+            params,
+            Source::default(),
+        )
+        .unwrap();
+        restored.derive_halves();
+        assert!(restored.exact_traversal, "derived again from the vectors");
+        let query = [1e6, -2e6, 5e5, 3e6, 0.0, 1e6, -1e6, 2e6];
         assert_eq!(restored.search_all(&query, 10), original.search_all(&query, 10));
     }
 

@@ -80,6 +80,12 @@ pub struct Hnsw {
     random_state: u64,
     /// The largest norm of a prepared vector: bounds what half precision gets wrong (see `rerank`).
     max_norm: f32,
+    /// Whether a vector half precision cannot hold was inserted (see [`half::holds`]: coordinates in
+    /// the millions, or all below a thousandth, as Euclidean and dot-product indexes may hold). The
+    /// build and the walks then rank by the f32 vectors where they would rank by the halves: slower,
+    /// but an overflowed or vanished copy would leave the graph's neighbour lists unrelated to the
+    /// vectors.
+    exact_traversal: bool,
 }
 
 impl Hnsw {
@@ -104,6 +110,7 @@ impl Hnsw {
             live: 0,
             random_state: 0x9E37_79B9_7F4A_7C15,
             max_norm: 0.0,
+            exact_traversal: false,
         }
     }
 
@@ -352,6 +359,7 @@ impl Hnsw {
         self.deleted[slot] = false;
         self.live += 1;
         self.max_norm = self.max_norm.max(norm(&prepared));
+        self.exact_traversal |= !half::holds(&prepared);
         let level = self.random_level();
         self.levels[slot] = level;
         if level > 0 {
@@ -573,6 +581,31 @@ mod tests {
         ] {
             let recall = recall(similarity, 128, &|_| true);
             assert!(recall >= 0.95, "{similarity}: recall@10 {recall}");
+        }
+    }
+
+    #[test]
+    fn vectors_too_large_or_too_small_for_half_precision_keep_recall() {
+        // Coordinates in the millions overflow half precision; all below 1e-6 they vanish in it.
+        let scaled = |vectors: Vec<Vec<f32>>, by: f32| -> Vec<Vec<f32>> {
+            vectors
+                .into_iter()
+                .map(|v| v.into_iter().map(|x| x * by).collect())
+                .collect()
+        };
+        for similarity in [SimilarityFunction::Euclidean, SimilarityFunction::DotProduct] {
+            for by in [1e6_f32, 1e-7] {
+                let data = scaled(clustered(5_000, 24, 7), by);
+                let mut graph = Hnsw::new(similarity, 24, search_params(128));
+                for (slot, vector) in data.iter().enumerate() {
+                    graph.insert(slot, vector);
+                }
+                let recall = recall_in(&graph, &data, &|_| true, &scaled(clustered(100, 24, 99), by));
+                assert!(
+                    recall >= 0.95,
+                    "{similarity}, coordinates times {by:e}: recall@10 {recall}"
+                );
+            }
         }
     }
 
