@@ -200,7 +200,10 @@ pub(super) fn operations() -> Vec<Op> {
                 true,
             )
             .ok(result(object(&[("renamed", boolean())], 1))),
-        op("/resumable-query-next", "The next results of a resumable query.")
+        op(
+            "/resumable-query-next",
+            "The next `additionalK` results of a resumable query (10 when not given); a page may hold at most the plan's reads per request, as a query's `topK` may.",
+        )
             .json(object(&[("uuid", string()), ("additionalK", integer())], 2), true)
             .ok(result(array(r("Score")))),
         op("/resumable-query-end", "End a resumable query.")

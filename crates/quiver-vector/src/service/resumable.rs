@@ -57,16 +57,23 @@ impl Vectors {
         Ok((id, hits))
     }
 
-    /// The next `additional_k` results of a resumable query.
+    /// The next `additional_k` results of a resumable query. A page is held to the plan's reads per
+    /// request as a query is; the pages together are not.
     ///
     /// # Errors
-    /// An unknown, ended or expired query (404).
+    /// An unknown, ended or expired query (404); a page larger than the plan allows.
     pub async fn next_resumable(
         &self,
         index: &IndexRef,
         id: &str,
         additional_k: usize,
     ) -> Result<Vec<Hit>, VectorError> {
+        let limit = index.limits.max_reads_per_request;
+        if !limit.allows(additional_k as u64) {
+            return Err(VectorError::LimitExceeded(format!(
+                "additionalK may be at most {limit} on this index's plan"
+            )));
+        }
         let now = self.clock.now();
         let (namespace, mut query, returned) = {
             let mut resumable = self.resumable.lock().unwrap_or_else(|p| p.into_inner());

@@ -577,12 +577,28 @@ async fn resumable_queries_continue_where_they_stopped_until_ended() {
         .map(|h| h["id"].as_str().unwrap())
         .collect();
     assert_eq!(ids, ["p2", "p3", "p4"]);
-    // A count far past what the index holds returns the rest.
-    let rest = ok(
+    // A page is held to the plan's reads per request, as a query's topK is; the query goes on.
+    let (status, error, _) = call(
         &server,
         &idx,
         "/resumable-query-next",
         json!({"uuid": uuid, "additionalK": 407_394_508_497_208_u64}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(
+        error["error"]
+            .as_str()
+            .unwrap()
+            .contains("additionalK may be at most 1000"),
+        "{error}"
+    );
+    // A page past what the index holds returns the rest.
+    let rest = ok(
+        &server,
+        &idx,
+        "/resumable-query-next",
+        json!({"uuid": uuid, "additionalK": 1_000}),
     )
     .await;
     assert_eq!(rest.as_array().unwrap().len(), 1, "{rest}");
