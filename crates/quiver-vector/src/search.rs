@@ -13,9 +13,7 @@ use crate::score::score;
 pub(crate) fn run_query(spec: &IndexSpec, namespace: &Namespace, query: &Query) -> Vec<Hit> {
     let filter = query.filter.as_ref();
     // A hybrid query fuses each part's own top k (DESIGN §10.10), as the hosted service does.
-    // More than the namespace holds cannot be found: a count asked for beyond it (a resumable query
-    // may ask for any) sizes nothing.
-    let candidates = query.top_k.min(namespace.len());
+    let candidates = query.top_k;
     let dense: Vec<Hit> = query
         .dense()
         .map(|vector| {

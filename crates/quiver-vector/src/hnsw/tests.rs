@@ -308,6 +308,14 @@ fn an_exhaustive_search_judges_each_node_once_even_where_near_ties_widen_its_ban
 }
 
 #[test]
+fn a_count_past_the_graphs_size_finds_every_passing_node() {
+    let (data, graph) = walked_graph();
+    let hits = graph.search(&data[0], usize::MAX, &|slot| slot % 2 == 0);
+    assert_eq!(hits.len(), 2_500);
+    assert!(hits.iter().all(|(slot, _)| slot % 2 == 0));
+}
+
+#[test]
 fn deleted_nodes_are_never_returned() {
     let data = clustered(3_000, 8, 3);
     let mut graph = Hnsw::new(
