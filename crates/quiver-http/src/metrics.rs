@@ -121,7 +121,7 @@ pub(crate) fn area_of(route: &str) -> &'static str {
 struct Scrape {
     depth: Option<quiver_queue::store::QueueDepth>,
     in_flight: u64,
-    outcomes: [(&'static str, u64); 4],
+    outcomes: [(&'static str, u64); 5],
     attempts: HistogramSnapshot,
     writers: Vec<(String, HistogramSnapshot, HistogramSnapshot, usize)>,
     indexes: Vec<quiver_vector::service::LoadedCounts>,
@@ -415,6 +415,7 @@ impl Metrics {
                 ("retried", count(&deliveries.retried)),
                 ("failed", count(&deliveries.failed)),
                 ("postponed", count(&deliveries.postponed)),
+                ("waited_too_long", count(&deliveries.waited_too_long)),
             ],
             attempts: deliveries.attempt_durations.snapshot(),
             writers: metrics

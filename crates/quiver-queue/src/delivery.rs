@@ -65,10 +65,9 @@ ours! {
 /// A claimed message waiting for a delivery slot (see `DeliveryWorker::start_claimed`).
 struct Claimed {
     message: Message,
-    /// When it was claimed: its ACTIVE event's time.
+    /// When it was claimed, by the queue's clock (which its lease is measured on): its ACTIVE event's
+    /// time, and when it began to wait.
     at: Timestamp,
-    /// When it began to wait, by the monotonic clock (the queue's clock may be a test's manual one).
-    waiting_since: std::time::Instant,
 }
 
 /// How long a message claimed ahead of the free slots may wait for one and still start.
@@ -251,16 +250,10 @@ impl DeliveryWorker {
             // A full claim of a few messages (as many as the few free slots) says little: a backlog is a
             // full claim of at least a quarter of a batch.
             backlog = batch_was_full && room >= low_water;
-            // The whole batch begins to wait at once.
-            let waiting_since = std::time::Instant::now();
             for message in claimed {
                 if ahead {
                     // Only this loop sends, and it claimed no more than the room left: this never waits.
-                    let claimed = Claimed {
-                        message,
-                        at: now,
-                        waiting_since,
-                    };
+                    let claimed = Claimed { message, at: now };
                     if ready.send(claimed).await.is_err() {
                         break;
                     }
@@ -325,12 +318,7 @@ impl DeliveryWorker {
                 () = shutdown.cancelled() => break,
                 next = waiting.recv() => next,
             };
-            let Some(Claimed {
-                message,
-                at,
-                waiting_since,
-            }) = next
-            else {
+            let Some(Claimed { message, at }) = next else {
                 break;
             };
             let permit = tokio::select! {
@@ -342,8 +330,10 @@ impl DeliveryWorker {
             let Ok(permit) = permit else {
                 break;
             };
-            if waiting_since.elapsed() > wait.longest(Duration::from_millis(message.spec.timeout_ms)) {
+            let waited = self.context.clock.now().duration_since(at);
+            if waited > wait.longest(Duration::from_millis(message.spec.timeout_ms)) {
                 warn!(message.id = %message.id, "a claimed message waited too long for a delivery slot; it goes again when its lease ends");
+                DeliveryStats::count(&self.context.signals.deliveries.waited_too_long);
                 continue;
             }
             self.spawn_delivery(&tracker, message, at, permit);

@@ -16,6 +16,9 @@ pub struct DeliveryStats {
     pub failed: AtomicU64,
     /// Attempts put off before they were made (a flow-control rate, a destination not allowed yet).
     pub postponed: AtomicU64,
+    /// Messages claimed ahead of the free slots that waited for one longer than their lease left room
+    /// for, and were not started: each goes again when its lease ends. Slots too few for the load.
+    pub waited_too_long: AtomicU64,
     /// How long each attempt's HTTP exchange took, in microseconds.
     pub attempt_durations: Histogram,
     /// Deliveries under way now.
@@ -29,6 +32,7 @@ impl Default for DeliveryStats {
             retried: AtomicU64::new(0),
             failed: AtomicU64::new(0),
             postponed: AtomicU64::new(0),
+            waited_too_long: AtomicU64::new(0),
             attempt_durations: Histogram::new(&DURATION_BOUNDS_US),
             in_flight: AtomicU64::new(0),
         }

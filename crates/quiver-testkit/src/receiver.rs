@@ -11,7 +11,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
-use tokio::sync::Notify;
+use tokio::sync::{Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 /// One request as the receiver saw it.
@@ -55,6 +55,8 @@ pub struct Reply {
     pub body: String,
     /// Wait this long before answering.
     pub delay: Duration,
+    /// Answer only once the test lets it go ([`Receiver::release`]), after any delay.
+    pub held: bool,
 }
 
 impl Reply {
@@ -65,6 +67,7 @@ impl Reply {
             headers: Vec::new(),
             body: String::new(),
             delay: Duration::ZERO,
+            held: false,
         }
     }
 
@@ -86,6 +89,12 @@ impl Reply {
     pub fn after(self, delay: Duration) -> Reply {
         Reply { delay, ..self }
     }
+
+    /// The same answer, sent once the test releases it with [`Receiver::release`]: a destination as
+    /// slow as the test needs, without waiting on real time.
+    pub fn held(self) -> Reply {
+        Reply { held: true, ..self }
+    }
 }
 
 #[derive(Debug)]
@@ -97,6 +106,8 @@ struct Shared {
     /// Requests being answered now, and the most there ever were at once.
     answering: AtomicUsize,
     most_at_once: AtomicUsize,
+    /// Permits for held answers: one per answer released.
+    releases: Semaphore,
 }
 
 /// A recording HTTP server on `127.0.0.1`, port 0. It stops when dropped.
@@ -139,6 +150,12 @@ async fn record(
     if !reply.delay.is_zero() {
         tokio::time::sleep(reply.delay).await;
     }
+    if reply.held {
+        // The semaphore is never closed.
+        if let Ok(permit) = shared.releases.acquire().await {
+            permit.forget();
+        }
+    }
     shared.answering.fetch_sub(1, Ordering::SeqCst);
     let mut response = (reply.status, reply.body).into_response();
     for (name, value) in reply.headers {
@@ -166,6 +183,7 @@ impl Receiver {
             arrived: Notify::new(),
             answering: AtomicUsize::new(0),
             most_at_once: AtomicUsize::new(0),
+            releases: Semaphore::new(0),
         });
         let app = Router::new().fallback(record).with_state(Arc::clone(&shared));
         let stop = CancellationToken::new();
@@ -206,6 +224,12 @@ impl Receiver {
         for _ in 0..count {
             self.reply_next(Reply::status(status));
         }
+    }
+
+    /// Lets `count` held answers go (see [`Reply::held`]), the longest held first; answers held later
+    /// use up releases left over.
+    pub fn release(&self, count: usize) {
+        self.shared.releases.add_permits(count);
     }
 
     /// The most requests this receiver was answering at one moment (each counts from its arrival

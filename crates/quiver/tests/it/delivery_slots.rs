@@ -1,21 +1,23 @@
 //! Messages claimed ahead of the free delivery slots, while a backlog is due: they wait in memory for a
 //! slot, as long as their lease leaves room for their attempt, and never start where it does not.
 //!
-//! One slot and claims of four make every message after the first wait behind a slow destination.
+//! One slot and claims of four make every message after the first wait behind a destination that holds
+//! its answers until the test lets them go; the waits are measured on the server's manual clock, which
+//! the leases are measured on too.
 
 use std::time::Duration;
 
 use quiver_testkit::calls::publish;
+use quiver_testkit::poll::until;
 use quiver_testkit::{Receiver, Reply, TestServer};
 use reqwest::StatusCode;
 
+use crate::operations::{metrics_page, sample};
+
 const WAIT: Duration = Duration::from_secs(20);
 
-/// How long the destination holds each request: longer than the one second a message may always wait.
-const HOLD: Duration = Duration::from_millis(1_500);
-
 /// A server with one delivery slot, claims of four, `max_timeout_ms` as given (a one-second margin,
-/// attempts of two seconds), and a receiver that holds each request for [`HOLD`]; `count` messages to
+/// attempts of two seconds), and a receiver that holds each answer until released; `count` messages to
 /// it, all due at once.
 async fn behind_a_slow_destination(max_timeout_ms: u64, count: usize) -> (TestServer, Receiver) {
     let server = TestServer::with_config(|config| {
@@ -27,7 +29,7 @@ async fn behind_a_slow_destination(max_timeout_ms: u64, count: usize) -> (TestSe
     })
     .await;
     let receiver = Receiver::start().await;
-    receiver.respond_with(Reply::status(200).after(HOLD));
+    receiver.respond_with(Reply::status(200).held());
     for n in 0..count {
         let (status, published) = publish(
             &server,
@@ -42,11 +44,19 @@ async fn behind_a_slow_destination(max_timeout_ms: u64, count: usize) -> (TestSe
     (server, receiver)
 }
 
-/// Waits until the server has nothing left to start, and for as long as a second delivery of anything
-/// would take to arrive.
-async fn quiet(server: &TestServer) {
-    server.settle().await;
-    tokio::time::sleep(HOLD).await;
+/// This node's count of deliveries with `outcome`, from `/metrics`.
+async fn deliveries(server: &TestServer, outcome: &str) -> f64 {
+    let series = format!("quiver_deliveries_total{{outcome=\"{outcome}\"}}");
+    let page = metrics_page(server).await;
+    sample(&page, &series).unwrap_or_else(|| panic!("no {series} in /metrics:\n{page}"))
+}
+
+/// Waits until this node has counted `count` deliveries with `outcome`.
+async fn counted(server: &TestServer, outcome: &str, count: u32) {
+    until(&format!("{count} {outcome}"), WAIT, || async {
+        (deliveries(server, outcome).await >= f64::from(count)).then_some(())
+    })
+    .await;
 }
 
 /// The bodies the receiver got, in order of arrival.
@@ -63,34 +73,38 @@ async fn messages_waiting_behind_a_slow_destination_start_as_slots_free_within_t
     // The default longest timeout (two hours): a message of two seconds' timeout may wait for a slot
     // for nearly two hours of its lease.
     let (server, receiver) = behind_a_slow_destination(7_200_000, 3).await;
-    // The clock does not move again: no message may be left to wait out its lease.
-    let arrived = receiver.wait_for(3, WAIT).await;
+    for n in 1..=3 {
+        receiver.wait_for(n, WAIT).await;
+        assert_eq!(bodies(&receiver).len(), n, "one slot: one request at a time");
+        // The ones still waiting have waited ten minutes more when the slot frees.
+        server.clock().advance(Duration::from_secs(600));
+        receiver.release(1);
+    }
+    counted(&server, "delivered", 3).await;
+    server.settle().await;
     let mut got = bodies(&receiver);
     got.sort();
     assert_eq!(got, ["m0", "m1", "m2"], "each delivered once");
-    for pair in arrived.windows(2) {
-        assert!(
-            pair[1].received_at.duration_since(pair[0].received_at) >= HOLD,
-            "one slot: each waited for the one before it"
-        );
-    }
-    quiet(&server).await;
-    assert_eq!(receiver.requests().len(), 3, "and none a second time");
+    assert_eq!(deliveries(&server, "waited_too_long").await, 0.0);
 }
 
 #[tokio::test]
 async fn a_message_whose_lease_cannot_cover_its_attempt_after_its_wait_is_not_started_until_the_lease_ends() {
     // Leases of 2.5 s + 1 s: an attempt of two seconds' timeout may start at most a second after the
-    // claim, and the second message waits 1.5 s for the slot.
+    // claim.
     let (server, receiver) = behind_a_slow_destination(2_500, 2).await;
     receiver.wait_for(1, WAIT).await;
-    // Past the first answer, the second message has had its slot for a while; it must not have started,
-    // since its lease could end during its attempt and another claim deliver it again.
-    tokio::time::sleep(HOLD * 2).await;
+    // The second message waits 1.5 s for the slot: its lease could end during its attempt, and another
+    // claim deliver it again, so it must not start.
+    server.clock().advance(Duration::from_millis(1_500));
+    receiver.release(1);
+    counted(&server, "waited_too_long", 1).await;
+    counted(&server, "delivered", 1).await;
     assert_eq!(bodies(&receiver), ["m0"], "the second waits out its lease");
     // Its lease (3.5 s from the claim) ends: it is due again, and delivered once.
+    receiver.release(1);
     server.clock().advance(Duration::from_secs(4));
-    receiver.wait_for(2, WAIT).await;
-    quiet(&server).await;
+    counted(&server, "delivered", 2).await;
+    server.settle().await;
     assert_eq!(bodies(&receiver), ["m0", "m1"]);
 }
