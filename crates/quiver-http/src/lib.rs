@@ -36,6 +36,7 @@ pub mod management;
 pub mod metrics;
 pub mod openapi;
 mod operations;
+mod query_keys;
 pub mod queue;
 pub mod router;
 pub mod sessions;

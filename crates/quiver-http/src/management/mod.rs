@@ -8,6 +8,7 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 
+use crate::query_keys::{takes, takes_none};
 use crate::state::AppState;
 
 /// The management routes, relative to the server root.
@@ -21,10 +22,6 @@ pub fn routes(body_limit: usize) -> Router<AppState> {
             "/v2/vector/index/{id}",
             get(indexes::get_vector_index).delete(indexes::delete_vector_index),
         )
-        .route("/v2/vector/index/stats", get(stats::vector_global_stats))
-        .route("/v2/vector/index/{id}/stats", get(stats::vector_index_stats))
-        .route("/v2/search/stats", get(stats::search_global_stats))
-        .route("/v2/search/{id}/stats", get(stats::search_index_stats))
         .route("/v2/vector/index/{id}/rename", post(indexes::rename_vector_index))
         .route(
             "/v2/vector/index/{id}/reset-password",
@@ -52,5 +49,14 @@ pub fn routes(body_limit: usize) -> Router<AppState> {
             post(indexes::reset_search_index_password),
         )
         .route("/v2/search/{id}/transfer", post(indexes::transfer_search_index))
+        .route("/v2/vector/index/stats", get(stats::vector_global_stats))
+        .route("/v2/search/stats", get(stats::search_global_stats))
+        .route_layer(takes_none())
+        .merge(
+            Router::new()
+                .route("/v2/vector/index/{id}/stats", get(stats::vector_index_stats))
+                .route("/v2/search/{id}/stats", get(stats::search_index_stats))
+                .route_layer(takes(&["period"])),
+        )
         .layer(DefaultBodyLimit::max(body_limit))
 }

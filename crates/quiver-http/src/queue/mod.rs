@@ -24,6 +24,7 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 
+use crate::query_keys::{takes, takes_none};
 use crate::state::AppState;
 
 /// The queue routes. Publish bodies may be as large as the maximum message size; batches four times that.
@@ -45,7 +46,9 @@ pub fn routes(max_message_bytes: usize) -> Router<AppState> {
         )
         .route(
             "/v2/messages/{id}",
-            get(messages::get_message).delete(messages::cancel_message),
+            get(messages::get_message)
+                .delete(messages::cancel_message)
+                .route_layer(takes_none()),
         )
         .route(
             "/v2/dlq",
@@ -53,38 +56,83 @@ pub fn routes(max_message_bytes: usize) -> Router<AppState> {
         )
         .route(
             "/v2/dlq/{id}",
-            get(dead_letters::get_dead_letter).delete(dead_letters::delete_dead_letter),
+            get(dead_letters::get_dead_letter)
+                .delete(dead_letters::delete_dead_letter)
+                .route_layer(takes_none()),
         )
         .route("/v2/dlq/retry", post(dead_letters::retry_dead_letters))
-        .route("/v2/dlq/retry/{id}", post(dead_letters::retry_dead_letter))
+        .route(
+            "/v2/dlq/retry/{id}",
+            post(dead_letters::retry_dead_letter).route_layer(takes_none()),
+        )
         .route("/v2/events", get(events::list_events))
         .route("/v2/logs", get(events::list_logs))
-        .route("/v2/topics", get(url_groups::list_url_groups))
+        .route(
+            "/v2/topics",
+            get(url_groups::list_url_groups).route_layer(takes_none()),
+        )
         .route(
             "/v2/topics/{name}",
             get(url_groups::get_url_group)
                 .delete(url_groups::delete_url_group)
-                .patch(url_groups::set_default_headers),
+                .patch(url_groups::set_default_headers)
+                .route_layer(takes_none()),
         )
         .route(
             "/v2/topics/{name}/endpoints",
-            post(url_groups::add_endpoints).delete(url_groups::remove_endpoints),
+            post(url_groups::add_endpoints)
+                .delete(url_groups::remove_endpoints)
+                .route_layer(takes_none()),
         )
-        .route("/v2/queues", get(queues::list_queues).post(queues::upsert_queue))
+        .route(
+            "/v2/queues",
+            get(queues::list_queues)
+                .post(queues::upsert_queue)
+                .route_layer(takes_none()),
+        )
         .route(
             "/v2/queues/{name}",
-            get(queues::get_queue).delete(queues::delete_fifo_queue),
+            get(queues::get_queue)
+                .delete(queues::delete_fifo_queue)
+                .route_layer(takes_none()),
         )
-        .route("/v2/queues/{name}/pause", post(queues::pause_queue))
-        .route("/v2/queues/{name}/resume", post(queues::resume_queue))
-        .route("/v2/flowControl", get(flow::list_flow_controls))
-        .route("/v2/flowControl/{key}", get(flow::get_flow_control))
+        .route(
+            "/v2/queues/{name}/pause",
+            post(queues::pause_queue).route_layer(takes_none()),
+        )
+        .route(
+            "/v2/queues/{name}/resume",
+            post(queues::resume_queue).route_layer(takes_none()),
+        )
+        .route(
+            "/v2/flowControl",
+            get(flow::list_flow_controls).route_layer(takes_none()),
+        )
+        .route(
+            "/v2/flowControl/{key}",
+            get(flow::get_flow_control).route_layer(takes_none()),
+        )
         .route("/v2/flowControl/{key}/{action}", post(flow::change_flow_control))
-        .route("/v2/globalParallelism", get(flow::global_parallelism))
-        .route("/v2/wait/{event}", post(waiters::wait_for_event))
-        .route("/v2/notify/{event}", post(waiters::notify))
-        .route("/v2/notify/{run}/{event}", post(waiters::notify_run))
-        .route("/v2/waiters/{event}", get(waiters::waiters))
+        .route(
+            "/v2/globalParallelism",
+            get(flow::global_parallelism).route_layer(takes_none()),
+        )
+        .route(
+            "/v2/wait/{event}",
+            post(waiters::wait_for_event).route_layer(takes_none()),
+        )
+        .route(
+            "/v2/notify/{event}",
+            post(waiters::notify).route_layer(takes_none()),
+        )
+        .route(
+            "/v2/notify/{run}/{event}",
+            post(waiters::notify_run).route_layer(takes_none()),
+        )
+        .route(
+            "/v2/waiters/{event}",
+            get(waiters::waiters).route_layer(takes_none()),
+        )
         .route(
             "/v2/workflows/hooks/{user}/{run}/{event}",
             axum::routing::any(waiters::call_webhook),
@@ -95,7 +143,10 @@ pub fn routes(max_message_bytes: usize) -> Router<AppState> {
         )
         .route(
             "/v2/workflows/runs/{id}",
-            get(workflows::run_steps).delete(workflows::end_run),
+            get(workflows::run_steps)
+                .route_layer(takes_none())
+                .delete(workflows::end_run)
+                .route_layer(takes(&["cancel"])),
         )
         .route("/v2/workflows/events", get(workflows::list_runs))
         .route(
@@ -104,13 +155,24 @@ pub fn routes(max_message_bytes: usize) -> Router<AppState> {
         )
         .route(
             "/v2/workflows/dlq/{segment}",
-            axum::routing::delete(workflow_dlq::delete_one).post(workflow_dlq::recover_many),
+            axum::routing::delete(workflow_dlq::delete_one)
+                .route_layer(takes_none())
+                .post(workflow_dlq::recover_many),
         )
-        .route("/v2/workflows/dlq/{action}/{id}", post(workflow_dlq::recover_one))
+        .route(
+            "/v2/workflows/dlq/{action}/{id}",
+            post(workflow_dlq::recover_one).route_layer(takes_none()),
+        )
         .route("/v2/workflows/logs", get(workflows::list_runs))
-        .route("/v2/schedules", get(schedules::list_schedules))
+        .route(
+            "/v2/schedules",
+            get(schedules::list_schedules).route_layer(takes_none()),
+        )
         .route("/v2/schedules/{*rest}", axum::routing::any(schedules::schedules))
         .route("/llm/v1/chat/completions", post(llm::chat_completions))
-        .route("/v2/keys", get(keys::get_keys))
-        .route("/v2/keys/rotate", post(keys::rotate_keys))
+        .route("/v2/keys", get(keys::get_keys).route_layer(takes_none()))
+        .route(
+            "/v2/keys/rotate",
+            post(keys::rotate_keys).route_layer(takes_none()),
+        )
 }

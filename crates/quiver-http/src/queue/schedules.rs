@@ -41,6 +41,10 @@ pub(crate) async fn schedules(
         .or_else(|| path.strip_suffix("/resume").map(|id| (id, false)))
         .filter(|(id, _)| is_id(id));
     use axum::http::Method;
+    // Only a creation's query holds settings and the destination's own keys.
+    if !(method == Method::POST && toggle.is_none()) {
+        crate::query_keys::only(&uri, &[])?;
+    }
     match (method, toggle) {
         (Method::PATCH | Method::POST, Some((id, paused))) => {
             caller.require_write()?;

@@ -19,6 +19,7 @@ use axum::routing::{MethodRouter, any};
 use axum::{Router, middleware};
 
 use crate::error::with_status_envelope;
+use crate::query_keys::{takes, takes_none};
 use crate::state::AppState;
 
 pub use caller::vector_index;
@@ -42,11 +43,12 @@ pub fn routes(state: &AppState, body_limit: usize) -> Router<AppState> {
         ];
         let mut router = Router::new();
         for (path, handler) in with_namespace {
+            let handler = handler.layer(takes(if path == "reset" { &["all"] } else { &[] }));
             router = router
                 .route(&format!("/{path}"), handler.clone())
                 .route(&format!("/{path}/{{namespace}}"), handler);
         }
-        router
+        let fixed = Router::new()
             .route("/info", any(records::info))
             .route("/list-namespaces", any(namespaces::list_namespaces))
             .route("/delete-namespace/{namespace}", any(namespaces::delete_namespace))
@@ -55,6 +57,8 @@ pub fn routes(state: &AppState, body_limit: usize) -> Router<AppState> {
             .route("/rename-namespace", any(namespaces::rename_namespace))
             .route("/resumable-query-next", any(resumable::resumable_next))
             .route("/resumable-query-end", any(resumable::resumable_end))
+            .route_layer(takes_none());
+        router.merge(fixed)
     };
     // Layers run outermost last-added first: envelope, authentication, metering, body limit.
     Router::new()
