@@ -173,19 +173,44 @@ pub fn ids_of(value: &Value, field: &str) -> Result<Vec<String>, ApiError> {
     }
 }
 
-/// A dense vector.
+/// The largest squared length a vector may have: a quarter of f32's range, so that no score between two
+/// vectors (a dot product, a squared distance) can overflow to infinity and tie or misorder results.
+/// That is a length of about 9.2e18.
+const MAX_SQUARED_LENGTH: f64 = f32::MAX as f64 / 4.0;
+
+/// A dense vector (or a sparse vector's values): numbers that fit a 32-bit float, whose squared length
+/// fits a quarter of f32's range (a length of about 9.2e18).
 pub fn dense_of(value: &Value, field: &str) -> Result<Vec<f32>, ApiError> {
     let Value::Array(items) = value else {
         return Err(bad(format!("{field}: must be an array of numbers")));
     };
-    items
+    let mut squared_length = 0.0_f64;
+    let vector = items
         .iter()
-        .map(|item| {
-            item.as_f64()
-                .map(|x| x as f32)
-                .ok_or_else(|| bad(format!("{field}: must be an array of numbers")))
+        .enumerate()
+        .map(|(at, item)| {
+            let x = item
+                .as_f64()
+                .ok_or_else(|| bad(format!("{field}: must be an array of numbers")))?;
+            squared_length += x * x;
+            // Rounding to f32 keeps a finite value finite only within f32's range.
+            let rounded = x as f32;
+            if rounded.is_finite() {
+                Ok(rounded)
+            } else {
+                Err(bad(format!(
+                    "{field}[{at}]: {x:e} is outside the range of a 32-bit float (about ±3.4e38)"
+                )))
+            }
         })
-        .collect()
+        .collect::<Result<Vec<f32>, ApiError>>()?;
+    if squared_length > MAX_SQUARED_LENGTH {
+        return Err(bad(format!(
+            "{field}: its length, {:.3e}, passes the largest Quiver can score without overflow (about 9.2e18); scale the vectors down",
+            squared_length.sqrt()
+        )));
+    }
+    Ok(vector)
 }
 
 /// A sparse vector `{indices, values}`.
@@ -324,5 +349,38 @@ pub fn count_of(object: &Map<String, Value>, name: &str) -> Result<Option<usize>
             .and_then(|n| usize::try_from(n).ok())
             .map(Some)
             .ok_or_else(|| bad(format!("{name}: must be a non-negative whole number"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn read(value: Value) -> Result<Vec<f32>, String> {
+        dense_of(&value, "vector").map_err(|error| error.message().to_owned())
+    }
+
+    #[test]
+    fn a_vector_is_refused_where_f32_cannot_hold_it_or_its_scores() {
+        assert_eq!(read(json!([1.5, -2, 0])), Ok(vec![1.5, -2.0, 0.0]));
+        // A length of 9e18 still scores; a coordinate that rounds to infinity or a length that would
+        // overflow a score is named, never stored.
+        assert_eq!(read(json!([9e18, 0.0])), Ok(vec![9e18, 0.0]));
+        let beyond = read(json!([0.0, 1e39])).unwrap_err();
+        assert!(
+            beyond.starts_with("vector[1]: 1e39 is outside the range of a 32-bit float"),
+            "{beyond}"
+        );
+        let long = read(json!([3.4e38, -3.4e38])).unwrap_err();
+        assert!(
+            long.starts_with("vector: its length, 4.808e38, passes the largest"),
+            "{long}"
+        );
+        assert!(read(json!([1e19, 1e19])).is_err());
+        assert_eq!(
+            read(json!("x")).unwrap_err(),
+            "vector: must be an array of numbers"
+        );
     }
 }
