@@ -33,7 +33,7 @@ async fn info(server: &TestServer, key: &str) -> Value {
 async fn at_most_parallelism_deliveries_of_a_key_are_in_flight() {
     let server = TestServer::embedded().await;
     let receiver = Receiver::start().await;
-    receiver.respond_with(Reply::status(200).after(Duration::from_millis(1_500)));
+    receiver.respond_with(Reply::status(200).held());
     for i in 0..5 {
         publish(&server, &receiver, "pdf", "parallelism=2", &format!("m{i}")).await;
     }
@@ -48,6 +48,7 @@ async fn at_most_parallelism_deliveries_of_a_key_are_in_flight() {
     assert_eq!(state["isPaused"], false);
     // As deliveries finish, the waiting three go too.
     receiver.respond_with(Reply::status(200));
+    receiver.release(2);
     let all = receiver.wait_for(5, WAIT).await;
     let bodies: Vec<String> = all
         .iter()
