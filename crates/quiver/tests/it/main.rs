@@ -14,6 +14,7 @@ mod llm;
 mod management;
 mod nodes;
 mod operations;
+mod query_keys;
 mod queue;
 mod queue_filters;
 mod queues;

@@ -613,25 +613,3 @@ async fn unknown_routes_wrong_methods_and_oversized_bodies_get_json_errors() {
     assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
     assert!(body["error"].is_string());
 }
-
-#[tokio::test]
-async fn a_query_parameter_a_management_route_does_not_take_is_a_400_that_names_it() {
-    let server = TestServer::embedded().await;
-    let created = create_vector_index(&server, dense_index("docs")).await;
-    let id = created["id"].as_str().unwrap();
-    let (status, answer) = send(server.management(Method::GET, "/v2/search?type=free")).await;
-    assert_eq!(status, StatusCode::BAD_REQUEST);
-    assert_eq!(
-        answer["error"],
-        "unknown query parameter `type`: this route takes no query parameters"
-    );
-    let stats = format!("/v2/vector/index/{id}/stats");
-    let (status, _) = send(server.management(Method::GET, &format!("{stats}?period=1d"))).await;
-    assert_eq!(status, StatusCode::OK);
-    let (status, answer) = send(server.management(Method::GET, &format!("{stats}?periods=1d"))).await;
-    assert_eq!(status, StatusCode::BAD_REQUEST);
-    assert_eq!(
-        answer["error"],
-        "unknown query parameter `periods`: this route takes only `period`"
-    );
-}

@@ -144,36 +144,3 @@ async fn waiting_messages_are_listed_oldest_first_by_filter_and_page_by_cursor()
         assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}: {error}");
     }
 }
-
-#[tokio::test]
-async fn a_query_parameter_a_route_does_not_take_is_a_400_that_names_it() {
-    let server = TestServer::embedded().await;
-    let (status, answer) = send(server.queue(Method::GET, "/v2/topics?limit=3")).await;
-    assert_eq!(status, StatusCode::BAD_REQUEST);
-    assert_eq!(
-        answer["error"],
-        "unknown query parameter `limit`: this route takes no query parameters"
-    );
-    for path in ["/v2/schedules?cursor=x", "/v2/schedules/scd_1?verbose=1"] {
-        let (status, answer) = send(server.queue(Method::GET, path)).await;
-        assert_eq!(status, StatusCode::BAD_REQUEST, "{path}: {answer}");
-    }
-    // Ending a run takes `cancel` only; the token may always come in the query.
-    let (status, answer) = send(server.queue(Method::DELETE, "/v2/workflows/runs/wfr_none?cancl=true")).await;
-    assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
-    assert!(
-        answer["error"].as_str().unwrap().contains("takes only `cancel`"),
-        "{answer}"
-    );
-    let (status, answer) =
-        send(server.queue(Method::DELETE, "/v2/workflows/runs/wfr_none?cancel=true")).await;
-    assert_eq!(status, StatusCode::NOT_FOUND, "{answer}");
-    let token = &server.account().queue_token;
-    let (status, answer) = send(
-        server
-            .client()
-            .get(server.url(&format!("/v2/topics?svc_token={token}"))),
-    )
-    .await;
-    assert_eq!((status, answer), (StatusCode::OK, json!([])));
-}

@@ -776,27 +776,3 @@ async fn acknowledged_vectors_are_queryable_at_once_and_the_graph_catches_up() {
         .collect();
     assert_eq!(ids, ["v0", "v1", "v2"], "the graph answers the same");
 }
-
-#[tokio::test]
-async fn a_query_parameter_a_vector_route_does_not_take_is_a_400_that_names_it() {
-    let server = TestServer::embedded().await;
-    let idx = dense(&server, "COSINE", 2).await;
-    ok(&server, &idx, "/upsert", json!({"id": "a", "vector": [1.0, 0.0]})).await;
-    let (status, error, _) = call(&server, &idx, "/query?topK=5", json!({"vector": [1.0, 0.0]})).await;
-    assert_eq!(status, StatusCode::BAD_REQUEST);
-    assert_eq!(
-        error["error"],
-        "unknown query parameter `topK`: this route takes no query parameters"
-    );
-    let (status, error, _) = send(server.vector(&idx.token, Method::DELETE, "/reset/ns?al")).await;
-    assert_eq!(status, StatusCode::BAD_REQUEST);
-    assert_eq!(
-        error["error"],
-        "unknown query parameter `al`: this route takes only `all`"
-    );
-    let prefixed = format!("/vector/{}/info?verbose", idx.endpoint);
-    let (status, error, _) = send(server.vector(&idx.token, Method::GET, &prefixed)).await;
-    assert_eq!(status, StatusCode::BAD_REQUEST, "{error}");
-    let (_, info, _) = send(server.vector(&idx.token, Method::GET, "/info")).await;
-    assert_eq!(info["result"]["vectorCount"], 1, "nothing was reset");
-}
