@@ -94,6 +94,12 @@ async fn a_message_whose_lease_cannot_cover_its_attempt_after_its_wait_is_not_st
     // claim.
     let (server, receiver) = behind_a_slow_destination(2_500, 2).await;
     receiver.wait_for(1, WAIT).await;
+    // Both are claimed (none waits unclaimed) before the clock moves, so the second's wait starts before.
+    until("both messages claimed", WAIT, || async {
+        let page = metrics_page(&server).await;
+        (sample(&page, "quiver_queue_messages{state=\"waiting\"}") == Some(0.0)).then_some(())
+    })
+    .await;
     // The second message waits 1.5 s for the slot: its lease could end during its attempt, and another
     // claim deliver it again, so it must not start.
     server.clock().advance(Duration::from_millis(1_500));
