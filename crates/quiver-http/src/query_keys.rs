@@ -1,7 +1,8 @@
 //! Query parameters a route does not take are an error that names them, never ignored: a misspelt
 //! option must not look as if it had been applied. Routes that read their own query keys (publish, the
 //! queue's filters through `queue::params`, statistics' `period`) check them where they read them; the
-//! rest declare the keys they take with [`takes`], usually none ([`takes_none`]).
+//! rest declare the keys they take with [`takes`] or, on the queue, [`queue_takes`], where the token's keys
+//! (`?svc_token=`) are always accepted.
 
 use std::pin::Pin;
 
@@ -12,14 +13,27 @@ use axum::response::{IntoResponse, Response};
 
 use crate::error::ApiError;
 
-/// Query keys any route accepts: the queue's token (`?svc_token=`) is authentication, not an option.
-const AUTHENTICATION_KEYS: [&str; 2] = ["svc_token", "qstash_token"];
+/// The queue's token keys (`?svc_token=`): authentication on every queue route, not an option.
+const TOKEN_KEYS: [&str; 2] = ["svc_token", "qstash_token"];
 
-/// The first key of `query` that is neither one of `keys` nor an authentication key.
-fn unknown_key(query: &str, keys: &[&str]) -> Option<String> {
+/// The query keys a route takes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Accepted {
+    /// Its options.
+    keys: &'static [&'static str],
+    /// Whether the queue's token keys are accepted too (the queue's routes).
+    token: bool,
+}
+
+/// The first key of `query` that `accepted` does not hold.
+fn unknown_key(query: &str, accepted: Accepted) -> Option<String> {
     url::form_urlencoded::parse(query.as_bytes())
         .map(|(key, _)| key)
-        .find(|key| !keys.contains(&key.as_ref()) && !AUTHENTICATION_KEYS.contains(&key.as_ref()))
+        .find(|key| {
+            let key = key.as_ref();
+            let taken = accepted.keys.contains(&key) || (accepted.token && TOKEN_KEYS.contains(&key));
+            !taken
+        })
         .map(std::borrow::Cow::into_owned)
 }
 
@@ -32,42 +46,51 @@ fn rejection(key: &str, keys: &[&str]) -> ApiError {
     ApiError::bad_request(format!("unknown query parameter `{key}`: {takes}"))
 }
 
-/// The query keys a route takes, besides the token's.
-pub(crate) type Keys = &'static [&'static str];
-
 /// The check as a function pointer, so that the layer's type can be named. Its future is boxed: one
 /// small allocation per request, next to a vector query's tens of microseconds.
-type Check = fn(State<Keys>, Request, Next) -> Pin<Box<dyn Future<Output = Response> + Send>>;
+type Check = fn(State<Accepted>, Request, Next) -> Pin<Box<dyn Future<Output = Response> + Send>>;
 
-/// The route layer of a route that takes only `keys` (and the token keys) in its query: any other key is
-/// a 400 that names it.
-pub(crate) fn takes(keys: Keys) -> FromFnLayer<Check, Keys, (State<Keys>, Request)> {
-    axum::middleware::from_fn_with_state(keys, check as Check)
+/// A route layer that answers 400 naming any query key but `accepted`'s.
+pub(crate) type TakesQuery = FromFnLayer<Check, Accepted, (State<Accepted>, Request)>;
+
+/// The route layer of a vector or management route that takes only `keys` in its query.
+pub(crate) fn takes(keys: &'static [&'static str]) -> TakesQuery {
+    axum::middleware::from_fn_with_state(Accepted { keys, token: false }, check as Check)
 }
 
-/// The route layer of a route that takes no query keys but the token's.
-pub(crate) fn takes_none() -> FromFnLayer<Check, Keys, (State<Keys>, Request)> {
+/// The route layer of a vector or management route that takes no query keys.
+pub(crate) fn takes_none() -> TakesQuery {
     takes(&[])
 }
 
-/// A 400 naming the first key of `uri`'s query that is not one of `keys` (nor the token's), for a
-/// handler whose route takes query keys on some of its paths only.
+/// The keys a queue route takes: `keys` and the token's.
+pub(crate) const fn queue(keys: &'static [&'static str]) -> Accepted {
+    Accepted { keys, token: true }
+}
+
+/// The route layer of a queue route that takes only `keys` (and the token's) in its query.
+pub(crate) fn queue_takes(keys: &'static [&'static str]) -> TakesQuery {
+    axum::middleware::from_fn_with_state(queue(keys), check as Check)
+}
+
+/// A 400 naming the first key of `uri`'s query that `accepted` does not hold, for a handler whose route
+/// takes query keys on some of its paths only.
 ///
 /// # Errors
 /// Such a key is there.
-pub(crate) fn only(uri: &Uri, keys: Keys) -> Result<(), ApiError> {
-    match uri.query().and_then(|query| unknown_key(query, keys)) {
-        Some(key) => Err(rejection(&key, keys)),
+pub(crate) fn only(uri: &Uri, accepted: Accepted) -> Result<(), ApiError> {
+    match uri.query().and_then(|query| unknown_key(query, accepted)) {
+        Some(key) => Err(rejection(&key, accepted.keys)),
         None => Ok(()),
     }
 }
 
 fn check(
-    State(keys): State<Keys>,
+    State(accepted): State<Accepted>,
     request: Request,
     next: Next,
 ) -> Pin<Box<dyn Future<Output = Response> + Send>> {
-    match only(request.uri(), keys) {
+    match only(request.uri(), accepted) {
         Err(error) => Box::pin(std::future::ready(error.into_response())),
         Ok(()) => Box::pin(next.run(request)),
     }
@@ -79,11 +102,23 @@ mod tests {
 
     #[test]
     fn only_keys_a_route_does_not_take_are_named() {
-        assert_eq!(unknown_key("", &[]), None);
-        assert_eq!(unknown_key("svc_token=t&qstash_token=u", &[]), None);
-        assert_eq!(unknown_key("all", &["all"]), None);
-        assert_eq!(unknown_key("all=1&limit=3", &["all"]).as_deref(), Some("limit"));
-        assert_eq!(unknown_key("cursor%5B%5D=2", &[]).as_deref(), Some("cursor[]"));
+        assert_eq!(unknown_key("", queue(&[])), None);
+        assert_eq!(unknown_key("svc_token=t&qstash_token=u", queue(&[])), None);
+        let vector = Accepted {
+            keys: &["all"],
+            token: false,
+        };
+        assert_eq!(unknown_key("all", vector), None);
+        assert_eq!(unknown_key("all=1&limit=3", vector).as_deref(), Some("limit"));
+        assert_eq!(
+            unknown_key("all&svc_token=t", vector).as_deref(),
+            Some("svc_token"),
+            "not a vector credential"
+        );
+        assert_eq!(
+            unknown_key("cursor%5B%5D=2", queue(&[])).as_deref(),
+            Some("cursor[]")
+        );
         let said = rejection("limit", &[]).message().to_owned();
         assert_eq!(
             said,

@@ -24,7 +24,7 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 
-use crate::query_keys::{takes, takes_none};
+use crate::query_keys::queue_takes;
 use crate::state::AppState;
 
 /// The queue routes. Publish bodies may be as large as the maximum message size; batches four times that.
@@ -71,7 +71,7 @@ fn reading_their_query() -> Router<AppState> {
         )
         .route(
             "/v2/workflows/runs/{id}",
-            axum::routing::delete(workflows::end_run).route_layer(takes(&["cancel"])),
+            axum::routing::delete(workflows::end_run).route_layer(queue_takes(&["cancel"])),
         )
         .route("/v2/workflows/events", get(workflows::list_runs))
         .route("/v2/workflows/logs", get(workflows::list_runs))
@@ -130,5 +130,5 @@ fn taking_no_query() -> Router<AppState> {
         .route("/v2/schedules", get(schedules::list_schedules))
         .route("/v2/keys", get(keys::get_keys))
         .route("/v2/keys/rotate", post(keys::rotate_keys))
-        .route_layer(takes_none())
+        .route_layer(queue_takes(&[]))
 }

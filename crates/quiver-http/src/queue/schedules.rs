@@ -43,7 +43,7 @@ pub(crate) async fn schedules(
     use axum::http::Method;
     // Only a creation's query holds settings and the destination's own keys.
     if !(method == Method::POST && toggle.is_none()) {
-        crate::query_keys::only(&uri, &[])?;
+        crate::query_keys::only(&uri, crate::query_keys::queue(&[]))?;
     }
     match (method, toggle) {
         (Method::PATCH | Method::POST, Some((id, paused))) => {

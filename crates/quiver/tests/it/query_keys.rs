@@ -78,6 +78,10 @@ async fn a_vector_route_names_a_query_parameter_it_does_not_take() {
         error["error"],
         "unknown query parameter `al`: this route takes only `all`"
     );
+    // The queue's token keys authenticate nothing here.
+    let (status, error, _) =
+        send_with_text(server.vector(&idx.token, Method::GET, "/info?svc_token=x")).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{error}");
     let prefixed = format!("/vector/{}/info?verbose", idx.endpoint);
     let (status, error, _) = send_with_text(server.vector(&idx.token, Method::GET, &prefixed)).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{error}");
