@@ -101,11 +101,15 @@ pub fn bearer_token(parts: &Parts, query_names: &[&str]) -> Option<String> {
         .map(|(_, value)| value.into_owned())
 }
 
+/// The query keys that carry the queue token (`?svc_token=`, and the Upstash spelling), for callers that
+/// can only call a plain URL. Queue routes that check their query keys accept these whatever else they take.
+pub(crate) const QUEUE_TOKEN_KEYS: [&str; 2] = ["svc_token", "qstash_token"];
+
 impl FromRequestParts<AppState> for QueueAccount {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let Some(token) = bearer_token(parts, &["svc_token", "qstash_token"]) else {
+        let Some(token) = bearer_token(parts, &QUEUE_TOKEN_KEYS) else {
             return Err(ApiError::new(
                 axum::http::StatusCode::UNAUTHORIZED,
                 "Unauthorized: send the queue token as `Authorization: Bearer <token>` or `?svc_token=<token>`",

@@ -1,8 +1,8 @@
 //! Query parameters a route does not take are an error that names them, never ignored: a misspelt
-//! option must not look as if it had been applied. Routes that read their own query keys (publish, the
-//! queue's filters through `queue::params`, statistics' `period`) check them where they read them; the
-//! rest declare the keys they take with [`takes`] or, on the queue, [`queue_takes`], where the token's keys
-//! (`?svc_token=`) are always accepted.
+//! option must not look as if it had been applied. Routes whose query holds filters, publish settings or
+//! a destination's own keys read and check it themselves (`queue::params`, publish and schedule
+//! creation); every other route declares the keys it takes with [`takes`] or, on the queue,
+//! [`queue_takes`], which also accepts the token's keys (`?svc_token=`).
 
 use std::pin::Pin;
 
@@ -11,10 +11,8 @@ use axum::http::Uri;
 use axum::middleware::{FromFnLayer, Next};
 use axum::response::{IntoResponse, Response};
 
+use crate::auth::QUEUE_TOKEN_KEYS;
 use crate::error::ApiError;
-
-/// The queue's token keys (`?svc_token=`): authentication on every queue route, not an option.
-const TOKEN_KEYS: [&str; 2] = ["svc_token", "qstash_token"];
 
 /// The query keys a route takes.
 #[derive(Debug, Clone, Copy)]
@@ -31,7 +29,7 @@ fn unknown_key(query: &str, accepted: Accepted) -> Option<String> {
         .map(|(key, _)| key)
         .find(|key| {
             let key = key.as_ref();
-            let taken = accepted.keys.contains(&key) || (accepted.token && TOKEN_KEYS.contains(&key));
+            let taken = accepted.keys.contains(&key) || (accepted.token && QUEUE_TOKEN_KEYS.contains(&key));
             !taken
         })
         .map(std::borrow::Cow::into_owned)

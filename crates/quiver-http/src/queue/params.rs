@@ -11,10 +11,8 @@ use quiver_queue::store::{CancelFilter, Filter};
 use quiver_queue::workflows::RunSelection;
 use serde_json::Value;
 
+use crate::auth::QUEUE_TOKEN_KEYS;
 use crate::error::ApiError;
-
-/// Query keys every queue route accepts: the token (`?svc_token=`) is authentication, not a filter.
-const AUTHENTICATION_KEYS: [&str; 2] = ["svc_token", "qstash_token"];
 
 /// The keys and values of one request, taken one key at a time.
 #[derive(Debug, Default)]
@@ -32,7 +30,7 @@ impl Params {
         let mut params = Params::default();
         if let Some(query) = uri.query() {
             for (key, value) in url::form_urlencoded::parse(query.as_bytes()) {
-                if !AUTHENTICATION_KEYS.contains(&key.as_ref()) {
+                if !QUEUE_TOKEN_KEYS.contains(&key.as_ref()) {
                     params.push(&key, value.into_owned());
                 }
             }
