@@ -1,25 +1,21 @@
-//! How deliveries reach their destinations. Plain HTTP goes through hyper's pooled client directly: most
-//! destinations are services on the same network, and reqwest's layers around the same client (its
-//! request builder, the URL turned into a URI and the answer's URI back into a URL, redirect and retry
-//! wrappers) cost about as much CPU as the rest of a delivery's own work. HTTPS goes through reqwest, for
-//! its TLS set-up. Both resolve names through the destination policy (see [`crate::ssrf`]), keep as many
-//! idle connections per host as there are delivery slots, send the same default headers, follow no
-//! redirects and give up at the message's timeout.
+//! How deliveries reach their destinations. Plain HTTP goes through [`plain`], which makes the exchange
+//! on the delivery's own task: most destinations are services on the same network, and a general client's
+//! layers (reqwest's request builder and URL conversions, hyper's connection tasks and the channels
+//! between them and the caller) cost as much CPU as the rest of a delivery's own work. HTTPS goes through
+//! reqwest, for its TLS set-up. Both resolve names through the destination policy (see [`crate::ssrf`]),
+//! keep as many idle connections per host as there are delivery slots, send the same default headers,
+//! follow no redirects and give up at the message's timeout.
+
+mod plain;
 
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::client::legacy::connect::dns::Name;
-use hyper_util::rt::{TokioExecutor, TokioTimer};
 use reqwest::header::{ACCEPT, HeaderMap, HeaderValue, USER_AGENT};
 use reqwest::{Method, StatusCode};
 
-use crate::ssrf::{DestinationPolicy, GuardedResolver, guarded_lookup};
+use crate::ssrf::{DestinationPolicy, GuardedResolver};
+use plain::PlainClient;
 
 /// How long an idle connection to a destination is kept (reqwest's default, which HTTPS keeps).
 const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
@@ -35,7 +31,7 @@ pub(crate) struct Answer {
 /// The HTTP clients deliveries use.
 #[derive(Debug, Clone)]
 pub(crate) struct Transport {
-    plain: Client<HttpConnector<GuardedNames>, Full<Bytes>>,
+    plain: PlainClient,
     tls: reqwest::Client,
     user_agent: HeaderValue,
 }
@@ -67,14 +63,7 @@ impl Transport {
             .pool_idle_timeout(IDLE_TIMEOUT)
             .build()
             .map_err(|e| TransportError(e.to_string()))?;
-        let mut connector = HttpConnector::new_with_resolver(GuardedNames(Arc::clone(policy)));
-        connector.set_nodelay(true);
-        let plain = Client::builder(TokioExecutor::new())
-            .timer(TokioTimer::new())
-            .pool_timer(TokioTimer::new())
-            .pool_idle_timeout(IDLE_TIMEOUT)
-            .pool_max_idle_per_host(idle_per_host)
-            .build(connector);
+        let plain = PlainClient::new(Arc::clone(policy), idle_per_host, IDLE_TIMEOUT);
         Ok(Transport {
             plain,
             tls,
@@ -111,33 +100,7 @@ impl Transport {
         if !headers.contains_key(USER_AGENT) {
             headers.insert(USER_AGENT, self.user_agent.clone());
         }
-        let uri: http::Uri = url
-            .as_str()
-            .parse()
-            .map_err(|e| format!("`{url}` cannot be requested: {e}"))?;
-        let mut request = http::Request::new(Full::new(Bytes::from(body)));
-        *request.method_mut() = method;
-        *request.uri_mut() = uri;
-        *request.headers_mut() = headers;
-        let exchange = async {
-            let response = self.plain.request(request).await.map_err(|e| describe(&e))?;
-            let (parts, mut incoming) = response.into_parts();
-            let mut body = Vec::new();
-            while body.len() < limit {
-                let Some(frame) = incoming.frame().await else {
-                    break;
-                };
-                let frame = frame.map_err(|e| describe(&e))?;
-                if let Ok(data) = frame.into_data() {
-                    keep_up_to(&mut body, &data, limit);
-                }
-            }
-            Ok(Answer {
-                status: parts.status,
-                headers: parts.headers,
-                body,
-            })
-        };
+        let exchange = self.plain.send(&method, &url, &headers, &body, limit);
         tokio::time::timeout(timeout, exchange)
             .await
             .unwrap_or_else(|_| Err(TIMED_OUT.to_owned()))
@@ -188,23 +151,4 @@ fn describe(error: &dyn std::error::Error) -> String {
         source = inner.source();
     }
     text
-}
-
-/// Resolves names for the plain HTTP client under the destination policy.
-#[derive(Debug, Clone)]
-struct GuardedNames(Arc<DestinationPolicy>);
-
-impl tower_service::Service<Name> for GuardedNames {
-    type Response = std::vec::IntoIter<std::net::SocketAddr>;
-    type Error = Box<dyn std::error::Error + Send + Sync>;
-    type Future = std::pin::Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, name: Name) -> Self::Future {
-        let policy = Arc::clone(&self.0);
-        Box::pin(async move { guarded_lookup(&policy, name.as_str()).await.map(Vec::into_iter) })
-    }
 }
