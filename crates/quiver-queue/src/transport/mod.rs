@@ -11,22 +11,14 @@ mod plain;
 use std::sync::Arc;
 use std::time::Duration;
 
+use reqwest::Method;
 use reqwest::header::{ACCEPT, HeaderMap, HeaderValue, USER_AGENT};
-use reqwest::{Method, StatusCode};
 
 use crate::ssrf::{DestinationPolicy, GuardedResolver};
-use plain::PlainClient;
+use plain::{Answer, PlainClient};
 
 /// How long an idle connection to a destination is kept (reqwest's default, which HTTPS keeps).
 const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
-
-/// A destination's answer, its body cut at the size limit.
-#[derive(Debug)]
-pub(crate) struct Answer {
-    pub(crate) status: StatusCode,
-    pub(crate) headers: HeaderMap,
-    pub(crate) body: Vec<u8>,
-}
 
 /// The HTTP clients deliveries use.
 #[derive(Debug, Clone)]

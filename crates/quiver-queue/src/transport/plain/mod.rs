@@ -25,7 +25,6 @@ use reqwest::header::{
 use reqwest::{Method, StatusCode};
 use tokio::net::TcpStream;
 
-use super::Answer;
 use crate::ssrf::{DestinationPolicy, guarded_lookup};
 
 /// Most headers an answer may have (hyper's default).
@@ -34,6 +33,14 @@ const MAX_HEADERS: usize = 100;
 const MAX_HEAD_BYTES: usize = 64 * 1024;
 /// How often idle connections of every destination are looked over for ones kept too long.
 const SWEEP_EVERY: Duration = Duration::from_secs(30);
+
+/// A destination's answer, its body cut at the size limit.
+#[derive(Debug)]
+pub(crate) struct Answer {
+    pub(crate) status: StatusCode,
+    pub(crate) headers: HeaderMap,
+    pub(crate) body: Vec<u8>,
+}
 
 /// Where a connection goes: a host and port.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -274,9 +281,14 @@ async fn exchange(
             .get_all(CONNECTION)
             .iter()
             .any(|v| has_token(v.as_bytes(), b"close"));
-    // Bytes past the answer would be taken for the next one's: such a connection is not reused.
-    let reusable =
-        (complete && keep_alive && reader.buffer.is_empty() && !reader.ended).then_some(reader.stream);
+    // Bytes past the answer would be taken for the next one's, and a connection that switched
+    // protocols speaks HTTP no more: such a connection is not reused.
+    let reusable = (complete
+        && keep_alive
+        && status != StatusCode::SWITCHING_PROTOCOLS
+        && reader.buffer.is_empty()
+        && !reader.ended)
+        .then_some(reader.stream);
     Ok((
         Answer {
             status,
