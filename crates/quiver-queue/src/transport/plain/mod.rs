@@ -13,7 +13,7 @@
 //! connection, as hyper does for requests it could not send.
 
 use std::collections::HashMap;
-use std::io::IoSlice;
+use std::io::{IoSlice, Write as _};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -216,12 +216,12 @@ fn request_head(method: &Method, url: &url::Url, headers: &HeaderMap, body_len: 
         head.extend_from_slice(query.as_bytes());
     }
     head.extend_from_slice(b" HTTP/1.1\r\n");
-    if !headers.contains_key(HOST) {
+    // `send` has checked that the URL names a host.
+    if let (false, Some(host)) = (headers.contains_key(HOST), url.host_str()) {
         head.extend_from_slice(b"host: ");
-        head.extend_from_slice(url.host_str().unwrap_or_default().as_bytes());
+        head.extend_from_slice(host.as_bytes());
         if let Some(port) = url.port() {
-            head.push(b':');
-            head.extend_from_slice(port.to_string().as_bytes());
+            let _ = write!(head, ":{port}");
         }
         head.extend_from_slice(b"\r\n");
     }
@@ -240,9 +240,8 @@ fn request_head(method: &Method, url: &url::Url, headers: &HeaderMap, body_len: 
         Method::GET | Method::HEAD | Method::DELETE | Method::OPTIONS | Method::CONNECT | Method::TRACE
     );
     if body_len > 0 || !bodiless {
-        head.extend_from_slice(b"content-length: ");
-        head.extend_from_slice(body_len.to_string().as_bytes());
-        head.extend_from_slice(b"\r\n");
+        // Writing to a `Vec` cannot fail.
+        let _ = write!(head, "content-length: {body_len}\r\n");
     }
     head.extend_from_slice(b"\r\n");
     head
@@ -548,6 +547,7 @@ impl Reader {
         let mut body = Vec::new();
         loop {
             let line = self.line().await?;
+            // `split` yields at least one part: the size, before any extension.
             let size = line[..]
                 .split(|&b| b == b';')
                 .next()
