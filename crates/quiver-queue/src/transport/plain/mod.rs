@@ -129,6 +129,7 @@ impl PlainClient {
         let host = url.host_str().ok_or_else(|| format!("`{url}` names no host"))?;
         let authority = Authority {
             host: host.trim_start_matches('[').trim_end_matches(']').to_owned(),
+            // An `http` URL always has a port, its own or 80.
             port: url.port_or_known_default().unwrap_or(80),
         };
         let head = request_head(method, url, headers, body.len());
@@ -177,9 +178,15 @@ impl PlainClient {
             });
             pool.swept = now;
         }
-        let idle = pool.idle.entry(authority.clone()).or_default();
-        if idle.len() < self.idle_per_host {
-            idle.push(Idle { stream, since: now });
+        let kept = Idle { stream, since: now };
+        // The host is copied only for a destination's first kept connection.
+        match pool.idle.get_mut(authority) {
+            Some(idle) if idle.len() < self.idle_per_host => idle.push(kept),
+            Some(_) => {}
+            None if self.idle_per_host == 0 => {}
+            None => {
+                pool.idle.insert(authority.clone(), vec![kept]);
+            }
         }
     }
 
