@@ -8,6 +8,9 @@
 //! answer (`Content-Length`, chunked, or up to the close), and puts the connection back when the answer
 //! leaves it reusable.
 //!
+//! The answer is read while the request is written: a destination may answer before it has read the
+//! whole request (a 413 before a large body) and then stop reading, and its answer is the exchange's.
+//!
 //! A connection that was idle may have been closed by the destination in the meantime. When an exchange
 //! on such a connection fails before any byte of an answer came back, it is made once more on a new
 //! connection, as hyper does for requests it could not send.
@@ -263,15 +266,37 @@ async fn exchange(
     body: &[u8],
     limit: usize,
 ) -> Result<(Answer, Option<TcpStream>), Failure> {
-    write_request(&stream, head, body)
-        .await
-        .map_err(|e| Failure::unanswered(format!("could not send the request: {e}")))?;
     let mut reader = Reader {
-        stream,
+        stream: &stream,
         buffer: BytesMut::with_capacity(8 * 1024),
         ended: false,
     };
-    let (status, headers, version_11) = reader.read_head().await?;
+    // A destination may answer before it has read the whole request (a 413 before a large body), then
+    // stop reading or reset the connection: the answer is read while the request is written, and
+    // writing stops once it has come. Bytes of the request never written would be read as the next
+    // request's, so the connection is then not reused.
+    let (head, whole_request) = {
+        let write = write_request(&stream, head, body);
+        tokio::pin!(write);
+        tokio::select! {
+            biased;
+            written = &mut write => match written {
+                Ok(()) => (reader.read_head().await, true),
+                Err(error) => {
+                    let head = reader.read_head().await.map_err(|failure| {
+                        if failure.unanswered {
+                            Failure::unanswered(format!("could not send the request: {error}"))
+                        } else {
+                            failure
+                        }
+                    });
+                    (head, false)
+                }
+            },
+            head = reader.read_head() => (head, false),
+        }
+    };
+    let (status, headers, version_11) = head?;
     let framing = framing(method, status, &headers)?;
     let (body, complete) = match framing {
         Framing::Empty => (Vec::new(), true),
@@ -290,11 +315,12 @@ async fn exchange(
     // Bytes past the answer would be taken for the next one's, and a connection that switched
     // protocols speaks HTTP no more: such a connection is not reused.
     let reusable = (complete
+        && whole_request
         && keep_alive
         && status != StatusCode::SWITCHING_PROTOCOLS
         && reader.buffer.is_empty()
         && !reader.ended)
-        .then_some(reader.stream);
+        .then_some(stream);
     Ok((
         Answer {
             status,
@@ -377,14 +403,14 @@ fn has_token(value: &[u8], token: &[u8]) -> bool {
 }
 
 /// An answer being read: its connection and the bytes read but not yet taken.
-struct Reader {
-    stream: TcpStream,
+struct Reader<'a> {
+    stream: &'a TcpStream,
     buffer: BytesMut,
     /// The destination closed its side.
     ended: bool,
 }
 
-impl Reader {
+impl Reader<'_> {
     /// Reads more bytes into the buffer; `false` at the end of the stream.
     async fn fill(&mut self) -> std::io::Result<bool> {
         if self.ended {

@@ -113,7 +113,7 @@ impl RawServer {
                 let (answers, seen) = (Arc::clone(&answers), Arc::clone(&seen));
                 tokio::spawn(async move {
                     let mut reader = Reader {
-                        stream,
+                        stream: &stream,
                         buffer: BytesMut::new(),
                         ended: false,
                     };
@@ -139,7 +139,7 @@ impl RawServer {
                         let Some((answer, close)) = answers.lock().unwrap().next() else {
                             return;
                         };
-                        write_request(&reader.stream, answer, b"").await.unwrap();
+                        write_request(&stream, answer, b"").await.unwrap();
                         if close {
                             return;
                         }
@@ -262,4 +262,66 @@ async fn answers_that_are_not_http_or_end_early_fail_saying_so() {
     let closed = url::Url::parse("http://127.0.0.1:9/").unwrap();
     let error = post(&client, &closed, 1024).await.unwrap_err();
     assert!(error.contains("could not connect to 127.0.0.1:9"), "{error}");
+}
+
+#[tokio::test]
+async fn an_answer_that_comes_before_the_body_is_read_is_the_exchanges_answer() {
+    // The destination reads the head only, answers 413, and then neither reads nor closes: a client
+    // that finished writing before it read would wait for ever on a body too large for the sockets.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let (stream, _) = listener.accept().await.unwrap();
+        let mut reader = Reader {
+            stream: &stream,
+            buffer: BytesMut::new(),
+            ended: false,
+        };
+        while !reader.buffer.windows(4).any(|w| w == b"\r\n\r\n") {
+            assert!(reader.fill().await.unwrap());
+        }
+        let answer = b"HTTP/1.1 413 Payload Too Large\r\nContent-Length: 9\r\n\r\ntoo large";
+        write_request(&stream, answer, b"").await.unwrap();
+        std::future::pending::<()>().await;
+    });
+    let client = client();
+    let url = url::Url::parse(&format!("http://{address}/")).unwrap();
+    let (body, headers) = (vec![b'x'; 64 << 20], HeaderMap::new());
+    let sent = client.send(&Method::POST, &url, &headers, &body, 1024);
+    let answer = tokio::time::timeout(Duration::from_secs(30), sent)
+        .await
+        .expect("the early answer ends the exchange")
+        .unwrap();
+    assert_eq!(answer.status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(answer.body, b"too large");
+    assert!(
+        client
+            .checkout(&Authority {
+                host: "127.0.0.1".into(),
+                port: address.port()
+            })
+            .is_none(),
+        "a connection with part of a request unwritten is not kept"
+    );
+}
+
+#[tokio::test]
+async fn a_large_body_on_a_kept_connection_is_written_whole() {
+    let ok: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+    let server = RawServer::start(vec![(ok, false), (ok, false)]).await;
+    let client = client();
+    assert_eq!(post(&client, &server.url("/"), 1024).await.unwrap().body, b"ok");
+    let body = vec![b'y'; 16 << 20];
+    let answer = client
+        .send(&Method::POST, &server.url("/"), &HeaderMap::new(), &body, 1024)
+        .await
+        .unwrap();
+    assert_eq!(answer.body, b"ok");
+    assert_eq!(server.accepted(), 1, "the kept connection carried the large body");
+    let requests = server.requests.lock().unwrap();
+    assert!(requests[1].ends_with(&"y".repeat(1 << 10)));
+    assert_eq!(
+        requests[1].len() - requests[1].find("\r\n\r\n").unwrap() - 4,
+        16 << 20
+    );
 }
