@@ -462,70 +462,75 @@ impl DeliveryStore for SqliteQueueStore {
             .iter()
             .map(|m| spec_json(&m.message.spec))
             .collect::<StoreResult<Vec<_>>>()?;
-        self.database
-            .write_repeatable(move |c| {
-                let message = &record.message;
-                let account = message.account_id.to_string();
-                let labels = to_json(&message.spec.labels)?;
-                let created = match &record.resolution {
-                    AttemptResolution::Finished { dead_letter } => {
-                        // The row, when it still stands for the message's CREATED event (a message
-                        // handed over at publish), gives that event's place and spec.
-                        let deleted: Option<(Option<i64>, Option<String>)> = c
-                            .prepare_cached(
-                                "DELETE FROM messages WHERE account_id = ?1 AND id = ?2
+        // Nothing waits on a record that makes no work due but its delivery's own task: such records
+        // share commits (fewer pages written per message), and the others commit at once, since
+        // retries, callbacks and the next message of a FIFO queue or flow-control key wait on them.
+        let deferred = !record.may_make_work_due();
+        let write = move |c: &Connection| {
+            let message = &record.message;
+            let account = message.account_id.to_string();
+            let labels = to_json(&message.spec.labels)?;
+            let created = match &record.resolution {
+                AttemptResolution::Finished { dead_letter } => {
+                    // The row, when it still stands for the message's CREATED event (a message
+                    // handed over at publish), gives that event's place and spec.
+                    let deleted: Option<(Option<i64>, Option<String>)> = c
+                        .prepare_cached(
+                            "DELETE FROM messages WHERE account_id = ?1 AND id = ?2
                                  RETURNING log_seq, CASE WHEN log_seq > 0 THEN spec END",
-                            )
-                            .and_then(|mut s| {
-                                s.query_row(params![account, message.id.0], |r| Ok((r.get(0)?, r.get(1)?)))
-                                    .optional()
-                            })
-                            .map_err(backend_error)?;
-                        let Some(kept) = deleted else {
-                            return Ok(());
-                        };
-                        if let Some(dead) = dead_letter {
-                            insert_dead_letter(c, dead)?;
-                        }
-                        // The spec comes back only while `log_seq` is positive.
-                        match kept {
-                            (Some(seq), Some(spec)) => Some((seq, spec)),
-                            _ => None,
-                        }
+                        )
+                        .and_then(|mut s| {
+                            s.query_row(params![account, message.id.0], |r| Ok((r.get(0)?, r.get(1)?)))
+                                .optional()
+                        })
+                        .map_err(backend_error)?;
+                    let Some(kept) = deleted else {
+                        return Ok(());
+                    };
+                    if let Some(dead) = dead_letter {
+                        insert_dead_letter(c, dead)?;
                     }
-                    AttemptResolution::Retry { retried, at } => {
-                        let created = take_created(c, message)?;
-                        let changed = c
-                            .prepare_cached(
-                                "UPDATE messages SET retried = ?3, due_at = ?4, not_before = ?4, leased = 0
+                    // The spec comes back only while `log_seq` is positive.
+                    match kept {
+                        (Some(seq), Some(spec)) => Some((seq, spec)),
+                        _ => None,
+                    }
+                }
+                AttemptResolution::Retry { retried, at } => {
+                    let created = take_created(c, message)?;
+                    let changed = c
+                        .prepare_cached(
+                            "UPDATE messages SET retried = ?3, due_at = ?4, not_before = ?4, leased = 0
                                  WHERE account_id = ?1 AND id = ?2",
-                            )
-                            .and_then(|mut s| {
-                                s.execute(params![account, message.id.0, retried, at.as_millis()])
-                            })
-                            .map_err(backend_error)?;
-                        if changed == 0 {
-                            return Ok(());
-                        }
-                        created
+                        )
+                        .and_then(|mut s| s.execute(params![account, message.id.0, retried, at.as_millis()]))
+                        .map_err(backend_error)?;
+                    if changed == 0 {
+                        return Ok(());
                     }
-                };
-                append_attempt(
-                    c,
-                    message,
-                    &labels,
-                    created.as_ref().map(|(seq, spec)| (*seq, spec.as_str())),
-                    &record.events,
-                )?;
-                for (follow_up, spec) in record.follow_ups.iter().zip(&specs) {
-                    insert_message(c, follow_up, spec, follow_up.message.created_at)?;
+                    created
                 }
-                if let Some((dlq_id, info)) = &record.failure_callback_report {
-                    set_failure_callback(c, message.account_id, dlq_id, info)?;
-                }
-                Ok(())
-            })
-            .await
+            };
+            append_attempt(
+                c,
+                message,
+                &labels,
+                created.as_ref().map(|(seq, spec)| (*seq, spec.as_str())),
+                &record.events,
+            )?;
+            for (follow_up, spec) in record.follow_ups.iter().zip(&specs) {
+                insert_message(c, follow_up, spec, follow_up.message.created_at)?;
+            }
+            if let Some((dlq_id, info)) = &record.failure_callback_report {
+                set_failure_callback(c, message.account_id, dlq_id, info)?;
+            }
+            Ok(())
+        };
+        if deferred {
+            self.database.write_deferred(write).await
+        } else {
+            self.database.write_repeatable(write).await
+        }
     }
 }
 
