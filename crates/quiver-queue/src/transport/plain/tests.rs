@@ -163,6 +163,14 @@ impl RawServer {
     }
 }
 
+/// Where a test server on this machine's 127.0.0.1 at `port` is reached.
+fn loopback(port: u16) -> Authority {
+    Authority {
+        host: "127.0.0.1".into(),
+        port,
+    }
+}
+
 fn client() -> PlainClient {
     let policy = Arc::new(DestinationPolicy {
         allow_internal: true,
@@ -220,6 +228,18 @@ async fn a_kept_connection_the_destination_closed_is_replaced_and_the_request_se
     let server = RawServer::start(vec![(answer, true), (answer, true)]).await;
     let client = client();
     assert_eq!(post(&client, &server.url("/"), 1024).await.unwrap().body, b"ok");
+    let kept = client
+        .pool
+        .lock()
+        .unwrap()
+        .idle
+        .get(&loopback(server.address.port()))
+        .map(Vec::len);
+    assert_eq!(
+        kept,
+        Some(1),
+        "the answer left the connection reusable, so it was kept"
+    );
     // Let the close arrive, so that the kept connection is known to be dead or fails on use.
     tokio::task::yield_now().await;
     assert_eq!(post(&client, &server.url("/"), 1024).await.unwrap().body, b"ok");
@@ -295,12 +315,7 @@ async fn an_answer_that_comes_before_the_body_is_read_is_the_exchanges_answer() 
     assert_eq!(answer.status, StatusCode::PAYLOAD_TOO_LARGE);
     assert_eq!(answer.body, b"too large");
     assert!(
-        client
-            .checkout(&Authority {
-                host: "127.0.0.1".into(),
-                port: address.port()
-            })
-            .is_none(),
+        client.checkout(&loopback(address.port())).is_none(),
         "a connection with part of a request unwritten is not kept"
     );
 }
