@@ -58,10 +58,15 @@ fn insert(value: impl Into<String>) -> impl Fn(&Connection) -> StoreResult<usize
 }
 
 async fn values(database: &Database) -> Vec<String> {
+    values_by(database, "v").await
+}
+
+/// Every value, ordered by the column `order` (`id` is the order the writes committed in).
+async fn values_by(database: &Database, order: &'static str) -> Vec<String> {
     database
-        .read(|c| {
+        .read(move |c| {
             let mut statement = c
-                .prepare("SELECT v FROM items ORDER BY v")
+                .prepare(&format!("SELECT v FROM items ORDER BY {order}"))
                 .map_err(backend_error)?;
             let rows = statement.query_map([], |r| r.get(0)).map_err(backend_error)?;
             rows.collect::<Result<_, _>>().map_err(backend_error)
@@ -96,18 +101,8 @@ async fn deferred_writes_let_later_writes_commit_first_and_then_share_one_commit
     for write in deferred {
         assert_eq!(write.await.unwrap().unwrap(), 1);
     }
-    let in_order: Vec<String> = database
-        .read(|c| {
-            let mut statement = c
-                .prepare("SELECT v FROM items ORDER BY id")
-                .map_err(backend_error)?;
-            let rows = statement.query_map([], |r| r.get(0)).map_err(backend_error)?;
-            rows.collect::<Result<_, _>>().map_err(backend_error)
-        })
-        .await
-        .unwrap();
     assert_eq!(
-        in_order,
+        values_by(&database, "id").await,
         ["alone", "p", "d0", "d1", "d2"],
         "the write queued last committed first"
     );

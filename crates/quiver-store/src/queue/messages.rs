@@ -477,7 +477,7 @@ impl DeliveryStore for SqliteQueueStore {
                     let deleted: Option<(Option<i64>, Option<String>)> = c
                         .prepare_cached(
                             "DELETE FROM messages WHERE account_id = ?1 AND id = ?2
-                                 RETURNING log_seq, CASE WHEN log_seq > 0 THEN spec END",
+                             RETURNING log_seq, CASE WHEN log_seq > 0 THEN spec END",
                         )
                         .and_then(|mut s| {
                             s.query_row(params![account, message.id.0], |r| Ok((r.get(0)?, r.get(1)?)))
