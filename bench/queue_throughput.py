@@ -23,6 +23,11 @@ With --preload N, every publish, sustained and drain phase first waits for N del
 already in the queue, to show that costs stay flat as the backlog grows.
 With --store postgres://USER@HOST:PORT/DB, every phase's Quiver keeps its data in a schema of its own in
 that database (dropped after the phase), and the CPU split adds PostgreSQL's processes ("database").
+--store takes a comma-separated list, where `sqlite` names the embedded store: each round then runs the
+phases once per store, in turn, and each figure is named with its store. With a PostgreSQL store, the
+phase `pgbench` runs `pgbench` against that database at each connection count (one single-row `INSERT`
+per transaction, as many clients as connections), the rate the PostgreSQL issue's goal compares
+sustained publish-and-deliver with.
 """
 
 import argparse
@@ -384,6 +389,29 @@ def phase_latency(args, sink, tag):
         quiver.stop()
 
 
+def store_label(store):
+    """A store's name in figures: `sqlite`, or the PostgreSQL URL's database."""
+    return "sqlite" if store is None else "postgres " + store.rsplit("/", 1)[-1]
+
+
+def phase_pgbench(store, connections, seconds, scratch):
+    """`pgbench`'s single-row inserts per second into a table of a schema of its own in `store`, one
+    transaction each, from `connections` clients."""
+    schema = "bench_pgbench_" + os.path.basename(tempfile.mkdtemp(dir=scratch)).replace("-", "_").lower()
+    psql = lambda sql: subprocess.run(["psql", store, "-q", "-c", sql], check=True, stdout=subprocess.DEVNULL)
+    psql(f"CREATE SCHEMA {schema}; CREATE TABLE {schema}.single_rows (id BIGSERIAL PRIMARY KEY, body TEXT)")
+    try:
+        script = os.path.join(scratch, f"{schema}.sql")
+        with open(script, "w") as f:
+            f.write(f"INSERT INTO {schema}.single_rows (body) VALUES ('x');\n")
+        out = subprocess.run(["pgbench", "-n", "-j", "2", "-c", str(connections), "-T", str(seconds), "-f", script,
+                              store], capture_output=True, text=True, check=True).stdout
+        os.unlink(script)
+        return float(re.search(r"tps = ([\d.]+)", out).group(1))
+    finally:
+        psql(f"SET client_min_messages = warning; DROP SCHEMA {schema} CASCADE")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--binary", default=None)
@@ -396,9 +424,10 @@ def main():
     parser.add_argument("--preload", type=int, default=0)
     parser.add_argument("--phases", default="baseline,publish,sustained,drain,latency")
     parser.add_argument("--scratch", default=None)
-    parser.add_argument("--store", default=None, help="a postgres:// URL; default: embedded SQLite")
+    parser.add_argument("--store", default=None,
+                        help="a postgres:// URL, or a comma-separated list of them and `sqlite`; default: sqlite")
     args = parser.parse_args()
-    Quiver.store = args.store
+    stores = [None if s == "sqlite" else s for s in (args.store or "sqlite").split(",")]
     args.binary = release_binary(args.binary)
     args.scratch = args.scratch or tempfile.gettempdir()
     os.makedirs(args.scratch, exist_ok=True)
@@ -412,49 +441,54 @@ def main():
         rows.setdefault(name, []).append(value)
         print(f"  {name}: {value:,.1f}", flush=True)
 
+    def record_cpu(named, kind, result, c):
+        """The CPU split of a publish or sustained phase, per message."""
+        for part in ("writer", "server", "rest") + (("database",) if Quiver.store else ()):
+            record(named(f"{kind} CPU us/msg {part}, {c}"), result[f"cpu_{part}_us"])
+
     try:
         for r in range(args.rounds):
             print(f"round {r + 1}", flush=True)
-            for c in connections:
-                if "baseline" in phases:
-                    base = wrk(f"http://127.0.0.1:{SINK_PORT}", "/baseline", {}, c, args.seconds, args.scratch)
-                    record(f"baseline req/s, {c} connections", base["rate"])
-                if "publish" in phases:
-                    p = phase_publish(args, sink, c, True, f"p{r}c{c}")
-                    record(f"publish (7d delay) msg/s, {c} connections", p["rate"])
+            for x, store in enumerate(stores):
+                Quiver.store = store
+                named = (lambda n, store=store: f"{n} [{store_label(store)}]") if len(stores) > 1 else (lambda n: n)
+                for c in connections:
                     if "baseline" in phases:
-                        record(f"publish / baseline %, {c} connections", 100 * p["rate"] / base["rate"])
-                    record(f"publish CPU us/msg writer, {c}", p["cpu_writer_us"])
-                    record(f"publish CPU us/msg server, {c}", p["cpu_server_us"])
-                    record(f"publish CPU us/msg rest, {c}", p["cpu_rest_us"])
+                        base = wrk(f"http://127.0.0.1:{SINK_PORT}", "/baseline", {}, c, args.seconds, args.scratch)
+                        record(named(f"baseline req/s, {c} connections"), base["rate"])
+                    if "publish" in phases:
+                        p = phase_publish(args, sink, c, True, f"p{r}c{c}x{x}")
+                        record(named(f"publish (7d delay) msg/s, {c} connections"), p["rate"])
+                        if "baseline" in phases:
+                            record(named(f"publish / baseline %, {c} connections"), 100 * p["rate"] / base["rate"])
+                        record_cpu(named, "publish", p, c)
+                    if "sustained" in phases:
+                        s = phase_publish(args, sink, c, False, f"s{r}c{c}x{x}")
+                        record(named(f"sustained in-and-out msg/s, {c} connections"), s["in_out"])
+                        record(named(f"sustained acknowledged msg/s, {c} connections"), s["rate"])
+                        record(named(f"sustained delivered during load msg/s, {c} connections"), s["delivered_during"])
+                        if "baseline" in phases:
+                            record(named(f"in-and-out / baseline %, {c} connections"), 100 * s["in_out"] / base["rate"])
+                        record_cpu(named, "sustained", s, c)
+                        record(named(f"sustained connections opened to the sink, {c}"), s["sink_connections"])
+                    if "pgbench" in phases and store:
+                        tps = phase_pgbench(store, c, args.seconds, args.scratch)
+                        record(named(f"pgbench single-row inserts/s, {c} clients"), tps)
+                        if "sustained" in phases:
+                            record(named(f"sustained in-and-out / pgbench %, {c} connections"), 100 * s["in_out"] / tps)
+                if "drain" in phases:
+                    d = phase_drain(args, sink, f"d{r}x{x}")
+                    record(named(f"drain of {args.backlog} msg/s (from due time)"), d["rate"])
+                    record(named(f"drain of {args.backlog} msg/s (from first arrival)"), d["rate_from_first"])
+                    record(named("drain CPU us/msg writer"), d["cpu_writer_us"])
+                    record(named("drain CPU us/msg server"), d["cpu_server_us"])
                     if Quiver.store:
-                        record(f"publish CPU us/msg database, {c}", p["cpu_database_us"])
-                if "sustained" in phases:
-                    s = phase_publish(args, sink, c, False, f"s{r}c{c}")
-                    record(f"sustained in-and-out msg/s, {c} connections", s["in_out"])
-                    record(f"sustained acknowledged msg/s, {c} connections", s["rate"])
-                    record(f"sustained delivered during load msg/s, {c} connections", s["delivered_during"])
-                    if "baseline" in phases:
-                        record(f"in-and-out / baseline %, {c} connections", 100 * s["in_out"] / base["rate"])
-                    record(f"sustained CPU us/msg writer, {c}", s["cpu_writer_us"])
-                    record(f"sustained CPU us/msg server, {c}", s["cpu_server_us"])
-                    record(f"sustained CPU us/msg rest, {c}", s["cpu_rest_us"])
-                    if Quiver.store:
-                        record(f"sustained CPU us/msg database, {c}", s["cpu_database_us"])
-                    record(f"sustained connections opened to the sink, {c}", s["sink_connections"])
-            if "drain" in phases:
-                d = phase_drain(args, sink, f"d{r}")
-                record(f"drain of {args.backlog} msg/s (from due time)", d["rate"])
-                record(f"drain of {args.backlog} msg/s (from first arrival)", d["rate_from_first"])
-                record("drain CPU us/msg writer", d["cpu_writer_us"])
-                record("drain CPU us/msg server", d["cpu_server_us"])
-                if Quiver.store:
-                    record("drain CPU us/msg database", d["cpu_database_us"])
-            if "latency" in phases:
-                lat = phase_latency(args, sink, f"l{r}")
-                record(f"latency at {args.rate} msg/s p50 ms", lat["p50"])
-                record(f"latency at {args.rate} msg/s p99 ms", lat["p99"])
-                record(f"latency at {args.rate} msg/s max ms", lat["max"])
+                        record(named("drain CPU us/msg database"), d["cpu_database_us"])
+                if "latency" in phases:
+                    lat = phase_latency(args, sink, f"l{r}x{x}")
+                    record(named(f"latency at {args.rate} msg/s p50 ms"), lat["p50"])
+                    record(named(f"latency at {args.rate} msg/s p99 ms"), lat["p99"])
+                    record(named(f"latency at {args.rate} msg/s max ms"), lat["max"])
     finally:
         sink.stop()
     print(f"\nmedians of {args.rounds} rounds (binary {args.binary}, preload {args.preload}):")
