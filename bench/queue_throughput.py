@@ -36,6 +36,7 @@ import math
 import os
 import re
 import resource
+import secrets
 import shutil
 import statistics
 import subprocess
@@ -397,18 +398,19 @@ def store_label(store):
 def phase_pgbench(store, connections, seconds, scratch):
     """`pgbench`'s single-row inserts per second into a table of a schema of its own in `store`, one
     transaction each, from `connections` clients."""
-    schema = "bench_pgbench_" + os.path.basename(tempfile.mkdtemp(dir=scratch)).replace("-", "_").lower()
+    schema = f"bench_pgbench_{secrets.token_hex(4)}"
+    script = os.path.join(scratch, f"{schema}.sql")
     psql = lambda sql: subprocess.run(["psql", store, "-q", "-c", sql], check=True, stdout=subprocess.DEVNULL)
     psql(f"CREATE SCHEMA {schema}; CREATE TABLE {schema}.single_rows (id BIGSERIAL PRIMARY KEY, body TEXT)")
     try:
-        script = os.path.join(scratch, f"{schema}.sql")
         with open(script, "w") as f:
             f.write(f"INSERT INTO {schema}.single_rows (body) VALUES ('x');\n")
         out = subprocess.run(["pgbench", "-n", "-j", "2", "-c", str(connections), "-T", str(seconds), "-f", script,
                               store], capture_output=True, text=True, check=True).stdout
-        os.unlink(script)
         return float(re.search(r"tps = ([\d.]+)", out).group(1))
     finally:
+        if os.path.exists(script):
+            os.unlink(script)
         psql(f"SET client_min_messages = warning; DROP SCHEMA {schema} CASCADE")
 
 
@@ -428,6 +430,12 @@ def main():
                         help="a postgres:// URL, or a comma-separated list of them and `sqlite`; default: sqlite")
     args = parser.parse_args()
     stores = [None if s == "sqlite" else s for s in (args.store or "sqlite").split(",")]
+    known = {"baseline", "publish", "sustained", "drain", "latency", "pgbench"}
+    unknown = set(args.phases.split(",")) - known
+    if unknown:
+        parser.error(f"unknown phases {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}")
+    if "pgbench" in args.phases.split(",") and not any(stores):
+        parser.error("the pgbench phase needs a postgres:// store (--store)")
     args.binary = release_binary(args.binary)
     args.scratch = args.scratch or tempfile.gettempdir()
     os.makedirs(args.scratch, exist_ok=True)
