@@ -32,14 +32,7 @@ async fn concurrent_writes_are_all_committed_and_visible_to_readers() {
     let writers: Vec<_> = (0..500)
         .map(|i| {
             let database = database.clone();
-            tokio::spawn(async move {
-                database
-                    .write(move |c| {
-                        c.execute("INSERT INTO items (v) VALUES (?1)", [format!("item {i}")])
-                            .map_err(backend_error)
-                    })
-                    .await
-            })
+            tokio::spawn(async move { database.write(insert(format!("item {i}"))).await })
         })
         .collect();
     for writer in writers {
@@ -264,13 +257,7 @@ async fn a_panicking_write_fails_without_stopping_the_writer() {
     let database = open(&dir);
     let panicked = database.write(|_| -> StoreResult<()> { panic!("boom") }).await;
     assert!(panicked.is_err());
-    database
-        .write(|c| {
-            c.execute("INSERT INTO items (v) VALUES ('x')", [])
-                .map_err(backend_error)
-        })
-        .await
-        .unwrap();
+    database.write(insert("x")).await.unwrap();
     assert_eq!(count(&database).await, 1);
 }
 
@@ -278,20 +265,9 @@ async fn a_panicking_write_fails_without_stopping_the_writer() {
 async fn writes_after_close_are_refused_and_data_survives_reopening() {
     let dir = tempfile::tempdir().unwrap();
     let database = open(&dir);
-    database
-        .write(|c| {
-            c.execute("INSERT INTO items (v) VALUES ('kept')", [])
-                .map_err(backend_error)
-        })
-        .await
-        .unwrap();
+    database.write(insert("kept")).await.unwrap();
     database.close().await;
-    let refused = database
-        .write(|c| {
-            c.execute("INSERT INTO items (v) VALUES ('late')", [])
-                .map_err(backend_error)
-        })
-        .await;
+    let refused = database.write(insert("late")).await;
     assert!(matches!(refused, Err(StoreError::Closed)));
     drop(database);
     let reopened = open(&dir);

@@ -501,7 +501,7 @@ impl DeliveryStore for SqliteQueueStore {
                     let changed = c
                         .prepare_cached(
                             "UPDATE messages SET retried = ?3, due_at = ?4, not_before = ?4, leased = 0
-                                 WHERE account_id = ?1 AND id = ?2",
+                             WHERE account_id = ?1 AND id = ?2",
                         )
                         .and_then(|mut s| s.execute(params![account, message.id.0, retried, at.as_millis()]))
                         .map_err(backend_error)?;
