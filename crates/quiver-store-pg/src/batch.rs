@@ -1,7 +1,8 @@
 //! Group commit for PostgreSQL: writes that arrive together share one transaction (one commit, one WAL
 //! flush) instead of paying one each, as the SQLite writer's group commit does. A few writers run at
 //! once, each taking whatever is waiting when it starts a batch, so the batches grow with the load and a
-//! lone write waits for nobody. A batch's body chooses how it writes: most open a transaction, and a batch
+//! lone write waits for nobody, except writes that may wait (a [`Hold`]): those wait a few milliseconds
+//! for others. A batch's body chooses how it writes: most open a transaction, and a batch
 //! that one statement can write sends only that statement (its own transaction, one round trip).
 
 use std::future::Future;
@@ -10,15 +11,31 @@ use std::sync::Arc;
 
 use quiver_core::StoreError;
 use quiver_core::store::StoreResult;
+use tokio::sync::mpsc::error::TryRecvError;
 use tokio::sync::{Mutex, mpsc, oneshot};
 
-use crate::database::PgDatabase;
-
-/// A batch's work: given the database and the items, one result per item, in order, all written or none.
-pub(crate) type BatchBody<T, R> = Arc<dyn Fn(PgDatabase, Arc<Vec<T>>) -> BatchFuture<R> + Send + Sync>;
+/// A batch's work: given its context (the database) and the items, one result per item, in order, all
+/// written or none.
+pub(crate) type BatchBody<C, T, R> = Arc<dyn Fn(C, Arc<Vec<T>>) -> BatchFuture<R> + Send + Sync>;
 
 /// A batch's results, once written.
 pub(crate) type BatchFuture<R> = Pin<Box<dyn Future<Output = StoreResult<Vec<R>>> + Send>>;
+
+/// How long a batch of items that may wait holds for more, and which items may wait.
+pub(crate) struct Hold<T> {
+    /// The longest a batch waits, from its first item.
+    pub(crate) time: std::time::Duration,
+    /// Whether an item may wait for others.
+    pub(crate) may_wait: fn(&T) -> bool,
+}
+
+impl<T> Clone for Hold<T> {
+    fn clone(&self) -> Hold<T> {
+        *self
+    }
+}
+
+impl<T> Copy for Hold<T> {}
 
 type Waiting<T, R> = (T, oneshot::Sender<StoreResult<R>>);
 
@@ -34,35 +51,62 @@ impl<T, R> std::fmt::Debug for Batcher<T, R> {
 }
 
 impl<T: Send + Sync + 'static, R: Send + 'static> Batcher<T, R> {
-    /// Starts `writers` writer tasks over `database`, each writing up to `max` items per transaction
-    /// with `body`. They stop when the batcher is dropped.
-    pub(crate) fn start(
-        database: PgDatabase,
+    /// Starts `writers` writer tasks over `context` (the database), each writing up to `max` items per
+    /// transaction with `body`. They stop when the batcher is dropped.
+    pub(crate) fn start<C: Clone + Send + 'static>(
+        context: C,
         writers: usize,
         max: usize,
-        body: BatchBody<T, R>,
+        body: BatchBody<C, T, R>,
+    ) -> Batcher<T, R> {
+        Batcher::start_holding(context, writers, max, None, body)
+    }
+
+    /// As [`Batcher::start`], and with `hold`, a batch whose items all may wait (by its test) waits up to
+    /// its time from the first item for more, until `max` are taken or an item that may not wait comes.
+    pub(crate) fn start_holding<C: Clone + Send + 'static>(
+        context: C,
+        writers: usize,
+        max: usize,
+        hold: Option<Hold<T>>,
+        body: BatchBody<C, T, R>,
     ) -> Batcher<T, R> {
         let (sender, receiver) = mpsc::unbounded_channel::<Waiting<T, R>>();
         let receiver = Arc::new(Mutex::new(receiver));
         for _ in 0..writers.max(1) {
-            let (database, receiver, body) = (database.clone(), Arc::clone(&receiver), Arc::clone(&body));
+            let (context, receiver, body) = (context.clone(), Arc::clone(&receiver), Arc::clone(&body));
             tokio::spawn(async move {
                 loop {
                     let mut taken = Vec::new();
                     {
                         let mut waiting = receiver.lock().await;
                         let Some(first) = waiting.recv().await else { return };
+                        let mut until = hold
+                            .filter(|h| (h.may_wait)(&first.0))
+                            .map(|h| tokio::time::Instant::now() + h.time);
                         taken.push(first);
                         while taken.len() < max {
-                            match waiting.try_recv() {
-                                Ok(next) => taken.push(next),
-                                // Nothing more waiting (or every sender gone): write what was taken.
-                                Err(_) => break,
+                            let next = match waiting.try_recv() {
+                                Ok(next) => next,
+                                Err(TryRecvError::Empty) => match until {
+                                    Some(until) => match tokio::time::timeout_at(until, waiting.recv()).await
+                                    {
+                                        Ok(Some(next)) => next,
+                                        _ => break,
+                                    },
+                                    // Nothing more waiting: write what was taken.
+                                    None => break,
+                                },
+                                Err(TryRecvError::Disconnected) => break,
+                            };
+                            if until.is_some() && hold.is_some_and(|h| !(h.may_wait)(&next.0)) {
+                                until = None;
                             }
+                            taken.push(next);
                         }
                     }
                     let (items, replies): (Vec<T>, Vec<_>) = taken.into_iter().unzip();
-                    let written = body(database.clone(), Arc::new(items)).await;
+                    let written = body(context.clone(), Arc::new(items)).await;
                     match written {
                         Ok(results) if results.len() == replies.len() => {
                             for (reply, result) in replies.into_iter().zip(results) {
@@ -99,5 +143,80 @@ impl<T: Send + Sync + 'static, R: Send + 'static> Batcher<T, R> {
         let (reply, result) = oneshot::channel();
         self.sender.send((item, reply)).map_err(|_| StoreError::Closed)?;
         result.await.map_err(|_| StoreError::Closed)?
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    /// The batches written, each as its items.
+    type Written = Arc<std::sync::Mutex<Vec<Vec<u32>>>>;
+
+    /// A batcher whose batches record their items; items above 100 may wait.
+    fn recording(max: usize, hold: Duration) -> (Batcher<u32, ()>, Written) {
+        let batches = Written::default();
+        let body: BatchBody<Written, u32, ()> = Arc::new(|batches, items| {
+            Box::pin(async move {
+                batches.lock().expect("not poisoned").push(items.to_vec());
+                Ok(vec![(); items.len()])
+            })
+        });
+        let hold = Hold {
+            time: hold,
+            may_wait: |item: &u32| *item > 100,
+        };
+        let batcher = Batcher::start_holding(Arc::clone(&batches), 1, max, Some(hold), body);
+        (batcher, batches)
+    }
+
+    #[tokio::test]
+    async fn items_that_may_wait_arriving_apart_share_a_batch() {
+        let (batcher, batches) = recording(3, Duration::from_secs(30));
+        let batcher = Arc::new(batcher);
+        let mut writes = Vec::new();
+        for item in [101, 102, 103] {
+            let batcher = Arc::clone(&batcher);
+            writes.push(tokio::spawn(async move { batcher.submit(item).await }));
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        for write in writes {
+            write.await.expect("joins").expect("written");
+        }
+        assert_eq!(
+            *batches.lock().expect("not poisoned"),
+            [vec![101, 102, 103]],
+            "one batch, written once it was full"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_item_that_may_not_wait_ends_the_hold() {
+        let (batcher, batches) = recording(100, Duration::from_secs(30));
+        let batcher = Arc::new(batcher);
+        let started = Instant::now();
+        let held = tokio::spawn({
+            let batcher = Arc::clone(&batcher);
+            async move { batcher.submit(101).await }
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        batcher.submit(7).await.expect("written");
+        held.await.expect("joins").expect("written");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "written without waiting out the hold"
+        );
+        assert_eq!(*batches.lock().expect("not poisoned"), [vec![101, 7]]);
+    }
+
+    #[tokio::test]
+    async fn an_item_that_may_not_wait_is_written_at_once() {
+        let (batcher, batches) = recording(100, Duration::from_secs(30));
+        let started = Instant::now();
+        batcher.submit(7).await.expect("written");
+        assert!(started.elapsed() < Duration::from_secs(10), "not held");
+        assert_eq!(*batches.lock().expect("not poisoned"), [vec![7]]);
     }
 }

@@ -492,6 +492,23 @@ async fn an_attempt_for_a_message_that_is_gone_changes_nothing(store: &dyn Queue
         .await
         .expect("cancel succeeds");
     assert_eq!(cancelled, 1);
+    let logged = states(store, account, &claimed.id).await;
+    // A delivery's record alone (some stores write it alone), then one with a dead letter and follow-ups.
+    store
+        .record_attempt(AttemptRecord {
+            message: claimed.clone(),
+            resolution: AttemptResolution::Finished { dead_letter: None },
+            events: vec![event(MessageState::Active), event(MessageState::Delivered)],
+            follow_ups: Vec::new(),
+            failure_callback_report: None,
+        })
+        .await
+        .expect("record succeeds");
+    assert_eq!(
+        states(store, account, &claimed.id).await,
+        logged,
+        "no events for a message that was gone"
+    );
     store
         .record_attempt(AttemptRecord {
             message: claimed.clone(),

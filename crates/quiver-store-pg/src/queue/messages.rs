@@ -1,7 +1,7 @@
 //! Messages: reading, cancelling, claiming across nodes, applying each attempt's outcome, and the batch
 //! writers of publishes (stored by `publish`) and of outcomes.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use async_trait::async_trait;
 use deadpool_postgres::Transaction;
@@ -15,13 +15,14 @@ use quiver_queue::store::{
     AttemptRecord, AttemptResolution, CancelFilter, DeliveryStore, MessageStore, Page, QueueDepth,
     pending_page,
 };
+use tokio_postgres::types::ToSql;
 
-use crate::batch::Batcher;
+use crate::batch::{Batcher, Hold};
 use crate::database::PgOptions;
 use crate::database::{PRESENCE_CLASS, PgDatabase, TxError, backend_error};
 use crate::hints::Hint;
 use crate::queue::control::{claim_keyed, next_keyed_due};
-use crate::queue::log::append_events;
+use crate::queue::log::{EVENT_COLUMNS, EventColumns, append_events};
 use crate::queue::publish::{insert_messages, publish_batch};
 use crate::queue::rows::{
     MESSAGE_COLUMNS, QUEUE_CONDITION, WALK_DUE_IN_ORDER, count, json, message_from_row, spec_json,
@@ -225,12 +226,66 @@ async fn apply_attempts(t: &Transaction<'_>, records: &[AttemptRecord], node: i3
     Ok(())
 }
 
-/// A batch of attempt outcomes in one transaction.
+/// Whether applying `record` only deletes its message and appends its events: a delivery (or a failure
+/// without a dead letter) that starts nothing and reports nothing.
+fn is_plain(record: &AttemptRecord) -> bool {
+    matches!(
+        record.resolution,
+        AttemptResolution::Finished { dead_letter: None }
+    ) && record.follow_ups.is_empty()
+        && record.failure_callback_report.is_none()
+}
+
+/// Applies outcomes that [`is_plain`] accepts in one statement, its own transaction: the messages still
+/// stored are deleted and their events appended, in one round trip instead of four (`BEGIN`, the lock,
+/// the deletion with the events, `COMMIT`). Each key is looked up through the primary key (`OFFSET 0`
+/// keeps the planner from joining the keys to a scan of the table, as in [`apply_attempts`]), and the
+/// rows are deleted by where they lie. A row that another transaction changed or deleted meanwhile is
+/// left as that transaction left it, and its events are not appended: the message was cancelled, or
+/// (its lease taken over) is being delivered again elsewhere, which then records it.
+async fn finish_plain(database: &PgDatabase, records: &[AttemptRecord]) -> StoreResult<()> {
+    static FINISH: LazyLock<String> = LazyLock::new(|| {
+        let columns: Vec<String> = EVENT_COLUMNS.split(", ").map(|c| format!("e.{c}")).collect();
+        format!(
+            "WITH gone AS (
+                 DELETE FROM messages WHERE ctid = ANY(ARRAY(
+                     SELECT x.ctid FROM UNNEST($1::TEXT[], $2::TEXT[]) AS k(account_id, id)
+                     CROSS JOIN LATERAL (SELECT m.ctid FROM messages m
+                         WHERE m.account_id = k.account_id AND m.id = k.id OFFSET 0) AS x))
+                 RETURNING account_id, id)
+             INSERT INTO events ({EVENT_COLUMNS})
+             SELECT {} FROM UNNEST({}) WITH ORDINALITY AS e({EVENT_COLUMNS}, place)
+             WHERE EXISTS (SELECT 1 FROM gone g WHERE g.account_id = e.account_id AND g.id = e.message_id)
+             ORDER BY e.place",
+            columns.join(", "),
+            EventColumns::unnest(3)
+        )
+    });
+    let (accounts, ids): (Vec<String>, Vec<&str>) = records
+        .iter()
+        .map(|r| (r.message.account_id.to_string(), r.message.id.0.as_str()))
+        .unzip();
+    let events: Vec<(&Message, &NewEvent)> = records
+        .iter()
+        .flat_map(|record| record.events.iter().map(|e| (&record.message, e)))
+        .collect();
+    let events = EventColumns::of(&events)?;
+    let mut params: Vec<&(dyn ToSql + Sync)> = vec![&accounts, &ids];
+    params.extend(events.params());
+    database.execute_alone(&FINISH, &params).await?;
+    Ok(())
+}
+
+/// A batch of attempt outcomes: in one statement when every one [`is_plain`], else in one transaction.
 async fn attempt_batch(
     database: PgDatabase,
     records: Arc<Vec<AttemptRecord>>,
     node: i32,
 ) -> StoreResult<Vec<()>> {
+    if records.iter().all(is_plain) {
+        finish_plain(&database, &records).await?;
+        return Ok(vec![(); records.len()]);
+    }
     database
         .write(|t| {
             let records = Arc::clone(&records);
@@ -245,6 +300,10 @@ async fn attempt_batch(
 /// message on the extra commits (see BENCHMARKS.md, "Several nodes on PostgreSQL").
 const BATCH_WRITERS: usize = 1;
 const BATCH_MAX: usize = 256;
+/// How long a batch of records that make no work due waits for more: their delivery tasks wait (their
+/// slots are free), nothing a user waits for does. Fewer, larger transactions cost PostgreSQL less per
+/// message (see BENCHMARKS.md, "Several nodes on PostgreSQL").
+const HOLD: std::time::Duration = std::time::Duration::from_millis(5);
 
 fn start_batches(database: &PgDatabase) -> Batches {
     let node = database.node();
@@ -255,10 +314,14 @@ fn start_batches(database: &PgDatabase) -> Batches {
             BATCH_MAX,
             Arc::new(move |database, calls| Box::pin(publish_batch(database, calls, node))),
         ),
-        attempts: Batcher::start(
+        attempts: Batcher::start_holding(
             database.clone(),
             BATCH_WRITERS,
             BATCH_MAX,
+            Some(Hold {
+                time: HOLD,
+                may_wait: |record: &AttemptRecord| is_plain(record) && !record.may_make_work_due(),
+            }),
             Arc::new(move |database, records| Box::pin(attempt_batch(database, records, node))),
         ),
     }
