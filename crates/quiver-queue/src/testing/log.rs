@@ -34,6 +34,53 @@ pub(super) async fn the_events_log_pages_newest_first(store: &dyn QueueStore) {
     assert_eq!(seen, newest_first, "every event once, newest first");
 }
 
+/// The log filters by the destination's host and path, for messages stored together whose
+/// destinations repeat and change.
+pub(super) async fn the_events_log_filters_by_host_and_path(store: &dyn QueueStore) {
+    let account = AccountId::random();
+    let urls = [
+        "https://a.example.com/x",
+        "https://a.example.com/x",
+        "https://b.example.com/y",
+        "https://a.example.com/x",
+        "not a url",
+    ];
+    let ids = enqueue(
+        store,
+        urls.iter().map(|url| message(account, url, at(3_600))).collect(),
+    )
+    .await;
+    let listed = |filter: Filter| async move {
+        let page = store
+            .events(account, &filter, None, 100)
+            .await
+            .expect("events succeed");
+        let mut listed: Vec<String> = page.items.into_iter().map(|e| e.message_id.0).collect();
+        listed.sort();
+        listed
+    };
+    let of = |picked: &[usize]| {
+        let mut picked: Vec<String> = picked.iter().map(|&i| ids[i].0.clone()).collect();
+        picked.sort();
+        picked
+    };
+    let by_host = Filter {
+        hosts: vec!["b.example.com".into()],
+        ..Filter::default()
+    };
+    assert_eq!(listed(by_host).await, of(&[2]), "by host");
+    let by_path = Filter {
+        paths: vec!["/x".into()],
+        ..Filter::default()
+    };
+    assert_eq!(listed(by_path).await, of(&[0, 1, 3]), "by path");
+    assert_eq!(
+        listed(Filter::default()).await,
+        of(&[0, 1, 2, 3, 4]),
+        "a destination that is not a URL is listed without a filter"
+    );
+}
+
 /// However a store keeps an attempt's events (a backend may keep several in one row), they list as
 /// written: newest first, each once across pages of any size, under state and time filters.
 pub(super) async fn an_attempts_events_list_in_the_order_written_under_every_filter_and_cursor(

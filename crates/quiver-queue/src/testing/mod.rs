@@ -73,6 +73,7 @@ pub async fn message_stores(store: &dyn QueueStore) {
     the_depth_counts_pending_and_due_messages(store).await;
     dead_letters_page_newest_first_and_are_retried_or_deleted_once(store).await;
     log::the_events_log_pages_newest_first(store).await;
+    log::the_events_log_filters_by_host_and_path(store).await;
     log::an_attempts_events_list_in_the_order_written_under_every_filter_and_cursor(store).await;
     keys_and_waiters::flow_control_keys_hold_their_limits_across_claims(store).await;
     keys_and_waiters::pruning_takes_old_finished_history_and_keeps_the_rest(store).await;

@@ -55,6 +55,9 @@ pub(crate) struct EventColumns {
     detail: Vec<String>,
     /// The time of the ACTIVE event the row also stands for, if any.
     active_at: Vec<Option<i64>>,
+    /// The last row's URL with its host and path: a batch's messages mostly share their destination,
+    /// which is then parsed once.
+    last_url: Option<(String, Option<String>, Option<String>)>,
 }
 
 impl EventColumns {
@@ -112,16 +115,24 @@ impl EventColumns {
 
     fn push(&mut self, message: &Message, event: &NewEvent, active_at: Option<i64>) -> StoreResult<()> {
         let spec = &message.spec;
-        // A destination that does not parse as a URL has no host or path to filter the log by.
-        let url = url::Url::parse(&spec.url).ok();
+        let (host, path) = match &self.last_url {
+            Some((url, host, path)) if *url == spec.url => (host.clone(), path.clone()),
+            _ => {
+                // A destination that does not parse as a URL has no host or path to filter the log by.
+                let url = url::Url::parse(&spec.url).ok();
+                let host = url.as_ref().and_then(|u| u.host_str().map(str::to_owned));
+                let path = url.as_ref().map(|u| u.path().to_owned());
+                self.last_url = Some((spec.url.clone(), host.clone(), path.clone()));
+                (host, path)
+            }
+        };
         self.account.push(message.account_id.to_string());
         self.message.push(message.id.0.clone());
         self.time.push(event.time.as_millis());
         self.state.push(event.state.as_str());
         self.url.push(spec.url.clone());
-        self.host
-            .push(url.as_ref().and_then(|u| u.host_str().map(str::to_owned)));
-        self.path.push(url.as_ref().map(|u| u.path().to_owned()));
+        self.host.push(host);
+        self.path.push(path);
         self.topic.push(spec.topic_name.clone());
         self.queue.push(spec.queue_name.clone());
         self.schedule.push(spec.schedule_id.clone());
