@@ -134,15 +134,27 @@ impl PgQueueStore {
     }
 }
 
+/// The accounts and ids of the records' messages, as two parallel arrays.
+fn message_keys(records: &[AttemptRecord]) -> (Vec<String>, Vec<&str>) {
+    records
+        .iter()
+        .map(|r| (r.message.account_id.to_string(), r.message.id.0.as_str()))
+        .unzip()
+}
+
+/// Every event of the records, in order, with its message.
+fn events_of<'a>(records: impl Iterator<Item = &'a AttemptRecord>) -> Vec<(&'a Message, &'a NewEvent)> {
+    records
+        .flat_map(|record| record.events.iter().map(|e| (&record.message, e)))
+        .collect()
+}
+
 /// Applies attempts' outcomes inside `t`, a few statements for the whole batch: their messages read and
 /// locked in one, the finished ones deleted in one, every event appended in one. Retries, dead letters,
 /// follow-ups and failure-callback reports (the rarer outcomes) take a statement each. A record whose
 /// message is gone (cancelled meanwhile) changes nothing.
 async fn apply_attempts(t: &Transaction<'_>, records: &[AttemptRecord], node: i32) -> Result<(), TxError> {
-    let (accounts, ids): (Vec<String>, Vec<&str>) = records
-        .iter()
-        .map(|r| (r.message.account_id.to_string(), r.message.id.0.as_str()))
-        .unzip();
+    let (accounts, ids) = message_keys(records);
     // Only the keys and where each row lies: the records carry their messages, so the rows are locked
     // and their presence read, never their spec and body again. Each key is looked up through the
     // primary key, in key order (so concurrent batches lock in one order): a lock inside the lateral
@@ -172,10 +184,7 @@ async fn apply_attempts(t: &Transaction<'_>, records: &[AttemptRecord], node: i3
         .collect();
     finished_rows.sort_unstable();
     finished_rows.dedup();
-    let events: Vec<(&Message, &NewEvent)> = present
-        .iter()
-        .flat_map(|record| record.events.iter().map(|e| (&record.message, e)))
-        .collect();
+    let events = events_of(present.iter().copied());
     let delete = async {
         if !finished_rows.is_empty() {
             let statement = t
@@ -261,14 +270,8 @@ async fn finish_plain(database: &PgDatabase, records: &[AttemptRecord]) -> Store
             EventColumns::unnest(3)
         )
     });
-    let (accounts, ids): (Vec<String>, Vec<&str>) = records
-        .iter()
-        .map(|r| (r.message.account_id.to_string(), r.message.id.0.as_str()))
-        .unzip();
-    let events: Vec<(&Message, &NewEvent)> = records
-        .iter()
-        .flat_map(|record| record.events.iter().map(|e| (&record.message, e)))
-        .collect();
+    let (accounts, ids) = message_keys(records);
+    let events = events_of(records.iter());
     let events = EventColumns::of(&events)?;
     let mut params: Vec<&(dyn ToSql + Sync)> = vec![&accounts, &ids];
     params.extend(events.params());
