@@ -90,6 +90,12 @@ impl Vectors {
         let Some(feed) = self.store.feed() else {
             return Ok(());
         };
+        // One look at the head (one statement) usually finds memory current, as before most writes:
+        // reading the feed takes a read-only transaction of its own (five round trips).
+        let head = feed.heads(&[index]).await?.first().map_or(0, |(_, head)| *head);
+        if *position >= head {
+            return Ok(());
+        }
         loop {
             let Some(writes) = feed.changes_after(index, *position, CATCH_UP_BATCH).await? else {
                 // The feed no longer reaches back to this memory: load the index afresh.
