@@ -208,8 +208,8 @@ async fn create_index(client: &reqwest::Client, base: &str, dimension: usize) ->
             Some(quiver_server::credentials::DEV_ADMIN_API_KEY),
         )
         .json(
-            // Pay as you go: no daily quota of updates, which the free plan's 10,000 would make the
-            // single upserts' figure on a fast node.
+            // Pay as you go: the free plan's 10,000 updates a day per index would cap the single
+            // upserts' figure on a fast node.
             &serde_json::json!({"name": format!("bench-{}", rand_suffix()), "region": "us-east-1",
             "similarity_function": "COSINE", "dimension_count": dimension, "type": "payg"}),
         )

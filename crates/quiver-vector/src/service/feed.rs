@@ -14,7 +14,7 @@ use super::{LoadedIndex, Vectors, write};
 use crate::error::VectorError;
 use crate::namespace::Namespace;
 use crate::record::IndexSpec;
-use crate::store::{Change, FEED_BEHIND, FeedPosition};
+use crate::store::{Change, FEED_BEHIND, FeedPosition, VectorFeed};
 
 /// Writes read from the feed per round trip while catching up.
 const CATCH_UP_BATCH: usize = 256;
@@ -77,6 +77,11 @@ pub(super) fn apply_change(namespaces: &mut BTreeMap<String, Namespace>, spec: &
     }
 }
 
+/// The position of an index's last write in the feed (0 before its first: it has no head yet).
+async fn head_of(feed: &dyn VectorFeed, index: IndexId) -> Result<FeedPosition, VectorError> {
+    Ok(feed.heads(&[index]).await?.first().map_or(0, |(_, head)| *head))
+}
+
 impl Vectors {
     /// Brings an index's memory up to the store's feed (other nodes' writes); the caller holds the
     /// index's write lock, whose value is the memory's position. Nothing to do where this node is the
@@ -92,10 +97,21 @@ impl Vectors {
         };
         // One look at the head (one statement) usually finds memory current, as before most writes:
         // reading the feed takes a read-only transaction of its own (five round trips).
-        let head = feed.heads(&[index]).await?.first().map_or(0, |(_, head)| *head);
-        if *position >= head {
+        if *position >= head_of(feed, index).await? {
             return Ok(());
         }
+        self.read_feed(feed, index, state, position).await
+    }
+
+    /// As [`Vectors::catch_up`], for a caller that found the memory behind the head: reads the feed from
+    /// the memory's position (or loads the index afresh where the feed no longer reaches back to it).
+    async fn read_feed(
+        &self,
+        feed: &dyn VectorFeed,
+        index: IndexId,
+        state: &LoadedIndex,
+        position: &mut FeedPosition,
+    ) -> Result<(), VectorError> {
         loop {
             let Some(writes) = feed.changes_after(index, *position, CATCH_UP_BATCH).await? else {
                 // The feed no longer reaches back to this memory: load the index afresh.
@@ -148,12 +164,12 @@ impl Vectors {
             return Ok(());
         };
         // One look at the head (one statement) usually finds memory current; only then read the feed.
-        let head = feed.heads(&[index]).await?.first().map_or(0, |(_, head)| *head);
+        let head = head_of(feed, index).await?;
         let mut position = state.writes.lock().await;
         if *position >= head {
             return Ok(());
         }
-        self.catch_up(index, state, &mut position).await
+        self.read_feed(feed, index, state, &mut position).await
     }
 
     /// Wakes the feed follower: another node wrote vectors (a hint; the follower polls anyway).
@@ -198,7 +214,7 @@ impl Vectors {
                 if *position >= head {
                     continue;
                 }
-                if let Err(error) = self.catch_up(id, state, &mut position).await {
+                if let Err(error) = self.read_feed(feed, id, state, &mut position).await {
                     tracing::warn!(%error, index = %id, "catching up with other nodes' vector writes failed");
                 }
             }
