@@ -122,6 +122,7 @@ struct Scrape {
     depth: Option<quiver_queue::store::QueueDepth>,
     in_flight: u64,
     outcomes: [(&'static str, u64); 5],
+    logged_with_publish: u64,
     attempts: HistogramSnapshot,
     writers: Vec<(String, HistogramSnapshot, HistogramSnapshot, usize)>,
     indexes: Vec<quiver_vector::service::LoadedCounts>,
@@ -257,6 +258,14 @@ impl Collector for Scrape {
                 .encode_family(&[("outcome", outcome)])?
                 .encode_counter::<prometheus_client::encoding::NoLabelSet, _, u64>(&value, None)?;
         }
+        encoder
+            .encode_descriptor(
+                "quiver_deliveries_logged_with_publish",
+                "First-try deliveries that finished before their publish was written, logged with it instead of stored and then deleted",
+                None,
+                MetricType::Counter,
+            )?
+            .encode_counter::<prometheus_client::encoding::NoLabelSet, _, u64>(&self.logged_with_publish, None)?;
         let attempts = encoder.encode_descriptor(
             "quiver_delivery_duration_seconds",
             "Duration of each delivery attempt's HTTP exchange",
@@ -417,6 +426,7 @@ impl Metrics {
                 ("postponed", count(&deliveries.postponed)),
                 ("waited_too_long", count(&deliveries.waited_too_long)),
             ],
+            logged_with_publish: count(&deliveries.logged_with_publish),
             attempts: deliveries.attempt_durations.snapshot(),
             writers: metrics
                 .writers

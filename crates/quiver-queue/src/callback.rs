@@ -129,5 +129,6 @@ pub fn callback_message(
         },
         dedup: None,
         leased_until: None,
+        early: None,
     }
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use quiver_core::clock::wall_clock_now;
 use quiver_core::secret::random_below;
+use quiver_core::store::StoreResult;
 use quiver_core::{StoreError, Timestamp};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -18,6 +19,7 @@ use tracing::{debug, warn};
 
 use crate::callback::{ResponseRecord, callback_body, callback_message};
 use crate::context::Context;
+use crate::early::{EarlyDelivery, Finish};
 use crate::keys::KeySource;
 use crate::message::{
     DeadLetter, EventDetail, FailureCallbackInfo, FailureCallbackState, Message, MessageKind, MessageState,
@@ -161,13 +163,13 @@ impl DeliveryWorker {
         // Only now, with the earlier run's leases released, may publishes hand messages over.
         let worker = Arc::downgrade(&self);
         let deliveries = tracker.clone();
-        let start: crate::handoff::Start = Box::new(move |message, handed_over, slot| {
+        let start: crate::handoff::Start = Box::new(move |message, handed_over, slot, early| {
             let Some(worker) = worker.upgrade() else {
                 // The worker is gone (shut down): the message stays leased, and the next start
                 // releases it.
                 return;
             };
-            worker.spawn_delivery(&deliveries, message, handed_over, slot);
+            worker.spawn_delivery(&deliveries, message, handed_over, slot, early);
         });
         let _ = signals.handoff.set(crate::handoff::Handoff::new(
             Arc::clone(&self.permits),
@@ -261,7 +263,7 @@ impl DeliveryWorker {
                     let Ok(permit) = Arc::clone(&self.permits).acquire_owned().await else {
                         break;
                     };
-                    self.spawn_delivery(&tracker, message, now, permit);
+                    self.spawn_delivery(&tracker, message, now, permit, None);
                 }
             }
             if batch_was_full {
@@ -336,17 +338,19 @@ impl DeliveryWorker {
                 DeliveryStats::count(&self.context.signals.deliveries.waited_too_long);
                 continue;
             }
-            self.spawn_delivery(&tracker, message, at, permit);
+            self.spawn_delivery(&tracker, message, at, permit, None);
         }
     }
 
-    /// Starts the delivery of `message`, claimed or handed over `at`, in `slot`.
+    /// Starts the delivery of `message`, claimed or handed over `at`, in `slot`; `early` when it is
+    /// handed over before it is stored (see [`crate::early`]).
     fn spawn_delivery(
         self: &Arc<Self>,
         tracker: &TaskTracker,
         message: Message,
         at: Timestamp,
         slot: OwnedSemaphorePermit,
+        early: Option<EarlyDelivery>,
     ) {
         let worker = Arc::clone(self);
         // Boxed here, so that spawning moves a pointer: a delivery's future is about 7 KB, and a spawn
@@ -354,7 +358,7 @@ impl DeliveryWorker {
         // was 6 % of all samples in a drain, 4 % boxed, and the drain ran about 6 % faster
         // (BENCHMARKS.md, "Queue throughput").
         tracker.spawn(Box::pin(async move {
-            worker.deliver(message, at, slot).await;
+            worker.deliver(message, at, slot, early).await;
         }));
     }
 
@@ -507,7 +511,13 @@ impl DeliveryWorker {
 
     /// Puts off an attempt that could not be made: the message is due again in [`POSTPONE`] with its
     /// retries untouched, and the log says why.
-    async fn postpone(&self, message: Message, started: Timestamp, reason: String) {
+    async fn postpone(
+        &self,
+        message: Message,
+        started: Timestamp,
+        reason: String,
+        early: Option<EarlyDelivery>,
+    ) {
         let now = self.context.now();
         let at = now.saturating_add(POSTPONE);
         warn!(message.id = %message.id, %reason, "delivery put off");
@@ -541,17 +551,45 @@ impl DeliveryWorker {
             follow_ups: Vec::new(),
             failure_callback_report: None,
         };
-        if let Err(error) = self.store.record_attempt(record).await {
+        if let Err(error) = self.apply(record, early).await {
             warn!(message.id = %id, %error, "could not put off a delivery; the lease will expire and it is retried");
         }
         // The worker may be sleeping until the lease would have expired.
         self.context.signals.wake_worker();
     }
 
+    /// Applies an attempt's record. That of a message handed over before it was stored (`early`) is
+    /// written with the publish when its delivery finished first and the record is plain, and otherwise
+    /// waits for the publish's commit (see [`crate::early`]).
+    async fn apply(&self, record: AttemptRecord, early: Option<EarlyDelivery>) -> StoreResult<()> {
+        let record = match early {
+            Some(early) => {
+                let plain = record.is_plain() && !record.may_make_work_due();
+                match early.finish(Box::new(record), plain).await {
+                    Finish::Apply(record) => *record,
+                    Finish::WithPublish => {
+                        DeliveryStats::count(&self.context.signals.deliveries.logged_with_publish);
+                        return Ok(());
+                    }
+                    Finish::PublishFailed => return Ok(()),
+                }
+            }
+            None => record,
+        };
+        self.store.record_attempt(record).await
+    }
+
     /// Makes one attempt at `message` in delivery `slot`, which is given back once the attempt is made,
     /// and applies its outcome. `started`: when the message was claimed or handed over by a publish; its
-    /// ACTIVE event is logged with the outcome, at that time (see `DeliveryStore::claim_due`).
-    async fn deliver(&self, message: Message, started: Timestamp, slot: OwnedSemaphorePermit) {
+    /// ACTIVE event is logged with the outcome, at that time (see `DeliveryStore::claim_due`). `early`:
+    /// the message is being stored (see [`crate::early`]).
+    async fn deliver(
+        &self,
+        message: Message,
+        started: Timestamp,
+        slot: OwnedSemaphorePermit,
+        early: Option<EarlyDelivery>,
+    ) {
         let stats = &self.context.signals.deliveries;
         let _in_flight = InFlight::start(stats);
         let attempt_began = std::time::Instant::now();
@@ -570,7 +608,7 @@ impl DeliveryWorker {
                 DeliveryStats::count(&stats.postponed);
                 // Boxed, as the run's failure below: rare paths that would otherwise enlarge every
                 // delivery's future.
-                return Box::pin(self.postpone(message, started, reason)).await;
+                return Box::pin(self.postpone(message, started, reason, early)).await;
             }
         };
         stats.attempt_durations.observe_duration(attempt_began.elapsed());
@@ -735,7 +773,7 @@ impl DeliveryWorker {
         };
         // A finished queued or flow-controlled message lets the next one of its queue or key go.
         let wakes_worker = record.may_make_work_due();
-        if let Err(error) = self.store.record_attempt(record).await {
+        if let Err(error) = self.apply(record, early).await {
             warn!(message.id = %id, %error, "could not record a delivery attempt; the lease will expire and it is retried");
         } else if let Some(run_id) = failed_run {
             let failed = match RunId::parse(run_id.as_str()) {

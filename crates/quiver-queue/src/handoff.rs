@@ -13,10 +13,13 @@ use quiver_core::Timestamp;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
+use crate::early::EarlyDelivery;
 use crate::message::Message;
 
-/// Starts the delivery of a handed-over message in the slot it holds; the time is when it was handed over.
-pub(crate) type Start = Box<dyn Fn(Message, Timestamp, OwnedSemaphorePermit) + Send + Sync>;
+/// Starts the delivery of a handed-over message in the slot it holds; the time is when it was handed over,
+/// and the early side is given when the message is not yet stored (see [`crate::early`]).
+pub(crate) type Start =
+    Box<dyn Fn(Message, Timestamp, OwnedSemaphorePermit, Option<EarlyDelivery>) + Send + Sync>;
 
 /// What a publish needs of the running worker.
 pub(crate) struct Handoff {
@@ -60,8 +63,15 @@ impl Handoff {
         Some((slot, now.saturating_add(self.lease)))
     }
 
-    /// Starts the delivery of `message`, stored leased, in `slot`.
-    pub(crate) fn deliver(&self, message: Message, handed_over: Timestamp, slot: OwnedSemaphorePermit) {
-        (self.start)(message, handed_over, slot);
+    /// Starts the delivery of `message`, stored leased (or being stored, when `early` is given), in
+    /// `slot`.
+    pub(crate) fn deliver(
+        &self,
+        message: Message,
+        handed_over: Timestamp,
+        slot: OwnedSemaphorePermit,
+        early: Option<EarlyDelivery>,
+    ) {
+        (self.start)(message, handed_over, slot, early);
     }
 }

@@ -22,7 +22,8 @@
 //! - [`llm`]: the language-model routes, backed by the operator's OpenAI-compatible API.
 //! - [`config`]: [`QueueConfig`], the `[queue]` section.
 //! - `context` (private): the clock, configuration, policy and wake-ups every service shares.
-//! - `handoff` (private): how a publish hands a message due at once straight to the running worker.
+//! - `handoff` (private): how a publish hands a message due at once straight to the running worker;
+//!   [`early`]: how that delivery starts while the publish is stored.
 //!
 //! "Queue" names the message queue as a whole (this crate, [`Queue`], the `[queue]` configuration);
 //! the named, ordered lanes of the `/v2/queues` API are always "FIFO queues".
@@ -33,6 +34,7 @@ pub mod config;
 mod context;
 pub mod delivery;
 pub mod duration;
+pub mod early;
 pub mod error;
 pub mod flow;
 mod handoff;

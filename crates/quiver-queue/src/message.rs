@@ -376,6 +376,9 @@ pub struct NewMessage {
     /// hands the message straight to the running delivery worker, which logs its ACTIVE event with the
     /// attempt's outcome. A crash leaves the lease to expire or be released like a claim's.
     pub leased_until: Option<Timestamp>,
+    /// Handed to the delivery worker before it is stored (see [`crate::early`]): the store asks it, as
+    /// it writes the message, whether the delivery already finished.
+    pub early: Option<std::sync::Arc<crate::early::Early>>,
 }
 
 /// The result of storing one message.

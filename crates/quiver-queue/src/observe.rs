@@ -19,6 +19,9 @@ pub struct DeliveryStats {
     /// Messages claimed ahead of the free slots that waited for one longer than their lease left room
     /// for, and were not started: each goes again when its lease ends. Slots too few for the load.
     pub waited_too_long: AtomicU64,
+    /// First-try deliveries that finished before their publish was written, and were logged with it
+    /// instead of stored and then deleted (see [`crate::early`]).
+    pub logged_with_publish: AtomicU64,
     /// How long each attempt's HTTP exchange took, in microseconds.
     pub attempt_durations: Histogram,
     /// Deliveries under way now.
@@ -33,6 +36,7 @@ impl Default for DeliveryStats {
             failed: AtomicU64::new(0),
             postponed: AtomicU64::new(0),
             waited_too_long: AtomicU64::new(0),
+            logged_with_publish: AtomicU64::new(0),
             attempt_durations: Histogram::new(&DURATION_BOUNDS_US),
             in_flight: AtomicU64::new(0),
         }

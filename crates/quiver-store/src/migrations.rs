@@ -277,6 +277,7 @@ mod tests {
                     message: new,
                     dedup: None,
                     leased_until: None,
+                    early: None,
                 }],
                 now,
             )

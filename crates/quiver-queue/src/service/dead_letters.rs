@@ -140,6 +140,7 @@ impl DeadLetters {
             },
             dedup: None,
             leased_until: None,
+            early: None,
         })
     }
 }

@@ -9,6 +9,7 @@ use sha2::{Digest, Sha256};
 use tokio::sync::OwnedSemaphorePermit;
 
 use crate::context::{Context, opaque_debug};
+use crate::early::{EarlyPublish, early};
 use crate::error::QueueError;
 use crate::message::{Message, MessageId, MessageKind, MessageSpec, NewMessage};
 use crate::names::{QueueName, RunId, UrlGroupName};
@@ -54,6 +55,13 @@ pub enum PublishOutcome {
 }
 
 /// The message queue of every account.
+/// Whether a message handed over at publish may be delivered while the publish is stored (see
+/// [`crate::early`]): one that no part of its publish's write can turn away (a deduplication key may
+/// find an earlier message) and whose delivery reads nothing the same write creates (a workflow run).
+fn may_go_early(new: &NewMessage) -> bool {
+    new.dedup.is_none() && new.message.spec.workflow_run_id.is_none()
+}
+
 /// Repairs `https:/host` (a double slash merged by a proxy) into `https://host`.
 fn normalise_url(destination: &str) -> String {
     for scheme in ["http:", "https:"] {
@@ -218,6 +226,7 @@ impl Publisher {
         // while it has delivery slots free (see `handoff`); the rest wait to be claimed.
         let handoff = self.context.signals.handoff.get();
         let mut handed: Vec<Option<(Message, OwnedSemaphorePermit)>> = Vec::with_capacity(messages.len());
+        let mut published: Vec<EarlyPublish> = Vec::new();
         let mut earliest: Option<Timestamp> = None;
         for new in &mut messages {
             let message = &new.message;
@@ -226,18 +235,32 @@ impl Publisher {
                 && message.spec.flow_control.is_none())
             .then(|| handoff.and_then(|h| h.slot(now)))
             .flatten();
-            match slot {
-                Some((slot, lease_until)) => {
+            match (slot, handoff) {
+                (Some((slot, lease_until)), Some(handoff)) => {
                     new.leased_until = Some(lease_until);
-                    handed.push(Some((new.message.clone(), slot)));
+                    if may_go_early(new) {
+                        // Delivered while the publish is stored (see `early`).
+                        let (cell, publish_side, delivery_side) = early();
+                        new.early = Some(cell);
+                        published.push(publish_side);
+                        handoff.deliver(new.message.clone(), now, slot, Some(delivery_side));
+                        handed.push(None);
+                    } else {
+                        handed.push(Some((new.message.clone(), slot)));
+                    }
                 }
-                None => {
+                _ => {
                     earliest = Some(earliest.map_or(message.not_before, |e| e.min(message.not_before)));
                     handed.push(None);
                 }
             }
         }
-        let enqueued = self.messages.enqueue(messages, now).await?;
+        let enqueued = self.messages.enqueue(messages, now).await;
+        let committed = enqueued.is_ok();
+        for publish_side in published {
+            publish_side.tell(committed);
+        }
+        let enqueued = enqueued?;
         if let Some(earliest) = earliest {
             self.context.signals.wake_worker_for(earliest);
         }
@@ -246,7 +269,7 @@ impl Publisher {
             if let (Some((message, slot)), false) = (handed, enqueued.deduplicated)
                 && let Some(handoff) = handoff
             {
-                handoff.deliver(message, now, slot);
+                handoff.deliver(message, now, slot, None);
             }
         }
         Ok(enqueued
@@ -477,6 +500,7 @@ impl Publisher {
             },
             dedup: dedup_key.map(|key| (key, now.saturating_add(window))),
             leased_until: None,
+            early: None,
         })
     }
 

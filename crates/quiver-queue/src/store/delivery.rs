@@ -39,6 +39,14 @@ pub struct AttemptRecord {
 }
 
 impl AttemptRecord {
+    /// Whether applying the record only deletes its message and appends its events: a delivery (or a
+    /// failure without a dead letter) that starts nothing and reports nothing.
+    pub fn is_plain(&self) -> bool {
+        matches!(self.resolution, AttemptResolution::Finished { dead_letter: None })
+            && self.follow_ups.is_empty()
+            && self.failure_callback_report.is_none()
+    }
+
     /// Whether applying the record may make work due that was not: a retry, callbacks to start, or the
     /// next message of the finished one's FIFO queue or flow-control key. A plain first-try delivery
     /// makes nothing due, so nothing need wake for it.

@@ -36,6 +36,7 @@ pub(super) fn message(account: AccountId, url: &str, due: Timestamp) -> NewMessa
         },
         dedup: None,
         leased_until: None,
+        early: None,
     }
 }
 

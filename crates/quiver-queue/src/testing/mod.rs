@@ -19,6 +19,7 @@
 //! [`restart_keeps_every_acknowledged_write`] checks what a restart keeps: it takes a function that opens
 //! a store over the same storage each time it is called.
 
+mod early;
 mod fixtures;
 mod keys_and_waiters;
 mod log;
@@ -68,6 +69,7 @@ pub async fn message_stores(store: &dyn QueueStore) {
     an_attempt_record_applies_its_resolution_events_and_follow_ups_together(store).await;
     an_attempt_for_a_message_that_is_gone_changes_nothing(store).await;
     a_message_stored_leased_waits_for_its_holder_and_logs_its_start_with_its_outcome(store).await;
+    early::a_message_delivered_before_it_was_stored_is_logged_without_a_row(store).await;
     cancelling_takes_the_named_or_matching_messages_of_one_account(store).await;
     pending_messages_page_in_creation_order_by_filter_within_a_bounded_read(store).await;
     the_depth_counts_pending_and_due_messages(store).await;
@@ -145,6 +147,7 @@ async fn a_live_deduplication_key_returns_the_first_message(store: &dyn QueueSto
     let keyed = |until: Timestamp| NewMessage {
         dedup: Some(("key-1".into(), until)),
         leased_until: None,
+        early: None,
         ..message(account, "https://example.com/d", at(0))
     };
     let first = store.enqueue(vec![keyed(at(60))], START).await.expect("enqueue");

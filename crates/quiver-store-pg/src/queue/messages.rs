@@ -235,17 +235,7 @@ async fn apply_attempts(t: &Transaction<'_>, records: &[AttemptRecord], node: i3
     Ok(())
 }
 
-/// Whether applying `record` only deletes its message and appends its events: a delivery (or a failure
-/// without a dead letter) that starts nothing and reports nothing.
-fn is_plain(record: &AttemptRecord) -> bool {
-    matches!(
-        record.resolution,
-        AttemptResolution::Finished { dead_letter: None }
-    ) && record.follow_ups.is_empty()
-        && record.failure_callback_report.is_none()
-}
-
-/// Applies outcomes that [`is_plain`] accepts in one statement, its own transaction: the messages still
+/// Applies outcomes that [`AttemptRecord::is_plain`] accepts in one statement, its own transaction: the messages still
 /// stored are deleted and their events appended, in one round trip instead of four (`BEGIN`, the lock,
 /// the deletion with the events, `COMMIT`). Each key is looked up through the primary key (`OFFSET 0`
 /// keeps the planner from joining the keys to a scan of the table, as in [`apply_attempts`]), and the
@@ -279,13 +269,13 @@ async fn finish_plain(database: &PgDatabase, records: &[AttemptRecord]) -> Store
     Ok(())
 }
 
-/// A batch of attempt outcomes: in one statement when every one [`is_plain`], else in one transaction.
+/// A batch of attempt outcomes: in one statement when every one [`AttemptRecord::is_plain`], else in one transaction.
 async fn attempt_batch(
     database: PgDatabase,
     records: Arc<Vec<AttemptRecord>>,
     node: i32,
 ) -> StoreResult<Vec<()>> {
-    if records.iter().all(is_plain) {
+    if records.iter().all(AttemptRecord::is_plain) {
         finish_plain(&database, &records).await?;
         return Ok(vec![(); records.len()]);
     }
@@ -323,7 +313,7 @@ fn start_batches(database: &PgDatabase) -> Batches {
             BATCH_MAX,
             Some(Hold {
                 time: HOLD,
-                may_wait: |record: &AttemptRecord| is_plain(record) && !record.may_make_work_due(),
+                may_wait: |record: &AttemptRecord| record.is_plain() && !record.may_make_work_due(),
             }),
             Arc::new(move |database, records| Box::pin(attempt_batch(database, records, node))),
         ),

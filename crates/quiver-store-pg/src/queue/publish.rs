@@ -7,6 +7,7 @@ use std::sync::{Arc, LazyLock};
 use deadpool_postgres::Transaction;
 use quiver_core::Timestamp;
 use quiver_core::store::StoreResult;
+use quiver_queue::early::Early;
 use quiver_queue::message::{
     Enqueued, EventDetail, FlowControl, Message, MessageId, MessageState, NewEvent, NewMessage,
 };
@@ -56,11 +57,11 @@ pub(crate) async fn insert_messages(
     if stored.is_empty() {
         return Ok(outcomes);
     }
-    let rows = MessageColumns::of(&stored)?;
+    let (rows, events) = settle(&stored);
+    let rows = MessageColumns::of(&rows)?;
     let stored: Vec<&Message> = stored.iter().map(|new| &new.message).collect();
     let statement = transaction.prepare_cached(INSERT_MESSAGES).await?;
-    let created = created_events(&stored);
-    let events: Vec<(&Message, &NewEvent)> = stored.iter().copied().zip(&created).collect();
+    let events: Vec<(&Message, &NewEvent)> = events.iter().map(|(m, e)| (*m, e)).collect();
     let insert = async {
         transaction
             .execute(&statement, &rows.params(&node))
@@ -93,16 +94,28 @@ const INSERT_MESSAGES: &str = "INSERT INTO messages (account_id, id, due_at, ret
          $7::TEXT[], $8::TEXT[], $9::TEXT[], $10::BYTEA[], $11::BIGINT[])
          AS t(a, i, n, r, c, q, f, w, s, b, l)";
 
-/// The CREATED event of each of `messages`, in order.
-fn created_events(messages: &[&Message]) -> Vec<NewEvent> {
-    messages
-        .iter()
-        .map(|m| NewEvent {
-            time: m.created_at,
-            state: MessageState::Created,
-            detail: EventDetail::default(),
-        })
-        .collect()
+/// What storing `news` writes: the messages stored as rows, and the events logged, in order. Each
+/// message has its CREATED event; one whose delivery finished before it was written (see
+/// `quiver_queue::early`) has its attempt's events after it, and no row.
+fn settle<'a>(news: &[&'a NewMessage]) -> (Vec<&'a NewMessage>, Vec<(&'a Message, NewEvent)>) {
+    let mut rows = Vec::with_capacity(news.len());
+    let mut events = Vec::with_capacity(news.len());
+    for new in news {
+        let message = &new.message;
+        events.push((
+            message,
+            NewEvent {
+                time: message.created_at,
+                state: MessageState::Created,
+                detail: EventDetail::default(),
+            },
+        ));
+        match new.early.as_deref().and_then(Early::settle) {
+            Some(record) => events.extend(record.events.iter().map(|event| (message, event.clone()))),
+            None => rows.push(*new),
+        }
+    }
+    (rows, events)
 }
 
 /// Whether `new` is stored by [`insert_plain`]: nothing of it is read or written but its row and its
@@ -120,10 +133,9 @@ async fn insert_plain(database: &PgDatabase, news: &[&NewMessage], node: i32) ->
             EventColumns::unnest(13)
         )
     });
-    let rows = MessageColumns::of(news)?;
-    let messages: Vec<&Message> = news.iter().map(|new| &new.message).collect();
-    let created = created_events(&messages);
-    let events: Vec<(&Message, &NewEvent)> = messages.iter().copied().zip(&created).collect();
+    let (rows, events) = settle(news);
+    let rows = MessageColumns::of(&rows)?;
+    let events: Vec<(&Message, &NewEvent)> = events.iter().map(|(m, e)| (*m, e)).collect();
     let events = EventColumns::of(&events)?;
     let mut params: Vec<&(dyn ToSql + Sync)> = rows.params(&node).to_vec();
     params.extend(events.params());

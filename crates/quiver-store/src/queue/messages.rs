@@ -3,6 +3,7 @@
 use async_trait::async_trait;
 use quiver_core::store::StoreResult;
 use quiver_core::{AccountId, Timestamp};
+use quiver_queue::early::Early;
 use quiver_queue::message::{
     DeadLetter, Enqueued, Event, EventDetail, FailureCallbackInfo, FailureCallbackState, Message, MessageId,
     MessageSpec, MessageState, NewEvent, NewMessage,
@@ -78,6 +79,20 @@ fn insert_message(
             )
             .and_then(|mut s| s.execute(params![account, key, message.id.0, expires_at.as_millis()]))
             .map_err(backend_error)?;
+    }
+    if let Some(record) = new.early.as_deref().and_then(Early::settle) {
+        // Its delivery finished first (see `quiver_queue::early`): the CREATED event, at the place its
+        // row would have kept, and the attempt's events are logged, and no row is stored.
+        let seq: i64 = connection
+            .prepare_cached(concat!("SELECT ", next_seq!()))
+            .and_then(|mut s| s.query_row([&account], |r| r.get(0)))
+            .map_err(backend_error)?;
+        let labels = to_json(&message.spec.labels)?;
+        append_attempt(connection, message, &labels, Some((seq, spec)), &record.events)?;
+        return Ok(Enqueued {
+            message_id: message.id.clone(),
+            deduplicated: false,
+        });
     }
     // The row stands for the message's CREATED event until its first change (see `log_created`).
     connection
