@@ -232,6 +232,16 @@ class Quiver:
         writer = sum(v for k, v in threads.items() if k.startswith("quiver-writer-q"))
         return writer, sum(threads.values()) - writer
 
+    def metric(self, name):
+        """A metric's value from `/metrics` (summed over its labels), or None where the build has none."""
+        connection = http.client.HTTPConnection("127.0.0.1", QUIVER_PORT, timeout=10)
+        connection.request("GET", "/metrics")
+        text = connection.getresponse().read().decode()
+        connection.close()
+        values = [float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                  if line.startswith(name + " ") or line.startswith(name + "{")]
+        return sum(values) if values else None
+
     def stop(self):
         self.process.terminate()
         try:
@@ -314,6 +324,9 @@ def phase_publish(args, sink, connections, delay, tag):
             result["in_out"] = result["ok"] / (last - result["started"])
             result["delivered_during"] = during / args.seconds
             result["delivered"] = delivered
+            # Deliveries that finished before their publish was written (logged with it, no row).
+            folded = quiver.metric("quiver_deliveries_logged_with_publish_total")
+            result["folded"] = None if folded is None else 100 * folded / max(delivered, 1)
         w1, s1 = quiver.cpu()
         n1 = sink.cpu()
         d1 = database_cpu()
@@ -479,6 +492,8 @@ def main():
                             record(named(f"in-and-out / baseline %, {c} connections"), 100 * s["in_out"] / base["rate"])
                         record_cpu(named, "sustained", s, c)
                         record(named(f"sustained connections opened to the sink, {c}"), s["sink_connections"])
+                        if s["folded"] is not None:
+                            record(named(f"sustained deliveries logged with their publish %, {c}"), s["folded"])
                     if "pgbench" in phases and store:
                         tps = phase_pgbench(store, c, args.seconds, args.scratch)
                         record(named(f"pgbench single-row inserts/s, {c} clients"), tps)
