@@ -123,15 +123,25 @@ pub(crate) fn log_created(connection: &Connection, message: &Message) -> StoreRe
     }
 }
 
+/// A message's CREATED event that an attempt's record writes (see [`append_attempt`]).
+#[derive(Clone, Copy)]
+pub(crate) enum Created<'a> {
+    /// Kept in the message's row until now: its seq and stored spec (see `take_created`).
+    Kept(i64, &'a str),
+    /// Never stored, since the message's delivery finished before its publish was written: it takes
+    /// the next place in the log, with this spec.
+    New(&'a str),
+}
+
 /// Records an attempt's events (ACTIVE, then the outcome's) as the next in its account's log, in as few
 /// rows as the log allows: a leading ACTIVE with the default detail goes in the next event's row (at
-/// that row's seq - 1), and `created`, the message's CREATED event still to be written (its seq and
-/// stored spec, see `take_created`), in the first row. A first-try delivery is one row.
+/// that row's seq - 1), and `created`, the message's CREATED event still to be written, in the first
+/// row. A first-try delivery is one row.
 pub(crate) fn append_attempt(
     connection: &Connection,
     message: &Message,
     labels: &str,
-    created: Option<(i64, &str)>,
+    created: Option<Created<'_>>,
     events: &[NewEvent],
 ) -> StoreResult<()> {
     let (active_at, rest) = match events {
@@ -144,18 +154,23 @@ pub(crate) fn append_attempt(
         }
         _ => (None, events),
     };
+    // The CREATED event's seq is no longer kept in a message row, so the end of the log is looked up
+    // past it too.
+    let end: i64 = connection
+        .prepare_cached(concat!("SELECT ", next_seq!()))
+        .and_then(|mut s| s.query_row([message.account_id.to_string()], |r| r.get(0)))
+        .map_err(backend_error)?;
+    let created = created.map(|created| match created {
+        Created::Kept(seq, spec) => (seq, spec),
+        Created::New(spec) => (end, spec),
+    });
     let Some((first, later)) = rest.split_first() else {
         if let Some((seq, spec)) = created {
             insert_created(connection, message, labels, spec, seq)?;
         }
         return Ok(());
     };
-    // The CREATED event's seq is no longer kept in a message row, so the end of the log is looked up
-    // past it too.
-    let mut seq: i64 = connection
-        .prepare_cached(concat!("SELECT ", next_seq!()))
-        .and_then(|mut s| s.query_row([message.account_id.to_string()], |r| r.get(0)))
-        .map_err(backend_error)?;
+    let mut seq = end;
     if let Some((created_seq, _)) = created {
         seq = seq.max(created_seq + 1);
     }

@@ -18,7 +18,8 @@ use crate::database::backend_error;
 use crate::queue::SqliteQueueStore;
 use crate::queue::listing::{cursor_seq, filter_sql, newest_by, page};
 use crate::queue::log::{
-    append_attempt, append_event, log_created, log_parts, next_seq, stored_event_from_row, take_created,
+    Created, append_attempt, append_event, log_created, log_parts, next_seq, stored_event_from_row,
+    take_created,
 };
 use crate::queue::rows::{account_of, corrupt, read_error, spec_json, to_json};
 
@@ -83,12 +84,14 @@ fn insert_message(
     if let Some(record) = new.early.as_deref().and_then(Early::settle) {
         // Its delivery finished first (see `quiver_queue::early`): the CREATED event, at the place its
         // row would have kept, and the attempt's events are logged, and no row is stored.
-        let seq: i64 = connection
-            .prepare_cached(concat!("SELECT ", next_seq!()))
-            .and_then(|mut s| s.query_row([&account], |r| r.get(0)))
-            .map_err(backend_error)?;
         let labels = to_json(&message.spec.labels)?;
-        append_attempt(connection, message, &labels, Some((seq, spec)), &record.events)?;
+        append_attempt(
+            connection,
+            message,
+            &labels,
+            Some(Created::New(spec)),
+            &record.events,
+        )?;
         return Ok(Enqueued {
             message_id: message.id.clone(),
             deduplicated: false,
@@ -530,7 +533,9 @@ impl DeliveryStore for SqliteQueueStore {
                 c,
                 message,
                 &labels,
-                created.as_ref().map(|(seq, spec)| (*seq, spec.as_str())),
+                created
+                    .as_ref()
+                    .map(|(seq, spec)| Created::Kept(*seq, spec.as_str())),
                 &record.events,
             )?;
             for (follow_up, spec) in record.follow_ups.iter().zip(&specs) {
