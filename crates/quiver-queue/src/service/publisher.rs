@@ -54,7 +54,6 @@ pub enum PublishOutcome {
     Group(Vec<Published>),
 }
 
-/// The message queue of every account.
 /// Whether a message handed over at publish may be delivered while the publish is stored (see
 /// [`crate::early`]): one that no part of its publish's write can turn away (a deduplication key may
 /// find an earlier message) and whose delivery reads nothing the same write creates (a workflow run).
