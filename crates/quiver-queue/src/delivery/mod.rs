@@ -9,7 +9,7 @@ use quiver_core::clock::wall_clock_now;
 use quiver_core::secret::random_below;
 use quiver_core::store::StoreResult;
 use quiver_core::{StoreError, Timestamp};
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::HeaderMap;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::observe::{DeliveryStats, InFlight};
@@ -33,36 +33,9 @@ use crate::ssrf::CheckedUrls;
 use crate::store::{AttemptRecord, AttemptResolution, DeliveryStore};
 use crate::transport::Transport;
 
-/// Response headers whose value asks for a retry delay.
-const DELAY_HEADERS: [&str; 4] = [
-    "retry-after",
-    "x-ratelimit-reset",
-    "x-ratelimit-reset-requests",
-    "x-ratelimit-reset-tokens",
-];
+mod request;
 
-/// The headers Quiver adds to a delivery, each under the `Upstash-` and the `Svc-` prefix (names built once,
-/// not formatted and parsed again for every delivery).
-macro_rules! ours {
-    ($($constant:ident = $name:literal),+ $(,)?) => {$(
-        const $constant: [HeaderName; 2] = [
-            HeaderName::from_static(concat!("upstash-", $name)),
-            HeaderName::from_static(concat!("svc-", $name)),
-        ];
-    )+};
-}
-ours! {
-    MESSAGE_ID = "message-id",
-    RETRIED = "retried",
-    SIGNATURE = "signature",
-    TOPIC_NAME = "topic-name",
-    ENDPOINT_NAME = "endpoint-name",
-    SCHEDULE_ID = "schedule-id",
-    CALLER_IP = "caller-ip",
-    WORKFLOW_RUN_ID = "workflow-runid",
-    WORKFLOW_URL = "workflow-url",
-    WORKFLOW_CREATED_AT = "workflow-createdat",
-}
+use request::{Attempted, DELAY_HEADERS, delivery_headers, written_headers};
 
 /// A claimed message waiting for a delivery slot (see `DeliveryWorker::start_claimed`).
 struct Claimed {
@@ -362,46 +335,6 @@ impl DeliveryWorker {
         }));
     }
 
-    fn delivery_headers(
-        &self,
-        message: &Message,
-        signature: Option<String>,
-        run_created_at: Option<&str>,
-    ) -> HeaderMap {
-        // The message's own headers, and each of ours under two prefixes.
-        let mut headers = HeaderMap::with_capacity(message.spec.headers.len() + 20);
-        for (name, value) in &message.spec.headers {
-            if let (Ok(name), Ok(value)) = (
-                HeaderName::from_bytes(name.as_bytes()),
-                HeaderValue::from_str(value),
-            ) {
-                headers.append(name, value);
-            }
-        }
-        let spec = &message.spec;
-        let retried = message.retried.to_string();
-        let ours: [(&[HeaderName; 2], Option<&str>); 10] = [
-            (&MESSAGE_ID, Some(&message.id.0)),
-            (&RETRIED, Some(&retried)),
-            (&SIGNATURE, signature.as_deref()),
-            (&TOPIC_NAME, spec.topic_name.as_deref()),
-            (&ENDPOINT_NAME, spec.endpoint_name.as_deref()),
-            (&SCHEDULE_ID, spec.schedule_id.as_deref()),
-            (&CALLER_IP, spec.caller_ip.as_deref()),
-            (&WORKFLOW_RUN_ID, spec.workflow_run_id.as_deref()),
-            (&WORKFLOW_URL, spec.workflow_url.as_deref()),
-            (&WORKFLOW_CREATED_AT, run_created_at),
-        ];
-        for (names, value) in ours {
-            if let Some(Ok(value)) = value.map(HeaderValue::from_str) {
-                let [upstash, svc] = names;
-                headers.append(upstash.clone(), value.clone());
-                headers.append(svc.clone(), value);
-            }
-        }
-        headers
-    }
-
     /// Makes one attempt. `Err` means it was not made: something the delivery depends on (the signing
     /// keys, the workflow run) could not be read, and the message goes again later without spending a
     /// retry, rather than going out changed (unsigned, or a step without its history).
@@ -464,7 +397,7 @@ impl DeliveryWorker {
             .send(
                 spec.method.to_reqwest(),
                 url,
-                self.delivery_headers(message, signature, run_created_at.as_deref()),
+                delivery_headers(message, signature, run_created_at.as_deref()),
                 body,
                 Duration::from_millis(spec.timeout_ms),
                 limit,
@@ -801,28 +734,3 @@ fn active(at: Timestamp) -> NewEvent {
 
 /// How long an attempt that could not be made (see `DeliveryWorker::attempt`) is put off.
 const POSTPONE: Duration = Duration::from_secs(5);
-
-/// What one attempt brought back (see `DeliveryWorker::attempt`).
-struct Attempted {
-    report: AttemptReport,
-    /// The answer, without its headers.
-    response: ResponseRecord,
-    /// The answer's headers.
-    headers: HeaderMap,
-    /// Why no answer came, if none did.
-    error: Option<String>,
-}
-
-/// A destination's answer headers as reported: canonical names, values that are text.
-fn written_headers(headers: &HeaderMap) -> Vec<(String, String)> {
-    headers
-        .iter()
-        .filter_map(|(name, value)| {
-            // A value that is not text cannot be reported as a JSON string: it is left out.
-            value
-                .to_str()
-                .ok()
-                .map(|v| (crate::headers::canonical(name.as_str()), v.to_owned()))
-        })
-        .collect()
-}
