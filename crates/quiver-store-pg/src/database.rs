@@ -61,6 +61,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "an attempt's ACTIVE event in the row of its outcome",
         sql: include_str!("../migrations/0008_events_active.sql"),
     },
+    Migration {
+        version: 9,
+        name: "a message delivered before its publish was written: its CREATED event in its attempt's row",
+        sql: include_str!("../migrations/0009_events_created.sql"),
+    },
 ];
 
 /// The advisory lock that migrations hold, so that nodes starting together migrate once.

@@ -1,8 +1,11 @@
 //! The events log: pages newest first, and an attempt's events in the order written under every filter.
 
+use std::sync::Arc;
+
 use quiver_core::AccountId;
 
 use super::fixtures::{at, enqueue, message};
+use crate::early::Early;
 use crate::message::{EventDetail, MessageState, NewEvent};
 use crate::store::{AttemptRecord, AttemptResolution, CancelFilter, Filter, QueueStore};
 
@@ -92,9 +95,10 @@ pub(super) async fn an_attempts_events_list_in_the_order_written_under_every_fil
         "https://example.com/a/retried",
         "https://example.com/a/failed",
         "https://example.com/a/cancelled",
+        "https://example.com/a/early",
     ];
     let due = [at(0), at(0), at(0), at(3_600)];
-    let ids = enqueue(
+    let mut ids = enqueue(
         store,
         urls.iter()
             .zip(due)
@@ -181,8 +185,28 @@ pub(super) async fn an_attempts_events_list_in_the_order_written_under_every_fil
         .await
         .expect("cancel succeeds");
     assert_eq!(cancelled, 1);
+    // Last, a message whose delivery finished before its publish was written (see `crate::early`): a
+    // store may keep its three events in one row.
+    let mut early = message(account, urls[4], at(0));
+    let cell = Arc::new(Early::default());
+    cell.offer(Box::new(AttemptRecord {
+        message: early.message.clone(),
+        resolution: AttemptResolution::Finished { dead_letter: None },
+        events: vec![
+            logged(MessageState::Active, 15),
+            logged(MessageState::Delivered, 16),
+        ],
+        follow_ups: Vec::new(),
+        failure_callback_report: None,
+    }))
+    .expect("the store has not written the message");
+    early.early = Some(cell);
+    ids.extend(enqueue(store, vec![early]).await);
     use MessageState::{Active, CancelRequested, Canceled, Created, Delivered, Error, Failed, Retry};
     let expected = [
+        (4, Delivered, 16),
+        (4, Active, 15),
+        (4, Created, 0),
         (3, Canceled, 14),
         (3, CancelRequested, 14),
         (2, Failed, 13),

@@ -23,7 +23,7 @@ use crate::queue::store::PgQueueStore;
 
 /// An event's spec: CREATED events carry it, later events borrow their message's.
 const EVENT_SPEC: &str = "COALESCE(e.spec, (SELECT c.spec FROM events c WHERE c.account_id = e.account_id \
-     AND c.message_id = e.message_id AND c.state = 'CREATED' LIMIT 1))";
+     AND c.message_id = e.message_id AND (c.state = 'CREATED' OR c.created_at IS NOT NULL) LIMIT 1))";
 
 type Value = Box<dyn ToSql + Sync + Send>;
 
@@ -63,13 +63,15 @@ impl Conditions {
     }
 }
 
-/// What a filter's conditions read: the DLQ (`d`), the events rows' own events (`e`), or the ACTIVE events
-/// those rows also stand for (`e`, at `active_at`, see migration 8).
+/// What a filter's conditions read: the DLQ (`d`), the events rows' own events (`e`), or the ACTIVE and
+/// CREATED events those rows also stand for (`e`, at `active_at` and `created_at`, see migrations 8 and
+/// 9).
 #[derive(Clone, Copy, PartialEq)]
 enum Part {
     DeadLetters,
     Events,
     CarriedActive,
+    CarriedCreated,
 }
 
 /// Conditions for a filter over a part of the DLQ or the log, added to `c`.
@@ -79,6 +81,7 @@ fn filter_conditions(c: &mut Conditions, account: AccountId, filter: &Filter, pa
         Part::DeadLetters => ("d", "d.spec".to_owned(), "d.failed_at"),
         Part::Events => ("e", EVENT_SPEC.to_owned(), "e.time"),
         Part::CarriedActive => ("e", EVENT_SPEC.to_owned(), "e.active_at"),
+        Part::CarriedCreated => ("e", EVENT_SPEC.to_owned(), "e.created_at"),
     };
     c.add(&format!("{alias}.account_id = $"), Box::new(account.to_string()));
     c.any_of(&format!("{alias}.message_id"), &filter.message_ids);
@@ -114,11 +117,13 @@ fn filter_conditions(c: &mut Conditions, account: AccountId, filter: &Filter, pa
             );
         }
     } else {
-        if part == Part::Events {
-            let states: Vec<String> = filter.states.iter().map(|s| s.as_str().to_owned()).collect();
-            c.any_of("e.state", &states);
-        } else {
-            c.sql.push("e.active_at IS NOT NULL".into());
+        match part {
+            Part::CarriedActive => c.sql.push("e.active_at IS NOT NULL".into()),
+            Part::CarriedCreated => c.sql.push("e.created_at IS NOT NULL".into()),
+            Part::DeadLetters | Part::Events => {
+                let states: Vec<String> = filter.states.iter().map(|s| s.as_str().to_owned()).collect();
+                c.any_of("e.state", &states);
+            }
         }
         c.any_of("e.host", &filter.hosts);
         c.any_of("e.path", &filter.paths);
@@ -170,14 +175,20 @@ impl Select {
         filter_conditions(values, account, filter, part);
         let (table, alias) = match part {
             Part::DeadLetters => ("dead_letters", "d"),
-            Part::Events | Part::CarriedActive => ("events", "e"),
+            Part::Events | Part::CarriedActive | Part::CarriedCreated => ("events", "e"),
+        };
+        // How far below its row's seq the part's events lie.
+        let shift = match part {
+            Part::CarriedActive => 1,
+            Part::CarriedCreated => 2,
+            Part::DeadLetters | Part::Events => 0,
         };
         Select {
             table,
             alias,
             columns,
             conditions: std::mem::take(&mut values.sql),
-            shift: i64::from(part == Part::CarriedActive),
+            shift,
         }
     }
 }
@@ -439,6 +450,15 @@ impl EventLogStore for PgQueueStore {
                 filter,
                 Part::CarriedActive,
                 format!("e.seq - 1, e.active_at, e.message_id, 'ACTIVE', {EVENT_SPEC}, '{{}}'::TEXT"),
+            ));
+        }
+        if filter.states.is_empty() || filter.states.contains(&MessageState::Created) {
+            parts.push(Select::of(
+                &mut values,
+                account,
+                filter,
+                Part::CarriedCreated,
+                format!("e.seq - 2, e.created_at, e.message_id, 'CREATED', {EVENT_SPEC}, '{{}}'::TEXT"),
             ));
         }
         self.newest(values, parts, cursor, count, event_from_row).await

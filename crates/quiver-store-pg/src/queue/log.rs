@@ -35,7 +35,7 @@ pub(crate) async fn append_events(
 
 /// The columns an events row is written with, in the order of [`EventColumns::params`].
 pub(crate) const EVENT_COLUMNS: &str = "account_id, message_id, time, state, url, host, path, topic_name, \
-     queue_name, schedule_id, labels, spec, detail, active_at";
+     queue_name, schedule_id, labels, spec, detail, active_at, created_at";
 
 /// The columns of events written together.
 #[derive(Default)]
@@ -55,6 +55,8 @@ pub(crate) struct EventColumns {
     detail: Vec<String>,
     /// The time of the ACTIVE event the row also stands for, if any.
     active_at: Vec<Option<i64>>,
+    /// The time of the CREATED event the row also stands for, if any.
+    created_at: Vec<Option<i64>>,
     /// The last row's URL with its host and path: a batch's messages mostly share their destination,
     /// which is then parsed once.
     last_url: Option<(String, Option<String>, Option<String>)>,
@@ -62,28 +64,38 @@ pub(crate) struct EventColumns {
 
 impl EventColumns {
     /// The rows of `events`: an ACTIVE event with the default detail that is followed by another event
-    /// of its message goes in that event's row.
+    /// of its message goes in that event's row, and so does a CREATED event followed by an ACTIVE one
+    /// that goes there (a message delivered before its publish was written, see migration 9).
     pub(crate) fn of(events: &[(&Message, &NewEvent)]) -> StoreResult<EventColumns> {
         let mut columns = EventColumns::default();
-        let mut active_at = None;
+        let (mut active_at, mut created_at) = (None, None);
+        let carries = |i: usize, state: MessageState| {
+            let (message, event) = events[i];
+            event.state == state
+                && event.detail == EventDetail::default()
+                && events
+                    .get(i + 1)
+                    .is_some_and(|(next, _)| next.account_id == message.account_id && next.id == message.id)
+        };
         for (i, (message, event)) in events.iter().enumerate() {
-            let carried = events
-                .get(i + 1)
-                .is_some_and(|(next, _)| next.account_id == message.account_id && next.id == message.id);
-            if carried && event.state == MessageState::Active && event.detail == EventDetail::default() {
+            if carries(i, MessageState::Created) && carries(i + 1, MessageState::Active) {
+                created_at = Some(event.time.as_millis());
+                continue;
+            }
+            if carries(i, MessageState::Active) {
                 active_at = Some(event.time.as_millis());
                 continue;
             }
-            columns.push(message, event, active_at.take())?;
+            columns.push(message, event, (active_at.take(), created_at.take()))?;
         }
         Ok(columns)
     }
 
     /// `UNNEST`'s arguments for the columns, as parameters `$first` onwards.
     pub(crate) fn unnest(first: usize) -> String {
-        const TYPES: [&str; 14] = [
+        const TYPES: [&str; 15] = [
             "TEXT", "TEXT", "BIGINT", "TEXT", "TEXT", "TEXT", "TEXT", "TEXT", "TEXT", "TEXT", "TEXT", "TEXT",
-            "TEXT", "BIGINT",
+            "TEXT", "BIGINT", "BIGINT",
         ];
         let arguments: Vec<String> = TYPES
             .iter()
@@ -94,7 +106,7 @@ impl EventColumns {
     }
 
     /// The columns as parameters, in [`EVENT_COLUMNS`]' order.
-    pub(crate) fn params(&self) -> [&(dyn ToSql + Sync); 14] {
+    pub(crate) fn params(&self) -> [&(dyn ToSql + Sync); 15] {
         [
             &self.account,
             &self.message,
@@ -110,10 +122,17 @@ impl EventColumns {
             &self.spec,
             &self.detail,
             &self.active_at,
+            &self.created_at,
         ]
     }
 
-    fn push(&mut self, message: &Message, event: &NewEvent, active_at: Option<i64>) -> StoreResult<()> {
+    /// Adds a row for `event`, standing also for the ACTIVE and CREATED events at the times given.
+    fn push(
+        &mut self,
+        message: &Message,
+        event: &NewEvent,
+        (active_at, created_at): (Option<i64>, Option<i64>),
+    ) -> StoreResult<()> {
         let spec = &message.spec;
         let (host, path) = match &self.last_url {
             Some((url, host, path)) if *url == spec.url => (host.clone(), path.clone()),
@@ -137,13 +156,15 @@ impl EventColumns {
         self.queue.push(spec.queue_name.clone());
         self.schedule.push(spec.schedule_id.clone());
         self.labels.push(json(&spec.labels)?);
-        self.spec.push(if event.state == MessageState::Created {
-            Some(spec_json(spec)?)
-        } else {
-            None
-        });
+        self.spec
+            .push(if event.state == MessageState::Created || created_at.is_some() {
+                Some(spec_json(spec)?)
+            } else {
+                None
+            });
         self.detail.push(json(&event.detail)?);
         self.active_at.push(active_at);
+        self.created_at.push(created_at);
         Ok(())
     }
 }
