@@ -20,6 +20,15 @@ use tokio_postgres::Row;
 
 use crate::database::{PgDatabase, PgOptions, TxError, backend_error};
 
+/// Refuses a write whose position is not the one after `based_on` (another node wrote first).
+fn check_based_on(based_on: Option<FeedPosition>, position: i64) -> Result<(), TxError> {
+    let next = u64::try_from(position).unwrap_or(0);
+    if based_on.is_some_and(|based_on| based_on + 1 != next) {
+        return Err(TxError::Store(StoreError::Conflict(FEED_BEHIND.to_owned())));
+    }
+    Ok(())
+}
+
 /// The vector engine's store over a [`PgDatabase`].
 #[derive(Debug, Clone)]
 pub struct PgVectorStore {
@@ -83,6 +92,125 @@ fn record_from_row(row: &Row) -> StoreResult<(String, StoredRecord)> {
     Ok((row.get(0), StoredRecord { sequence, record }))
 }
 
+/// Stores a put's rows of one namespace (see [`PutRows`]) in one statement.
+const INSERT_RECORDS: &str =
+    "INSERT INTO vectors (index_id, namespace, id, sequence, dense, sparse, metadata, data)
+     SELECT $1, $2, * FROM UNNEST($3::TEXT[], $4::BIGINT[], $5::BYTEA[], $6::BYTEA[], $7::TEXT[], $8::TEXT[])
+     ON CONFLICT (index_id, namespace, id) DO UPDATE SET sequence = excluded.sequence,
+         dense = excluded.dense, sparse = excluded.sparse,
+         metadata = excluded.metadata, data = excluded.data";
+
+/// Takes the index's next feed position (its head row stays locked until commit: the index's writes
+/// queue here, in order).
+const TAKE_POSITION: &str = "INSERT INTO vector_heads (index_id, position) VALUES ($1, 1)
+     ON CONFLICT (index_id) DO UPDATE SET position = vector_heads.position + 1
+     RETURNING position";
+
+/// The rows a put of one namespace writes, one column each: the last of repeated ids wins, in the
+/// order of their sequences.
+#[derive(Default)]
+struct PutRows {
+    ids: Vec<String>,
+    sequences: Vec<i64>,
+    dense: Vec<Option<Vec<u8>>>,
+    sparse: Vec<Option<Vec<u8>>>,
+    metadata: Vec<Option<String>>,
+    data: Vec<Option<String>>,
+}
+
+impl PutRows {
+    fn of(records: &[StoredRecord]) -> StoreResult<PutRows> {
+        let mut last: HashMap<&str, usize> = HashMap::with_capacity(records.len());
+        for (at, stored) in records.iter().enumerate() {
+            last.insert(stored.record.id.as_str(), at);
+        }
+        let mut kept: Vec<&StoredRecord> = records
+            .iter()
+            .enumerate()
+            .filter(|(at, stored)| last.get(stored.record.id.as_str()) == Some(at))
+            .map(|(_, stored)| stored)
+            .collect();
+        kept.sort_by_key(|stored| stored.sequence);
+        let mut rows = PutRows::default();
+        for stored in kept {
+            let record = &stored.record;
+            rows.ids.push(record.id.clone());
+            rows.sequences
+                .push(i64::try_from(stored.sequence).map_err(|e| StoreError::Backend(e.to_string()))?);
+            rows.dense.push(record.vector.as_deref().map(bytes::of_dense));
+            rows.sparse.push(record.sparse.as_ref().map(bytes::of_sparse));
+            rows.metadata
+                .push(record.metadata.as_ref().map(ToString::to_string));
+            rows.data.push(record.data.clone());
+        }
+        Ok(rows)
+    }
+}
+
+/// A statement's parameter.
+type Param<'a> = &'a (dyn tokio_postgres::types::ToSql + Sync);
+
+/// Appends a write's feed entry at the position its index's head row holds in this transaction.
+const APPEND_AT_HEAD: &str = "INSERT INTO vector_feed (index_id, position, changes)
+     SELECT index_id, position, $2 FROM vector_heads WHERE index_id = $1";
+
+/// A write of puts only, in one round trip once its statements are prepared: the next position taken,
+/// each namespace made sure of and its rows stored, and the feed entry appended at that position. Each
+/// statement goes out before the previous one's answer comes back, and they run in the order sent.
+/// Returns the position taken.
+async fn write_puts(transaction: &Transaction<'_>, key: &str, changes: &[Change]) -> Result<i64, TxError> {
+    let mut puts = Vec::with_capacity(changes.len());
+    let mut entries = Vec::with_capacity(changes.len());
+    for change in changes {
+        if let Change::Put { namespace, records } = change {
+            let rows = PutRows::of(records)?;
+            entries.push(Entry::Put {
+                namespace: namespace.clone(),
+                ids: rows.ids.clone(),
+            });
+            puts.push((namespace, rows));
+        }
+    }
+    let text = serde_json::to_string(&entries).map_err(|e| StoreError::Backend(e.to_string()))?;
+    let (take, ensure, insert, append) = futures_util::try_join!(
+        transaction.prepare_cached(TAKE_POSITION),
+        transaction.prepare_cached(ENSURE_NAMESPACE),
+        transaction.prepare_cached(INSERT_RECORDS),
+        transaction.prepare_cached(APPEND_AT_HEAD)
+    )?;
+    let take_params: [Param<'_>; 1] = [&key];
+    let put_params: Vec<([Param<'_>; 2], [Param<'_>; 8])> = puts
+        .iter()
+        .map(|(namespace, rows)| {
+            (
+                [&key as Param<'_>, namespace],
+                [
+                    &key as Param<'_>,
+                    namespace,
+                    &rows.ids,
+                    &rows.sequences,
+                    &rows.dense,
+                    &rows.sparse,
+                    &rows.metadata,
+                    &rows.data,
+                ],
+            )
+        })
+        .collect();
+    let append_params: [Param<'_>; 2] = [&key, &text];
+    let position = transaction.query_one(&take, &take_params);
+    let stored =
+        futures_util::future::try_join_all(put_params.iter().flat_map(|(ensure_params, insert_params)| {
+            [
+                transaction.execute(&ensure, ensure_params),
+                transaction.execute(&insert, insert_params),
+            ]
+        }));
+    let appended = transaction.execute(&append, &append_params);
+    let (position, _, _) = futures_util::try_join!(position, stored, appended)?;
+    Ok(position.get(0))
+}
+
 /// Stores records of one namespace in one statement (the last of repeated ids wins).
 async fn put_records(
     transaction: &Transaction<'_>,
@@ -90,49 +218,29 @@ async fn put_records(
     namespace: &str,
     records: &[StoredRecord],
 ) -> Result<Vec<String>, TxError> {
-    let mut last: HashMap<&str, usize> = HashMap::with_capacity(records.len());
-    for (at, stored) in records.iter().enumerate() {
-        last.insert(stored.record.id.as_str(), at);
-    }
-    let mut kept: Vec<&StoredRecord> = records
-        .iter()
-        .enumerate()
-        .filter(|(at, stored)| last.get(stored.record.id.as_str()) == Some(at))
-        .map(|(_, stored)| stored)
-        .collect();
-    kept.sort_by_key(|stored| stored.sequence);
-    let mut ids = Vec::with_capacity(kept.len());
-    let (mut sequences, mut dense, mut sparse, mut metadata, mut data) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for stored in kept {
-        let record = &stored.record;
-        ids.push(record.id.clone());
-        sequences.push(i64::try_from(stored.sequence).map_err(|e| StoreError::Backend(e.to_string()))?);
-        dense.push(record.vector.as_deref().map(bytes::of_dense));
-        sparse.push(record.sparse.as_ref().map(bytes::of_sparse));
-        metadata.push(record.metadata.as_ref().map(ToString::to_string));
-        data.push(record.data.clone());
-    }
-    transaction.execute(ENSURE_NAMESPACE, &[&key, &namespace]).await?;
-    let statement = transaction
-        .prepare_cached(
-            "INSERT INTO vectors (index_id, namespace, id, sequence, dense, sparse, metadata, data)
-             SELECT $1, $2, * FROM UNNEST($3::TEXT[], $4::BIGINT[], $5::BYTEA[], $6::BYTEA[], $7::TEXT[],
-                 $8::TEXT[])
-             ON CONFLICT (index_id, namespace, id) DO UPDATE SET sequence = excluded.sequence,
-                 dense = excluded.dense, sparse = excluded.sparse,
-                 metadata = excluded.metadata, data = excluded.data",
-        )
-        .await?;
-    transaction
-        .execute(
-            &statement,
-            &[
-                &key, &namespace, &ids, &sequences, &dense, &sparse, &metadata, &data,
-            ],
-        )
-        .await?;
-    Ok(ids)
+    let rows = PutRows::of(records)?;
+    let (ensure, insert) = futures_util::try_join!(
+        transaction.prepare_cached(ENSURE_NAMESPACE),
+        transaction.prepare_cached(INSERT_RECORDS)
+    )?;
+    let ensure_params: [Param<'_>; 2] = [&key, &namespace];
+    let insert_params: [Param<'_>; 8] = [
+        &key,
+        &namespace,
+        &rows.ids,
+        &rows.sequences,
+        &rows.dense,
+        &rows.sparse,
+        &rows.metadata,
+        &rows.data,
+    ];
+    // Both go out before either answer comes back (once prepared, as the connection keeps them), and run
+    // in the order sent.
+    futures_util::try_join!(
+        transaction.execute(&ensure, &ensure_params),
+        transaction.execute(&insert, &insert_params)
+    )?;
+    Ok(rows.ids)
 }
 
 /// Applies changes in order; returns what each touched, for the feed.
@@ -336,28 +444,26 @@ impl PgVectorStore {
                 let work = Arc::clone(&work);
                 Box::pin(async move {
                     let (key, changes) = &*work;
-                    // The head row stays locked until commit: the index's writes queue here, in order.
-                    let position: i64 = t
-                        .query_one(
-                            "INSERT INTO vector_heads (index_id, position) VALUES ($1, 1)
-                             ON CONFLICT (index_id) DO UPDATE SET position = vector_heads.position + 1
-                             RETURNING position",
-                            &[key],
+                    let is_puts = changes.iter().all(|c| matches!(c, Change::Put { .. }));
+                    let position = if is_puts {
+                        // The common write (upserts): one round trip; a conflict found after it rolls
+                        // it all back.
+                        write_puts(t, key, changes).await?
+                    } else {
+                        let position: i64 = t.query_one(TAKE_POSITION, &[key]).await?.get(0);
+                        check_based_on(based_on, position)?;
+                        let entries = apply_changes(t, key, changes).await?;
+                        let text = serde_json::to_string(&entries)
+                            .map_err(|e| StoreError::Backend(e.to_string()))?;
+                        t.execute(
+                            "INSERT INTO vector_feed (index_id, position, changes) VALUES ($1, $2, $3)",
+                            &[key, &position, &text],
                         )
-                        .await?
-                        .get(0);
+                        .await?;
+                        position
+                    };
+                    check_based_on(based_on, position)?;
                     let next = u64::try_from(position).unwrap_or(0);
-                    if based_on.is_some_and(|based_on| based_on + 1 != next) {
-                        return Err(TxError::Store(StoreError::Conflict(FEED_BEHIND.to_owned())));
-                    }
-                    let entries = apply_changes(t, key, changes).await?;
-                    let text =
-                        serde_json::to_string(&entries).map_err(|e| StoreError::Backend(e.to_string()))?;
-                    t.execute(
-                        "INSERT INTO vector_feed (index_id, position, changes) VALUES ($1, $2, $3)",
-                        &[key, &position, &text],
-                    )
-                    .await?;
                     if position % 256 == 0 {
                         t.execute(
                             "DELETE FROM vector_feed WHERE index_id = $1 AND position <= $2",
