@@ -145,6 +145,20 @@ impl PutRows {
         }
         Ok(rows)
     }
+
+    /// [`INSERT_RECORDS`]' parameters: the index, the namespace, then the columns.
+    fn params<'a>(&'a self, key: Param<'a>, namespace: Param<'a>) -> [Param<'a>; 8] {
+        [
+            key,
+            namespace,
+            &self.ids,
+            &self.sequences,
+            &self.dense,
+            &self.sparse,
+            &self.metadata,
+            &self.data,
+        ]
+    }
 }
 
 /// A statement's parameter.
@@ -181,21 +195,7 @@ async fn write_puts(transaction: &Transaction<'_>, key: &str, changes: &[Change]
     let take_params: [Param<'_>; 1] = [&key];
     let put_params: Vec<([Param<'_>; 2], [Param<'_>; 8])> = puts
         .iter()
-        .map(|(namespace, rows)| {
-            (
-                [&key as Param<'_>, namespace],
-                [
-                    &key as Param<'_>,
-                    namespace,
-                    &rows.ids,
-                    &rows.sequences,
-                    &rows.dense,
-                    &rows.sparse,
-                    &rows.metadata,
-                    &rows.data,
-                ],
-            )
-        })
+        .map(|(namespace, rows)| ([&key as Param<'_>, namespace], rows.params(&key, namespace)))
         .collect();
     let append_params: [Param<'_>; 2] = [&key, &text];
     let position = transaction.query_one(&take, &take_params);
@@ -224,16 +224,7 @@ async fn put_records(
         transaction.prepare_cached(INSERT_RECORDS)
     )?;
     let ensure_params: [Param<'_>; 2] = [&key, &namespace];
-    let insert_params: [Param<'_>; 8] = [
-        &key,
-        &namespace,
-        &rows.ids,
-        &rows.sequences,
-        &rows.dense,
-        &rows.sparse,
-        &rows.metadata,
-        &rows.data,
-    ];
+    let insert_params = rows.params(&key, &namespace);
     // Both go out before either answer comes back (once prepared, as the connection keeps them), and run
     // in the order sent.
     futures_util::try_join!(
