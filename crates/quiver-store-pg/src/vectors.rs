@@ -439,7 +439,9 @@ impl PgVectorStore {
                     let position = if is_puts {
                         // The common write (upserts): one round trip; a conflict found after it rolls
                         // it all back.
-                        write_puts(t, key, changes).await?
+                        let position = write_puts(t, key, changes).await?;
+                        check_based_on(based_on, position)?;
+                        position
                     } else {
                         let position: i64 = t.query_one(TAKE_POSITION, &[key]).await?.get(0);
                         check_based_on(based_on, position)?;
@@ -453,7 +455,6 @@ impl PgVectorStore {
                         .await?;
                         position
                     };
-                    check_based_on(based_on, position)?;
                     let next = u64::try_from(position).unwrap_or(0);
                     if position % 256 == 0 {
                         t.execute(
