@@ -74,14 +74,25 @@ enum Part {
     CarriedCreated,
 }
 
+impl Part {
+    /// For a part of events that rows carry: their state, the column of their time, and how far below
+    /// their row's seq they lie.
+    fn carried(self) -> Option<(MessageState, &'static str, i64)> {
+        match self {
+            Part::CarriedActive => Some((MessageState::Active, "e.active_at", 1)),
+            Part::CarriedCreated => Some((MessageState::Created, "e.created_at", 2)),
+            Part::DeadLetters | Part::Events => None,
+        }
+    }
+}
+
 /// Conditions for a filter over a part of the DLQ or the log, added to `c`.
 fn filter_conditions(c: &mut Conditions, account: AccountId, filter: &Filter, part: Part) {
     let is_dead_letters = part == Part::DeadLetters;
-    let (alias, spec, time) = match part {
-        Part::DeadLetters => ("d", "d.spec".to_owned(), "d.failed_at"),
-        Part::Events => ("e", EVENT_SPEC.to_owned(), "e.time"),
-        Part::CarriedActive => ("e", EVENT_SPEC.to_owned(), "e.active_at"),
-        Part::CarriedCreated => ("e", EVENT_SPEC.to_owned(), "e.created_at"),
+    let (alias, spec, time) = match (part, part.carried()) {
+        (Part::DeadLetters, _) => ("d", "d.spec".to_owned(), "d.failed_at"),
+        (_, Some((_, time, _))) => ("e", EVENT_SPEC.to_owned(), time),
+        (_, None) => ("e", EVENT_SPEC.to_owned(), "e.time"),
     };
     c.add(&format!("{alias}.account_id = $"), Box::new(account.to_string()));
     c.any_of(&format!("{alias}.message_id"), &filter.message_ids);
@@ -117,10 +128,9 @@ fn filter_conditions(c: &mut Conditions, account: AccountId, filter: &Filter, pa
             );
         }
     } else {
-        match part {
-            Part::CarriedActive => c.sql.push("e.active_at IS NOT NULL".into()),
-            Part::CarriedCreated => c.sql.push("e.created_at IS NOT NULL".into()),
-            Part::DeadLetters | Part::Events => {
+        match part.carried() {
+            Some((_, time, _)) => c.sql.push(format!("{time} IS NOT NULL")),
+            None => {
                 let states: Vec<String> = filter.states.iter().map(|s| s.as_str().to_owned()).collect();
                 c.any_of("e.state", &states);
             }
@@ -177,18 +187,12 @@ impl Select {
             Part::DeadLetters => ("dead_letters", "d"),
             Part::Events | Part::CarriedActive | Part::CarriedCreated => ("events", "e"),
         };
-        // How far below its row's seq the part's events lie.
-        let shift = match part {
-            Part::CarriedActive => 1,
-            Part::CarriedCreated => 2,
-            Part::DeadLetters | Part::Events => 0,
-        };
         Select {
             table,
             alias,
             columns,
             conditions: std::mem::take(&mut values.sql),
-            shift,
+            shift: part.carried().map_or(0, |(_, _, shift)| shift),
         }
     }
 }
@@ -443,23 +447,17 @@ impl EventLogStore for PgQueueStore {
             Part::Events,
             format!("e.seq, e.time, e.message_id, e.state, {EVENT_SPEC}, e.detail"),
         )];
-        if filter.states.is_empty() || filter.states.contains(&MessageState::Active) {
-            parts.push(Select::of(
-                &mut values,
-                account,
-                filter,
-                Part::CarriedActive,
-                format!("e.seq - 1, e.active_at, e.message_id, 'ACTIVE', {EVENT_SPEC}, '{{}}'::TEXT"),
-            ));
-        }
-        if filter.states.is_empty() || filter.states.contains(&MessageState::Created) {
-            parts.push(Select::of(
-                &mut values,
-                account,
-                filter,
-                Part::CarriedCreated,
-                format!("e.seq - 2, e.created_at, e.message_id, 'CREATED', {EVENT_SPEC}, '{{}}'::TEXT"),
-            ));
+        for part in [Part::CarriedActive, Part::CarriedCreated] {
+            let Some((state, time, shift)) = part.carried() else {
+                continue;
+            };
+            if filter.states.is_empty() || filter.states.contains(&state) {
+                let columns = format!(
+                    "e.seq - {shift}, {time}, e.message_id, '{}', {EVENT_SPEC}, '{{}}'::TEXT",
+                    state.as_str()
+                );
+                parts.push(Select::of(&mut values, account, filter, part, columns));
+            }
         }
         self.newest(values, parts, cursor, count, event_from_row).await
     }
