@@ -14,14 +14,22 @@ With --delivered N, N more messages are delivered to a local receiver first (thr
 one row), so that the log is mostly deliveries and the failures (--failed, 2,500 by default) are rare, as
 in a healthy queue; the state filters then look for states the log seldom holds.
 
+With --waiting N, N messages delayed by seven days are published after the copying, so the newest N
+events of the log are CREATED events of waiting messages, as when a backlog of scheduled work builds
+up: a log whose newest rows carry no other event.
+
+With --store postgres://USER@HOST:PORT/DB, Quiver keeps its data in a schema of its own in that database
+(dropped at the end), and the rows are copied there.
+
 Usage: bench/log_scale.py [--binary target/release/quiver] [--events 10000000] [--dead-letters 100000]
-                          [--failed 2500] [--delivered 0] [--scratch DIR]
+                          [--failed 2500] [--delivered 0] [--waiting 0] [--store URL] [--scratch DIR]
 """
 
 import argparse
 import http.client
 import http.server
 import os
+import secrets
 import shutil
 import sqlite3
 import statistics
@@ -38,10 +46,13 @@ RECEIVER_PORT = 18193
 CARRIED = ("active_at", "created_seq", "created_at")
 
 
-def serve(binary, directory):
-    server = subprocess.Popen(
-        [binary, "serve", "--dev", "--bind", f"127.0.0.1:{PORT}", "--data-dir", directory],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def serve(binary, directory, store=None):
+    command = [binary, "serve", "--dev", "--bind", f"127.0.0.1:{PORT}", "--data-dir", directory]
+    environment = dict(os.environ)
+    if store is not None:
+        command += ["--store", store.url]
+        environment["QUIVER__STORAGE__SCHEMA"] = store.schema
+    server = subprocess.Popen(command, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 120
     while True:
         try:
@@ -133,6 +144,65 @@ def grow(directory, events, dead_letters):
     db.close()
 
 
+class Postgres:
+    """A schema of its own in a PostgreSQL database: its counts, and its rows copied."""
+
+    def __init__(self, url):
+        self.url = url
+        self.schema = f"bench_log_{secrets.token_hex(4)}"
+
+    def sql(self, *statements):
+        """Runs `statements` in the schema, each in a transaction of its own; returns what they print."""
+        command = ["psql", self.url, "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1", "-c", f"SET search_path = {self.schema}"]
+        for statement in statements:
+            command += ["-c", statement]
+        return subprocess.run(command, check=True, capture_output=True, text=True).stdout.strip()
+
+    def count(self, table):
+        what = "COUNT(*) + COUNT(active_at) + COUNT(created_at)" if table == "events" else "COUNT(*)"
+        return int(self.sql(f"SELECT {what} FROM {table}") or 0)
+
+    def oldest_message_id(self):
+        return self.sql("SELECT message_id FROM events ORDER BY seq LIMIT 1")
+
+    def grow(self, events, dead_letters):
+        """Copies the seeded rows, in order and with new seqs, until the tables hold `events` events and
+        `dead_letters` rows."""
+        n, top, span = map(int, self.sql(
+            """SELECT COUNT(*) + COUNT(active_at) + COUNT(created_at), MAX(seq),
+                   MAX(time) - MIN(COALESCE(created_at, time)) + 1 FROM events""").split("|"))
+        copies, step, started = events // n - 1, 50, time.time()
+        for first in range(1, copies + 1, step):
+            last = min(copies, first + step - 1)
+            self.sql(f"""INSERT INTO events (account_id, message_id, time, state, url, host, path, topic_name,
+                             queue_name, schedule_id, labels, spec, detail, active_at, created_at)
+                         SELECT account_id, message_id || 'x' || LPAD(k::TEXT, 7, '0'), time + k * {span}, state,
+                             url, host, path, topic_name, queue_name, schedule_id, labels, spec, detail,
+                             active_at + k * {span}, created_at + k * {span}
+                         FROM events, GENERATE_SERIES({first}, {last}) k WHERE seq <= {top} ORDER BY k, seq""")
+            print(f"  events: {(last + 1) * n:,} ({time.time() - started:.0f} s)", flush=True)
+        n_dead, top_dead = map(int, self.sql("SELECT COUNT(*), MAX(seq) FROM dead_letters").split("|"))
+        self.sql(f"""INSERT INTO dead_letters (dlq_id, account_id, message_id, url, topic_name, queue_name,
+                         schedule_id, labels, response_status, failed_at, retried, not_before, created_at, spec,
+                         body, response_headers, response_body, failure_callback)
+                     SELECT dlq_id || 'x' || LPAD(k::TEXT, 5, '0'), account_id,
+                         message_id || 'x' || LPAD(k::TEXT, 7, '0'), url, topic_name, queue_name, schedule_id,
+                         labels, response_status, failed_at + k, retried, not_before, created_at, spec, body,
+                         response_headers, response_body, failure_callback
+                     FROM dead_letters, GENERATE_SERIES(1, {dead_letters // n_dead - 1}) k WHERE seq <= {top_dead}
+                     ORDER BY k, seq""")
+        self.sql("VACUUM ANALYZE events", "VACUUM ANALYZE dead_letters")
+
+    def size(self):
+        return int(self.sql(f"""SELECT SUM(pg_total_relation_size(c.oid)) FROM pg_class c
+                                JOIN pg_namespace s ON s.oid = c.relnamespace
+                                WHERE s.nspname = '{self.schema}' AND c.relkind = 'r'"""))
+
+    def drop(self):
+        subprocess.run(["psql", self.url, "-q", "-c", f"SET client_min_messages = warning; "
+                        f"DROP SCHEMA IF EXISTS {self.schema} CASCADE"], check=True)
+
+
 def timed(connection, path, runs=5):
     times = []
     body = None
@@ -150,12 +220,16 @@ def main():
     parser.add_argument("--dead-letters", type=int, default=100_000)
     parser.add_argument("--failed", type=int, default=2_500)
     parser.add_argument("--delivered", type=int, default=0)
+    parser.add_argument("--waiting", type=int, default=0)
+    parser.add_argument("--store", default=None, help="a postgres:// URL; default: SQLite in the scratch directory")
     parser.add_argument("--scratch", default=None)
     args = parser.parse_args()
     args.binary = release_binary(args.binary)
     directory = tempfile.mkdtemp(dir=args.scratch or tempfile.gettempdir())
+    store = Postgres(args.store) if args.store else None
+    counted = store.count if store else lambda table: count(directory, table)
     try:
-        server, connection = serve(args.binary, directory)
+        server, connection = serve(args.binary, directory, store)
         receiver = http.server.ThreadingHTTPServer(("127.0.0.1", RECEIVER_PORT), Receiver)
         threading.Thread(target=receiver.serve_forever, daemon=True).start()
         delivered = {"destination": f"http://127.0.0.1:{RECEIVER_PORT}/x", "body": "x"}
@@ -166,20 +240,31 @@ def main():
             publish_batches(PORT, [failing] * min(100, args.failed - done), 1, connections=1)
         wanted = 3 * args.delivered + 4 * args.failed
         deadline = time.time() + 300
-        while count(directory, "events") < wanted or count(directory, "dead_letters") < args.failed:
+        while counted("events") < wanted or counted("dead_letters") < args.failed:
             assert time.time() < deadline, "the seed messages were not all delivered or failed in time"
             time.sleep(0.2)
         stop(server)
         receiver.shutdown()
         print(f"seeded {wanted:,} events and {args.failed:,} dead letters; copying", flush=True)
-        grow(directory, args.events, args.dead_letters)
-        events, dead = count(directory, "events"), count(directory, "dead_letters")
-        size = os.path.getsize(f"{directory}/queue.db")
-        print(f"{events:,} events, {dead:,} dead letters, queue.db {size / 1e9:.2f} GB", flush=True)
-        server, connection = serve(args.binary, directory)
+        if store:
+            store.grow(args.events, args.dead_letters)
+        else:
+            grow(directory, args.events, args.dead_letters)
+        server, connection = serve(args.binary, directory, store)
+        waiting = {"destination": f"http://127.0.0.1:{RECEIVER_PORT}/x", "body": "x",
+                   "headers": {"Svc-Delay": "7d"}}
+        for done in range(0, args.waiting, 10_000):
+            publish_batches(PORT, [waiting] * 100, min(10_000, args.waiting - done) // 100)
+            if (done + 10_000) % 100_000 == 0:
+                print(f"  waiting: {done + 10_000:,}", flush=True)
+        events, dead = counted("events") + args.waiting * (store is None), counted("dead_letters")
+        size = store.size() if store else os.path.getsize(f"{directory}/queue.db")
+        print(f"{events:,} events, {dead:,} dead letters, {'tables' if store else 'queue.db'} {size / 1e9:.2f} GB",
+              flush=True)
         newest, page = timed(connection, "/v2/events")
         some_id = page["events"][len(page["events"]) // 2]["messageId"]
-        oldest_id = sqlite3.connect(f"file:{directory}/queue.db?mode=ro", uri=True).execute(
+        oldest_id = store.oldest_message_id() if store else sqlite3.connect(
+            f"file:{directory}/queue.db?mode=ro", uri=True).execute(
             "SELECT message_id FROM events ORDER BY seq LIMIT 1").fetchone()[0]
         rows = [
             ("events: newest page", newest),
@@ -200,6 +285,8 @@ def main():
             print(f"| {name} | {statistics.median(times):.1f} | {min(times):.1f} | {max(times):.1f} |")
     finally:
         shutil.rmtree(directory, ignore_errors=True)
+        if store:
+            store.drop()
 
 
 if __name__ == "__main__":

@@ -66,6 +66,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "a message delivered before its publish was written: its CREATED event in its attempt's row",
         sql: include_str!("../migrations/0009_events_created.sql"),
     },
+    Migration {
+        version: 10,
+        name: "the log listed in one pass, and its rare states through an index of their own",
+        sql: include_str!("../migrations/0010_events_one_pass.sql"),
+    },
 ];
 
 /// The advisory lock that migrations hold, so that nodes starting together migrate once.

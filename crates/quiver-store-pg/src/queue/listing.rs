@@ -63,36 +63,56 @@ impl Conditions {
     }
 }
 
-/// What a filter's conditions read: the DLQ (`d`), the events rows' own events (`e`), or the ACTIVE and
-/// CREATED events those rows also stand for (`e`, at `active_at` and `created_at`, see migrations 8 and
-/// 9).
+/// What a listing reads: the DLQ (`d`), or the events log (`e`, each row with the events it stands for
+/// besides its own, `x`).
 #[derive(Clone, Copy, PartialEq)]
 enum Part {
     DeadLetters,
     Events,
-    CarriedActive,
-    CarriedCreated,
 }
 
-impl Part {
-    /// For a part of events that rows carry: their state, the column of their time, and how far below
-    /// their row's seq they lie.
-    fn carried(self) -> Option<(MessageState, &'static str, i64)> {
-        match self {
-            Part::CarriedActive => Some((MessageState::Active, "e.active_at", 1)),
-            Part::CarriedCreated => Some((MessageState::Created, "e.created_at", 2)),
-            Part::DeadLetters | Part::Events => None,
-        }
+/// The events a row of `events` stands for, as `x`: its own, at its seq, and those it carries, the
+/// attempt's ACTIVE event at seq - 1 (`active_at`, migration 8) and the message's CREATED event at
+/// seq - 2 (`created_at`, migration 9); a carried event's time is null where the row has none. A row's
+/// events lie below its seq and above the next row's (the log's sequence steps by three), so reading
+/// rows newest first and each row's events newest first reads the log in order, in one pass of the
+/// primary key: a page of a log that carries few events is no longer a part of its own, read far back
+/// to find the few.
+const EVENTS_EXPANDED: &str = "events e CROSS JOIN LATERAL (VALUES (e.seq, e.time, e.state, e.detail), \
+     (e.seq - 1, e.active_at, 'ACTIVE', '{}'), (e.seq - 2, e.created_at, 'CREATED', '{}')) \
+     x(place, time, state, detail)";
+
+/// How far below its row's seq an event of [`EVENTS_EXPANDED`] may lie.
+const CARRIED_REACH: i64 = 2;
+
+/// The states whose rows `events_rare` (migration 10) holds: those a healthy log seldom has. No row
+/// carries an event of them.
+const RARE_STATES: [MessageState; 5] = [
+    MessageState::Retry,
+    MessageState::Error,
+    MessageState::Failed,
+    MessageState::CancelRequested,
+    MessageState::Canceled,
+];
+
+/// The states a listing of the log asks for, each once, when all are [`RARE_STATES`]: it then reads
+/// each state's rows through their index, rather than looking for them among every delivery.
+fn rare_states(part: Part, filter: &Filter) -> Option<Vec<MessageState>> {
+    let mut states = filter.states.clone();
+    if part != Part::Events || states.is_empty() || !states.iter().all(|s| RARE_STATES.contains(s)) {
+        return None;
     }
+    states.sort_unstable_by_key(|state| state.as_str());
+    states.dedup();
+    Some(states)
 }
 
-/// Conditions for a filter over a part of the DLQ or the log, added to `c`.
+/// Conditions for a filter over the DLQ or the log, added to `c`.
 fn filter_conditions(c: &mut Conditions, account: AccountId, filter: &Filter, part: Part) {
     let is_dead_letters = part == Part::DeadLetters;
-    let (alias, spec, time) = match (part, part.carried()) {
-        (Part::DeadLetters, _) => ("d", "d.spec".to_owned(), "d.failed_at"),
-        (_, Some((_, time, _))) => ("e", EVENT_SPEC.to_owned(), time),
-        (_, None) => ("e", EVENT_SPEC.to_owned(), "e.time"),
+    let (alias, spec, time) = match part {
+        Part::DeadLetters => ("d", "d.spec", "d.failed_at"),
+        Part::Events => ("e", EVENT_SPEC, "x.time"),
     };
     c.add(&format!("{alias}.account_id = $"), Box::new(account.to_string()));
     c.any_of(&format!("{alias}.message_id"), &filter.message_ids);
@@ -128,12 +148,22 @@ fn filter_conditions(c: &mut Conditions, account: AccountId, filter: &Filter, pa
             );
         }
     } else {
-        match part.carried() {
-            Some((_, time, _)) => c.sql.push(format!("{time} IS NOT NULL")),
-            None => {
-                let states: Vec<String> = filter.states.iter().map(|s| s.as_str().to_owned()).collect();
-                c.any_of("e.state", &states);
+        c.sql.push("x.time IS NOT NULL".to_owned());
+        if !filter.states.is_empty() {
+            let states: Vec<String> = filter.states.iter().map(|s| s.as_str().to_owned()).collect();
+            c.any_of("x.state", &states);
+            // The same test on the row, before its events are spread: it passes rows whose own state,
+            // or an event they carry, is asked for, and so spares reading the others' events.
+            let mut row = vec![format!("e.state = ANY(${})", c.values.len())];
+            for (state, column) in [
+                (MessageState::Active, "active_at"),
+                (MessageState::Created, "created_at"),
+            ] {
+                if filter.states.contains(&state) {
+                    row.push(format!("e.{column} IS NOT NULL"));
+                }
             }
+            c.sql.push(format!("({})", row.join(" OR ")));
         }
         c.any_of("e.host", &filter.hosts);
         c.any_of("e.path", &filter.paths);
@@ -163,87 +193,89 @@ fn filter_conditions(c: &mut Conditions, account: AccountId, filter: &Filter, pa
     }
 }
 
-/// One part of a listing: the rows of `table` (named by `alias`) that meet `conditions`, read as
-/// `columns`, whose first is the item's place in the listing: the row's `seq` less `shift`.
+/// A listing's query: `columns` (the first is the item's place in the listing) from `from`, newest
+/// first, where the filter's conditions (added to `values`) hold.
 struct Select {
-    table: &'static str,
-    alias: &'static str,
+    from: &'static str,
     columns: String,
-    conditions: Vec<String>,
-    shift: i64,
+    /// The item's place, and its row's seq, which lies at most `reach` above it.
+    place: &'static str,
+    seq: &'static str,
+    reach: i64,
 }
 
 impl Select {
-    /// The rows of `part` that pass `filter`, read as `columns`; the conditions' values go to `values`.
-    fn of(
-        values: &mut Conditions,
-        account: AccountId,
-        filter: &Filter,
-        part: Part,
-        columns: String,
-    ) -> Select {
-        filter_conditions(values, account, filter, part);
-        let (table, alias) = match part {
-            Part::DeadLetters => ("dead_letters", "d"),
-            Part::Events | Part::CarriedActive | Part::CarriedCreated => ("events", "e"),
-        };
-        Select {
-            table,
-            alias,
-            columns,
-            conditions: std::mem::take(&mut values.sql),
-            shift: part.carried().map_or(0, |(_, _, shift)| shift),
+    fn of(part: Part) -> Select {
+        match part {
+            Part::DeadLetters => Select {
+                from: "dead_letters d",
+                columns: DEAD_LETTER_COLUMNS.to_owned(),
+                place: "d.seq",
+                seq: "d.seq",
+                reach: 0,
+            },
+            Part::Events => Select {
+                from: EVENTS_EXPANDED,
+                columns: format!("x.place, x.time, e.message_id, x.state, {EVENT_SPEC}, x.detail"),
+                place: "x.place",
+                seq: "e.seq",
+                reach: CARRIED_REACH,
+            },
         }
     }
 }
 
 impl PgQueueStore {
-    /// One page, newest first, below the place in `cursor`: each part read newest first up to the page,
-    /// and the parts merged. `values` holds the values the parts' conditions name.
+    /// One page of `part` that passes `filter`, newest first, below the place in `cursor`.
     async fn newest<T>(
         &self,
-        mut values: Conditions,
-        parts: Vec<Select>,
+        part: Part,
+        account: AccountId,
+        filter: &Filter,
         cursor: Option<&str>,
         page_size: usize,
         from_row: impl Fn(&Row) -> StoreResult<(i64, T)>,
     ) -> StoreResult<Page<T>> {
+        let mut values = Conditions::new();
+        filter_conditions(&mut values, account, filter, part);
+        let Select {
+            from,
+            columns,
+            place,
+            seq,
+            reach,
+        } = Select::of(part);
         // The HTTP layer refuses a cursor that is not a whole number; one that still is not a seq reads
         // from the newest, as on SQLite (`cursor_seq` there).
-        let cursor = match cursor.and_then(|c| c.parse::<i64>().ok()) {
-            Some(cursor) => {
-                values.values.push(Box::new(cursor));
-                Some(values.values.len())
+        if let Some(cursor) = cursor.and_then(|c| c.parse::<i64>().ok()) {
+            // The row's bound lets the primary key start at the cursor; the item's picks within the row.
+            values.add(&format!("{seq} < $::BIGINT + {reach}"), Box::new(cursor));
+            if place != seq {
+                values.add(&format!("{place} < $::BIGINT"), Box::new(cursor));
             }
-            None => None,
-        };
+        }
         values.values.push(Box::new(count(page_size + 1)));
         let limit = values.values.len();
-        let selects: Vec<String> = parts
-            .into_iter()
-            .map(|part| {
-                let Select {
-                    table,
-                    alias,
-                    columns,
-                    mut conditions,
-                    shift,
-                } = part;
-                if let Some(cursor) = cursor {
-                    conditions.push(format!("{alias}.seq < ${cursor}::BIGINT + {shift}"));
-                }
-                format!(
-                    "SELECT {columns} FROM {table} {alias} WHERE {} ORDER BY {alias}.seq DESC LIMIT ${limit}",
-                    conditions.join(" AND ")
-                )
-            })
-            .collect();
-        let sql = match selects.as_slice() {
-            [one] => one.clone(),
-            _ => format!(
+        let conditions = values.sql.join(" AND ");
+        let select = |only: &str, order: &str| {
+            format!("SELECT {columns} FROM {from} WHERE {conditions}{only} ORDER BY {order} LIMIT ${limit}")
+        };
+        let sql = match rare_states(part, filter) {
+            // Each state's rows through `events_rare`, newest first, and the parts merged. Only a row's
+            // own event can pass, so its seq orders them.
+            Some(states) => format!(
                 "SELECT * FROM (({})) u ORDER BY 1 DESC LIMIT ${limit}",
-                selects.join(") UNION ALL (")
+                states
+                    .iter()
+                    .map(|state| select(
+                        &format!(" AND e.state = '{}'", state.as_str()),
+                        &format!("{seq} DESC")
+                    ))
+                    .collect::<Vec<_>>()
+                    .join(") UNION ALL (")
             ),
+            None if place == seq => select("", &format!("{seq} DESC")),
+            None => select("", &format!("{seq} DESC, {place} DESC")),
         };
         let client = self.database.client().await?;
         let rows = client
@@ -318,16 +350,15 @@ impl DeadLetterStore for PgQueueStore {
         cursor: Option<&str>,
         count: usize,
     ) -> StoreResult<Page<DeadLetter>> {
-        let mut values = Conditions::new();
-        let part = Select::of(
-            &mut values,
+        self.newest(
+            Part::DeadLetters,
             account,
             filter,
-            Part::DeadLetters,
-            DEAD_LETTER_COLUMNS.into(),
-        );
-        self.newest(values, vec![part], cursor, count, dead_letter_from_row)
-            .await
+            cursor,
+            count,
+            dead_letter_from_row,
+        )
+        .await
     }
 
     async fn delete_dead_letters(&self, account: AccountId, dlq_ids: &[String]) -> StoreResult<u64> {
@@ -439,27 +470,8 @@ impl EventLogStore for PgQueueStore {
         cursor: Option<&str>,
         count: usize,
     ) -> StoreResult<Page<Event>> {
-        let mut values = Conditions::new();
-        let mut parts = vec![Select::of(
-            &mut values,
-            account,
-            filter,
-            Part::Events,
-            format!("e.seq, e.time, e.message_id, e.state, {EVENT_SPEC}, e.detail"),
-        )];
-        for part in [Part::CarriedActive, Part::CarriedCreated] {
-            let Some((state, time, shift)) = part.carried() else {
-                continue;
-            };
-            if filter.states.is_empty() || filter.states.contains(&state) {
-                let columns = format!(
-                    "e.seq - {shift}, {time}, e.message_id, '{}', {EVENT_SPEC}, '{{}}'::TEXT",
-                    state.as_str()
-                );
-                parts.push(Select::of(&mut values, account, filter, part, columns));
-            }
-        }
-        self.newest(values, parts, cursor, count, event_from_row).await
+        self.newest(Part::Events, account, filter, cursor, count, event_from_row)
+            .await
     }
 
     async fn prune_log(
