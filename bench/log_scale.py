@@ -18,11 +18,16 @@ With --waiting N, N messages delayed by seven days are published after the copyi
 events of the log are CREATED events of waiting messages, as when a backlog of scheduled work builds
 up: a log whose newest rows carry no other event.
 
+With --cancelled N, N messages delayed by seven days are published after the copying and then cancelled
+(`DELETE /v2/messages`), before the --waiting ones: the newest events are then N cancels, as after a
+user cancels a backlog, and carry no attempt.
+
 With --store postgres://USER@HOST:PORT/DB, Quiver keeps its data in a schema of its own in that database
 (dropped at the end), and the rows are copied there.
 
 Usage: bench/log_scale.py [--binary target/release/quiver] [--events 10000000] [--dead-letters 100000]
-                          [--failed 2500] [--delivered 0] [--waiting 0] [--store URL] [--scratch DIR]
+                          [--failed 2500] [--delivered 0] [--cancelled 0] [--waiting 0]
+                          [--store URL] [--scratch DIR]
 """
 
 import argparse
@@ -220,6 +225,7 @@ def main():
     parser.add_argument("--dead-letters", type=int, default=100_000)
     parser.add_argument("--failed", type=int, default=2_500)
     parser.add_argument("--delivered", type=int, default=0)
+    parser.add_argument("--cancelled", type=int, default=0)
     parser.add_argument("--waiting", type=int, default=0)
     parser.add_argument("--store", default=None, help="a postgres:// URL; default: SQLite in the scratch directory")
     parser.add_argument("--scratch", default=None)
@@ -253,6 +259,10 @@ def main():
         server, connection = serve(args.binary, directory, store)
         waiting = {"destination": f"http://127.0.0.1:{RECEIVER_PORT}/x", "body": "x",
                    "headers": {"Svc-Delay": "7d"}}
+        publish_batches(PORT, [waiting] * 100, args.cancelled // 100)
+        if args.cancelled:
+            cancelled = request(connection, "DELETE", "/v2/messages")
+            print(f"  cancelled: {cancelled}", flush=True)
         for done in range(0, args.waiting, 10_000):
             publish_batches(PORT, [waiting] * 100, min(10_000, args.waiting - done) // 100)
             if (done + 10_000) % 100_000 == 0:
@@ -272,7 +282,7 @@ def main():
             ("events: one message id (newest)", timed(connection, f"/v2/events?messageId={some_id}")[0]),
             ("events: one message id (oldest)", timed(connection, f"/v2/events?messageId={oldest_id}")[0]),
             ("events: state=FAILED", timed(connection, "/v2/events?state=FAILED")[0]),
-            ("events: state=CANCELED (none in the log)", timed(connection, "/v2/events?state=CANCELED")[0]),
+            ("events: state=CANCELED (none unless --cancelled)", timed(connection, "/v2/events?state=CANCELED")[0]),
             ("events: state=ACTIVE", timed(connection, "/v2/events?state=ACTIVE")[0]),
             ("events: state=CREATED", timed(connection, "/v2/events?state=CREATED")[0]),
             ("dlq: newest page", timed(connection, "/v2/dlq")[0]),

@@ -153,7 +153,7 @@ pub(crate) fn newest<T>(
         connection,
         (table, columns, "seq"),
         conditions,
-        cursor_seq(cursor),
+        (None, cursor_seq(cursor)),
         count,
         from_row,
     )
@@ -165,16 +165,21 @@ pub(crate) fn cursor_seq(cursor: Option<&str>) -> Option<i64> {
     cursor.and_then(|c| c.parse::<i64>().ok())
 }
 
-/// As `newest`, ordered by the column `order` of `table`, whose values below `below` are read.
+/// As `newest`, ordered by the column `order` of `table`, whose values between `above` and `below` (each
+/// bound left out, and `None`: none) are read.
 pub(crate) fn newest_by<T>(
     connection: &Connection,
     (table, columns, order): (&str, &str, &str),
     (conditions, mut values): (String, Vec<SqlValue>),
-    below: Option<i64>,
+    (above, below): (Option<i64>, Option<i64>),
     count: usize,
     from_row: impl Fn(&Row<'_>) -> rusqlite::Result<(i64, T)>,
 ) -> StoreResult<Vec<(i64, T)>> {
     let mut sql = format!("SELECT {columns} FROM {table} WHERE {conditions}");
+    if let Some(above) = above {
+        sql.push_str(&format!(" AND {order} > ?"));
+        values.push(SqlValue::Integer(above));
+    }
     if let Some(below) = below {
         sql.push_str(&format!(" AND {order} < ?"));
         values.push(SqlValue::Integer(below));

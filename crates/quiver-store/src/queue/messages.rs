@@ -711,21 +711,32 @@ impl EventLogStore for SqliteQueueStore {
         let below = cursor_seq(cursor);
         self.database
             .read(move |c| {
-                // A page from each part, grown to at most a few pages' room at once.
-                let room = parts.len().saturating_mul(count.saturating_add(1)).min(4_096);
+                // A page from each part, grown to at most a few pages' room at once. Once the parts read
+                // fill a page, nothing placed below its last item can be on it, so the next parts stop
+                // there: a part that few rows belong to (the ACTIVE events rows carry, under a log's
+                // newest thousands of cancels) is not read to the log's start for a page it has nothing of.
+                let page = count.saturating_add(1);
+                let room = parts.len().saturating_mul(page).min(4_096);
                 let mut items = Vec::with_capacity(room);
+                let mut above = None;
                 for (part, conditions) in parts {
                     items.extend(newest_by(
                         c,
                         (&part.table, &part.columns, part.order),
                         conditions,
-                        below.map(|below| below.saturating_add(part.shift)),
+                        (
+                            above.map(|above: i64| above.saturating_add(part.shift)),
+                            below.map(|below| below.saturating_add(part.shift)),
+                        ),
                         count,
                         stored_event_from_row,
                     )?);
+                    items.sort_unstable_by_key(|(seq, _)| std::cmp::Reverse(*seq));
+                    items.truncate(page);
+                    if items.len() == page {
+                        above = items.last().map(|(seq, _)| *seq);
+                    }
                 }
-                items.sort_unstable_by_key(|(seq, _)| std::cmp::Reverse(*seq));
-                items.truncate(count.saturating_add(1));
                 let mut decoded = Vec::with_capacity(items.len());
                 for (seq, stored) in items {
                     decoded.push((seq, stored.decode(seq).map_err(read_error)?));
