@@ -74,10 +74,11 @@ enum Part {
 /// The events a row of `events` stands for, as `x`: its own, at its seq, and those it carries, the
 /// attempt's ACTIVE event at seq - 1 (`active_at`, migration 8) and the message's CREATED event at
 /// seq - 2 (`created_at`, migration 9); a carried event's time is null where the row has none. A row's
-/// events lie below its seq and above the next row's (the log's sequence steps by three), so reading
-/// rows newest first and each row's events newest first reads the log in order, in one pass of the
-/// primary key: a page of a log that carries few events is no longer a part of its own, read far back
-/// to find the few.
+/// events lie at or below its seq and above the row before it (the sequence steps by two from
+/// migration 8 and by three from migration 9, so the places a row can carry are free), so reading rows
+/// newest first and each row's events newest first reads the log in order, in one pass of the primary
+/// key: a page of a log that carries few events is no longer a part of its own, read far back to find
+/// the few.
 const EVENTS_EXPANDED: &str = "events e CROSS JOIN LATERAL (VALUES (e.seq, e.time, e.state, e.detail), \
      (e.seq - 1, e.active_at, 'ACTIVE', '{}'), (e.seq - 2, e.created_at, 'CREATED', '{}')) \
      x(place, time, state, detail)";
