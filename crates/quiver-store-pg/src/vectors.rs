@@ -20,13 +20,16 @@ use tokio_postgres::Row;
 
 use crate::database::{PgDatabase, PgOptions, TxError, backend_error};
 
-/// Refuses a write whose position is not the one after `based_on` (another node wrote first).
-fn check_based_on(based_on: Option<FeedPosition>, position: i64) -> Result<(), TxError> {
+/// The feed position a write took, refused where it is not the one after `based_on` (another node
+/// wrote first).
+fn check_based_on(based_on: Option<FeedPosition>, position: i64) -> Result<FeedPosition, TxError> {
+    // Positions start at 1 and only grow, so the conversion holds; were one ever negative, 0 follows no
+    // position and a write based on one is refused.
     let next = u64::try_from(position).unwrap_or(0);
     if based_on.is_some_and(|based_on| based_on + 1 != next) {
         return Err(TxError::Store(StoreError::Conflict(FEED_BEHIND.to_owned())));
     }
-    Ok(())
+    Ok(next)
 }
 
 /// The vector engine's store over a [`PgDatabase`].
@@ -436,15 +439,14 @@ impl PgVectorStore {
                 Box::pin(async move {
                     let (key, changes) = &*work;
                     let is_puts = changes.iter().all(|c| matches!(c, Change::Put { .. }));
-                    let position = if is_puts {
+                    let (position, next) = if is_puts {
                         // The common write (upserts): one round trip; a conflict found after it rolls
                         // it all back.
                         let position = write_puts(t, key, changes).await?;
-                        check_based_on(based_on, position)?;
-                        position
+                        (position, check_based_on(based_on, position)?)
                     } else {
                         let position: i64 = t.query_one(TAKE_POSITION, &[key]).await?.get(0);
-                        check_based_on(based_on, position)?;
+                        let next = check_based_on(based_on, position)?;
                         let entries = apply_changes(t, key, changes).await?;
                         let text = serde_json::to_string(&entries)
                             .map_err(|e| StoreError::Backend(e.to_string()))?;
@@ -453,9 +455,8 @@ impl PgVectorStore {
                             &[key, &position, &text],
                         )
                         .await?;
-                        position
+                        (position, next)
                     };
-                    let next = u64::try_from(position).unwrap_or(0);
                     if position % 256 == 0 {
                         t.execute(
                             "DELETE FROM vector_feed WHERE index_id = $1 AND position <= $2",

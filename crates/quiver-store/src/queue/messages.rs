@@ -711,13 +711,12 @@ impl EventLogStore for SqliteQueueStore {
         let below = cursor_seq(cursor);
         self.database
             .read(move |c| {
-                // A page from each part, grown to at most a few pages' room at once. Once the parts read
-                // fill a page, nothing placed below its last item can be on it, so the next parts stop
-                // there: a part that few rows belong to (the ACTIVE events rows carry, under a log's
-                // newest thousands of cancels) is not read to the log's start for a page it has nothing of.
+                // A page from each part, merged into the page kept so far. Once the parts read fill a
+                // page, nothing placed below its last item can be on it, so the next parts stop there: a
+                // part that few rows belong to (the ACTIVE events rows carry, under a log's newest
+                // thousands of cancels) is not read to the log's start for a page it has nothing of.
                 let page = count.saturating_add(1);
-                let room = parts.len().saturating_mul(page).min(4_096);
-                let mut items = Vec::with_capacity(room);
+                let mut items = Vec::with_capacity(page.saturating_mul(2).min(4_096));
                 let mut above = None;
                 for (part, conditions) in parts {
                     items.extend(newest_by(
