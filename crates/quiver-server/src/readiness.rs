@@ -173,15 +173,17 @@ impl NodeReadiness {
     }
 }
 
-/// Every vector index of every account.
+/// Every vector and search index of every account.
 async fn vector_indexes(catalogue: &dyn AdminStore) -> Result<Vec<IndexRef>, String> {
     let mut indexes = Vec::new();
     for account in catalogue.accounts().await.map_err(|e| e.to_string())? {
-        let records = catalogue
-            .indexes(account.id, IndexKind::Vector)
-            .await
-            .map_err(|e| e.to_string())?;
-        indexes.extend(records.iter().filter_map(quiver_http::vector::vector_index));
+        for kind in [IndexKind::Vector, IndexKind::Search] {
+            let records = catalogue
+                .indexes(account.id, kind)
+                .await
+                .map_err(|e| e.to_string())?;
+            indexes.extend(records.iter().map(quiver_http::vector::vector_index));
+        }
     }
     Ok(indexes)
 }

@@ -62,13 +62,34 @@ pub struct VectorIndex {
 /// # Panics
 /// When the index cannot be created.
 pub async fn index(server: &TestServer, body: Value) -> VectorIndex {
-    let record = server.create_vector_index(body).await;
-    let field = |name: &str| record[name].as_str().expect("a text field").to_owned();
-    VectorIndex {
-        token: field("token"),
-        read_only: field("read_only_token"),
-        endpoint: field("endpoint"),
-        id: field("id"),
+    VectorIndex::of(&server.create_vector_index(body).await)
+}
+
+/// Creates a search index from a management API `body` (`POST /v2/search`).
+///
+/// # Panics
+/// When the index cannot be created.
+pub async fn search_index(server: &TestServer, body: Value) -> VectorIndex {
+    let response = server
+        .management(Method::POST, "/v2/search")
+        .json(&body)
+        .send()
+        .await
+        .expect("the server answers");
+    assert_eq!(response.status(), StatusCode::OK, "creating a search index");
+    VectorIndex::of(&response.json().await.expect("an index record"))
+}
+
+impl VectorIndex {
+    /// The tokens and names of an index record.
+    fn of(record: &Value) -> VectorIndex {
+        let field = |name: &str| record[name].as_str().expect("a text field").to_owned();
+        VectorIndex {
+            token: field("token"),
+            read_only: field("read_only_token"),
+            endpoint: field("endpoint"),
+            id: field("id"),
+        }
     }
 }
 

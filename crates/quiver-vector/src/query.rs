@@ -22,7 +22,41 @@ pub enum Fusion {
     Rrf,
     /// Distribution-based score fusion: mean +/- 3 sigma normalisation, then sum.
     Dbsf,
+    /// DBSF's normalisation, then the dense part weighted by the given share and the sparse part by
+    /// the rest (a search index's `semanticWeight`).
+    Weighted(SemanticWeight),
 }
+
+/// The dense part's share of a weighted fusion: a number from 0 to 1.
+#[derive(Debug, Clone, Copy)]
+pub struct SemanticWeight(f32);
+
+impl SemanticWeight {
+    /// The weight, if `value` lies in 0..=1.
+    pub fn new(value: f64) -> Option<SemanticWeight> {
+        (0.0..=1.0)
+            .contains(&value)
+            .then_some(SemanticWeight(value as f32))
+    }
+
+    /// The dense part's share.
+    pub fn dense(self) -> f32 {
+        self.0
+    }
+
+    /// The sparse part's share.
+    pub fn sparse(self) -> f32 {
+        1.0 - self.0
+    }
+}
+
+impl PartialEq for SemanticWeight {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.to_bits() == other.0.to_bits()
+    }
+}
+
+impl Eq for SemanticWeight {}
 
 /// What a query searches with.
 #[derive(Debug, Clone, PartialEq)]

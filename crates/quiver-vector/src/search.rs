@@ -76,36 +76,27 @@ pub fn sparse_search(
 
 /// Fuses two rankings (each best first) as DESIGN §10.10 fixes: RRF `1/(60+rank)` with the first rank 0;
 /// DBSF normalises each list over its mean +/- 3 sample standard deviations, 0.5 when that is 0 (or the
-/// list has one hit).
+/// list has one hit). A weighted fusion scales DBSF's values by each part's share and leaves out a part
+/// whose share is 0.
 pub fn fuse(dense: Vec<Hit>, sparse: Vec<Hit>, fusion: Fusion) -> Vec<Hit> {
     let mut fused: Vec<Hit> = Vec::new();
     let mut position: HashMap<String, usize> = HashMap::new();
-    for list in [dense, sparse] {
+    let shares = match fusion {
+        Fusion::Weighted(weight) => [weight.dense(), weight.sparse()],
+        Fusion::Rrf | Fusion::Dbsf => [1.0, 1.0],
+    };
+    for (list, share) in [dense, sparse].into_iter().zip(shares) {
+        if share == 0.0 {
+            continue;
+        }
         let mapped = match fusion {
             Fusion::Rrf => (0..list.len())
                 .map(|rank| 1.0 / (60.0 + rank as f32))
                 .collect::<Vec<_>>(),
-            Fusion::Dbsf => {
-                let n = list.len() as f32;
-                let mean = list.iter().map(|h| h.score).sum::<f32>() / n.max(1.0);
-                let squares = list.iter().map(|h| (h.score - mean).powi(2)).sum::<f32>();
-                let sigma = if list.len() > 1 {
-                    (squares / (n - 1.0)).sqrt()
-                } else {
-                    0.0
-                };
-                list.iter()
-                    .map(|h| {
-                        if sigma == 0.0 {
-                            0.5
-                        } else {
-                            (h.score - (mean - 3.0 * sigma)) / (6.0 * sigma)
-                        }
-                    })
-                    .collect()
-            }
+            Fusion::Dbsf | Fusion::Weighted(_) => distribution_normalised(&list),
         };
         for (hit, value) in list.into_iter().zip(mapped) {
+            let value = value * share;
             match position.get(&hit.record.id) {
                 Some(at) => fused[*at].score += value,
                 None => {
@@ -122,11 +113,34 @@ pub fn fuse(dense: Vec<Hit>, sparse: Vec<Hit>, fusion: Fusion) -> Vec<Hit> {
     fused
 }
 
+/// DBSF's values of a list: each score over the list's mean +/- 3 sample standard deviations, 0.5 when
+/// that deviation is 0 (or the list has one hit).
+fn distribution_normalised(list: &[Hit]) -> Vec<f32> {
+    let n = list.len() as f32;
+    let mean = list.iter().map(|h| h.score).sum::<f32>() / n.max(1.0);
+    let squares = list.iter().map(|h| (h.score - mean).powi(2)).sum::<f32>();
+    let sigma = if list.len() > 1 {
+        (squares / (n - 1.0)).sqrt()
+    } else {
+        0.0
+    };
+    list.iter()
+        .map(|h| {
+            if sigma == 0.0 {
+                0.5
+            } else {
+                (h.score - (mean - 3.0 * sigma)) / (6.0 * sigma)
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use quiver_core::index::{IndexType, SimilarityFunction};
 
     use super::*;
+    use crate::query::SemanticWeight;
     use crate::record::{Record, StoredRecord};
     use crate::score::sparse_dot;
 
@@ -330,5 +344,37 @@ mod tests {
         assert!((score("a") - (0.5 + 3.0 * sigma) / (6.0 * sigma)).abs() < 1e-6);
         assert!((score("b") - (-0.5 + 3.0 * sigma) / (6.0 * sigma)).abs() < 1e-6);
         assert_eq!(score("c"), 0.5);
+    }
+
+    #[test]
+    fn a_weighted_fusion_scales_each_part_by_its_share_and_drops_a_part_with_none() {
+        let dense = || vec![hit("a", 1.0), hit("b", 0.0)];
+        let sparse = || vec![hit("b", 4.0), hit("c", 2.0)];
+        let weighted = |share: f64| {
+            fuse(
+                dense(),
+                sparse(),
+                Fusion::Weighted(SemanticWeight::new(share).unwrap()),
+            )
+        };
+        let sigma = 0.5_f32.sqrt();
+        let (high, low) = (
+            (0.5 + 3.0 * sigma) / (6.0 * sigma),
+            (-0.5 + 3.0 * sigma) / (6.0 * sigma),
+        );
+        let sparse_sigma = 2.0_f32.sqrt();
+        let (sparse_high, sparse_low) = (
+            (1.0 + 3.0 * sparse_sigma) / (6.0 * sparse_sigma),
+            (-1.0 + 3.0 * sparse_sigma) / (6.0 * sparse_sigma),
+        );
+        let fused = weighted(0.75);
+        let score = |id: &str| fused.iter().find(|h| h.record.id == id).unwrap().score;
+        assert!((score("a") - 0.75 * high).abs() < 1e-6);
+        assert!((score("b") - (0.75 * low + 0.25 * sparse_high)).abs() < 1e-6);
+        assert!((score("c") - 0.25 * sparse_low).abs() < 1e-6);
+        let ids = |hits: Vec<Hit>| hits.into_iter().map(|h| h.record.id).collect::<Vec<_>>();
+        assert_eq!(ids(weighted(1.0)), ["a", "b"]);
+        assert_eq!(ids(weighted(0.0)), ["b", "c"]);
+        assert!(SemanticWeight::new(1.5).is_none() && SemanticWeight::new(-0.1).is_none());
     }
 }

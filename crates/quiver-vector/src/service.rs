@@ -18,7 +18,7 @@ use crate::record::{IndexSpec, Record, SparseVector, StoredRecord};
 use crate::store::{Change, VectorStore};
 use crate::text::{TextModels, embed};
 
-pub use crate::query::{Fusion, Hit, Query, QueryInput, Weighting};
+pub use crate::query::{Fusion, Hit, Query, QueryInput, SemanticWeight, Weighting};
 
 mod checks;
 mod feed;
@@ -378,13 +378,28 @@ impl Vectors {
         self: &Arc<Self>,
         index: &IndexRef,
         namespace: &str,
-        mut records: Vec<Record>,
+        records: Vec<Record>,
     ) -> Result<(), VectorError> {
-        Self::check_write_count(index, records.len())?;
         let texts = records
             .iter()
             .map(|r| r.data.clone().unwrap_or_default())
             .collect();
+        self.upsert_embedded(index, namespace, records, texts).await
+    }
+
+    /// Upserts records whose vectors the index's models embed from `texts`, one per record (a search
+    /// index's documents, whose text is drawn from their content).
+    ///
+    /// # Errors
+    /// As [`Vectors::upsert_data`].
+    pub async fn upsert_embedded(
+        self: &Arc<Self>,
+        index: &IndexRef,
+        namespace: &str,
+        mut records: Vec<Record>,
+        texts: Vec<String>,
+    ) -> Result<(), VectorError> {
+        Self::check_write_count(index, records.len())?;
         let embedded = embed(&self.embedders, &index.spec, index.models, texts, None).await?;
         for (record, (vector, sparse)) in records.iter_mut().zip(embedded) {
             record.vector = vector;

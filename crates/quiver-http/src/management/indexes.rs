@@ -99,9 +99,7 @@ async fn delete_index(
     id: String,
 ) -> ApiResult<Json<&'static str>> {
     let record = state.admin.delete_index(&owner, kind, &id).await?;
-    if kind == IndexKind::Vector {
-        state.vectors.drop_index(record.id).await?;
-    }
+    state.vectors.drop_index(record.id).await?;
     Ok(ok())
 }
 

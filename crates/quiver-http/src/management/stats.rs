@@ -94,17 +94,12 @@ impl From<VectorStats> for StatsResponse {
 }
 
 async fn holdings(state: &AppState, record: &IndexRecord) -> ApiResult<Holdings> {
-    match crate::vector::vector_index(record) {
-        Some(index) => {
-            let info = state.vectors.info(&index).await?;
-            Ok(Holdings {
-                vector_count: info.vector_count as u64,
-                pending: info.pending_vector_count as u64,
-                storage_bytes: info.index_size as u64,
-            })
-        }
-        None => Ok(Holdings::default()),
-    }
+    let info = state.vectors.info(&crate::vector::vector_index(record)).await?;
+    Ok(Holdings {
+        vector_count: info.vector_count as u64,
+        pending: info.pending_vector_count as u64,
+        storage_bytes: info.index_size as u64,
+    })
 }
 
 async fn stats_of(state: &AppState, record: &IndexRecord, period: Period) -> ApiResult<VectorStats> {

@@ -309,6 +309,11 @@ pub(crate) fn components() -> Value {
         "SparseVector": sparse,
         "Vector": vector,
         "Score": score,
+        "Document": object(
+            &[("id", string()), ("content", any_object()), ("metadata", any_object()),
+              ("score", number()), ("vector", array(number()))],
+            1,
+        ),
         "Query": query,
         "QueryData": query_data,
         "Upsert": upsert,

@@ -47,15 +47,25 @@ fn in_namespace() -> Vec<(&'static str, &'static str, Option<Value>, Value)> {
         ),
         (
             "upsert-data",
-            "Insert or replace records whose text the index's model embeds.",
-            Some(one_or_many(object(
-                &[
-                    ("id", json!({"type": ["string", "number"]})),
-                    ("data", string()),
-                    ("metadata", any_object()),
-                ],
-                2,
-            ))),
+            "Insert or replace records whose text the index's model embeds; on a search index, documents whose content's values are embedded and whose content fields filters test.",
+            Some(json!({"anyOf": [
+                one_or_many(object(
+                    &[
+                        ("id", json!({"type": ["string", "number"]})),
+                        ("data", string()),
+                        ("metadata", any_object()),
+                    ],
+                    2,
+                )),
+                one_or_many(object(
+                    &[
+                        ("id", json!({"type": ["string", "number"]})),
+                        ("content", any_object()),
+                        ("metadata", any_object()),
+                    ],
+                    2,
+                )),
+            ]})),
             success(),
         ),
         (
@@ -80,7 +90,7 @@ fn in_namespace() -> Vec<(&'static str, &'static str, Option<Value>, Value)> {
                 ]),
                 0,
             )),
-            array(json!({"anyOf": [r("Vector"), {"type": "null"}]})),
+            array(json!({"anyOf": [r("Vector"), r("Document"), {"type": "null"}]})),
         ),
         (
             "range",
@@ -93,7 +103,13 @@ fn in_namespace() -> Vec<(&'static str, &'static str, Option<Value>, Value)> {
                 ]),
                 1,
             )),
-            object(&[("nextCursor", string()), ("vectors", array(r("Vector")))], 2),
+            object(
+                &[
+                    ("nextCursor", string()),
+                    ("vectors", array(json!({"anyOf": [r("Vector"), r("Document")]}))),
+                ],
+                2,
+            ),
         ),
         (
             "delete",
@@ -131,7 +147,29 @@ fn in_namespace() -> Vec<(&'static str, &'static str, Option<Value>, Value)> {
             "random",
             "A record chosen at random, or null when there is none.",
             None,
-            json!({"anyOf": [r("Vector"), {"type": "null"}]}),
+            json!({"anyOf": [r("Vector"), r("Document"), {"type": "null"}]}),
+        ),
+        (
+            "search",
+            "Search indexes only: the documents that best match a text, by meaning and by words (`semanticWeight`, 0.75 when not given, is the meaning's share), filtered on content fields.",
+            Some(object(
+                &[
+                    ("query", string()),
+                    ("topK", integer()),
+                    ("includeData", boolean()),
+                    ("includeMetadata", boolean()),
+                    ("filter", string()),
+                    (
+                        "semanticWeight",
+                        json!({"type": "number", "minimum": 0, "maximum": 1}),
+                    ),
+                    ("reranking", boolean()),
+                    ("inputEnrichment", boolean()),
+                    ("_appendOriginalInputToEnrichmentResult", boolean()),
+                ],
+                1,
+            )),
+            array(r("Document")),
         ),
         (
             "resumable-query",

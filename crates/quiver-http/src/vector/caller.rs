@@ -8,6 +8,7 @@ use axum::middleware::Next;
 use axum::response::Response;
 use quiver_admin::AdminError;
 use quiver_admin::catalog::{IndexRecord, IndexSettings};
+use quiver_core::index::{DenseModel, IndexType, SimilarityFunction, SparseModel};
 use quiver_vector::record::IndexSpec;
 use quiver_vector::service::IndexRef;
 use quiver_vector::text::TextModels;
@@ -23,6 +24,8 @@ pub(super) struct VectorCaller {
     pub(crate) index: IndexRef,
     /// The operation, the path's first segment after the index (`upsert`, `query-data`, ...).
     pub(crate) operation: String,
+    /// Whether the index is a search index, whose records are documents (`super::documents`).
+    pub(crate) search: bool,
     read_only: bool,
 }
 
@@ -40,26 +43,70 @@ impl VectorCaller {
     }
 }
 
-/// The engine's view of a vector index record; `None` for a search index.
-pub fn vector_index(record: &IndexRecord) -> Option<IndexRef> {
-    let IndexSettings::VectorV1(settings) = &record.settings else {
-        return None;
+/// The engine's view of an index record. A search index is a hybrid index of all-MiniLM-L6-v2 (384
+/// dimensions, cosine) and BM25, whose records are documents (`super::documents`).
+pub fn vector_index(record: &IndexRecord) -> IndexRef {
+    let (spec, models) = match &record.settings {
+        IndexSettings::VectorV1(settings) => (
+            IndexSpec {
+                dimension: settings.dimension_count as usize,
+                similarity: settings.similarity_function,
+                index_type: settings.index_type,
+            },
+            TextModels {
+                dense: settings.embedding_model,
+                sparse: settings.sparse_embedding_model,
+            },
+        ),
+        IndexSettings::SearchV1(_) => (
+            IndexSpec {
+                dimension: SEARCH_MODEL.dimensions() as usize,
+                similarity: SimilarityFunction::Cosine,
+                index_type: IndexType::Hybrid,
+            },
+            TextModels {
+                dense: Some(SEARCH_MODEL),
+                sparse: Some(SparseModel::Bm25),
+            },
+        ),
     };
-    let index = IndexRef {
+    IndexRef {
         id: record.id,
         name: record.name.to_string(),
-        spec: IndexSpec {
-            dimension: settings.dimension_count as usize,
-            similarity: settings.similarity_function,
-            index_type: settings.index_type,
-        },
+        spec,
         limits: record.limits(),
-        models: TextModels {
-            dense: settings.embedding_model,
-            sparse: settings.sparse_embedding_model,
-        },
-    };
-    Some(index)
+        models,
+    }
+}
+
+/// The dense model of every search index.
+const SEARCH_MODEL: DenseModel = DenseModel::AllMiniLmL6V2;
+
+/// Operations of the vector API that a search index does not take, with the one to use instead.
+const NOT_FOR_SEARCH: [(&str, &str); 7] = [
+    ("upsert", "`/upsert-data` with documents"),
+    ("query", "`/search`"),
+    ("query-data", "`/search`"),
+    ("update", "`/upsert-data` with the whole document"),
+    ("resumable-query", "`/search`"),
+    ("resumable-query-data", "`/search`"),
+    ("resumable-query-next", "`/search`"),
+];
+
+/// Refuses an operation the index's kind does not take (400, naming it and what to use instead).
+fn check_operation(search: bool, operation: &str) -> Result<(), ApiError> {
+    if search {
+        if let Some((_, instead)) = NOT_FOR_SEARCH.iter().find(|(op, _)| *op == operation) {
+            return Err(ApiError::bad_request(format!(
+                "/{operation} is not available on a search index; use {instead}"
+            )));
+        }
+    } else if operation == "search" {
+        return Err(ApiError::bad_request(
+            "/search is available on search indexes only; a vector index queries with `/query-data`",
+        ));
+    }
+    Ok(())
 }
 
 /// The index endpoint a path names (`/vector/{endpoint}/...`), and the operation after it.
@@ -78,7 +125,7 @@ fn split_path(path: &str) -> (Option<&str>, &str) {
 }
 
 /// Finds the index from the request's token: 401 for a missing or unknown token, 404 when the path
-/// names another index, 501 for a search index's token.
+/// names another index, 400 for an operation the index's kind does not take.
 async fn caller_of(state: &AppState, parts: &Parts) -> Result<VectorCaller, ApiError> {
     let unauthorized = || ApiError::new(StatusCode::UNAUTHORIZED, "Unauthorized: Invalid auth token");
     let token = bearer_token(parts, &[]).ok_or_else(unauthorized)?;
@@ -100,15 +147,12 @@ async fn caller_of(state: &AppState, parts: &Parts) -> Result<VectorCaller, ApiE
             "index `{endpoint}` does not match this token"
         )));
     }
-    let Some(index) = vector_index(&record) else {
-        return Err(ApiError::new(
-            StatusCode::NOT_IMPLEMENTED,
-            "this token belongs to a search index, whose data API is not available yet",
-        ));
-    };
+    let search = matches!(record.settings, IndexSettings::SearchV1(_));
+    check_operation(search, operation)?;
     Ok(VectorCaller {
-        index,
+        index: vector_index(&record),
         operation: operation.to_owned(),
+        search,
         read_only,
     })
 }
@@ -147,5 +191,28 @@ mod tests {
         assert_eq!(split_path("/vector/abc/query-data"), (Some("abc"), "query-data"));
         assert_eq!(split_path("/vector/abc"), (Some("abc"), ""));
         assert_eq!(split_path("/delete-namespace/"), (None, "delete-namespace"));
+    }
+
+    #[test]
+    fn each_kind_of_index_refuses_the_other_kinds_queries_and_names_what_to_use() {
+        let refused = |search, op| check_operation(search, op).unwrap_err().message().to_owned();
+        assert_eq!(
+            refused(true, "query-data"),
+            "/query-data is not available on a search index; use `/search`"
+        );
+        assert!(refused(true, "upsert").ends_with("use `/upsert-data` with documents"));
+        assert!(refused(false, "search").starts_with("/search is available on search indexes only"));
+        for op in [
+            "upsert-data",
+            "search",
+            "fetch",
+            "range",
+            "delete",
+            "reset",
+            "info",
+        ] {
+            assert!(check_operation(true, op).is_ok(), "{op}");
+        }
+        assert!(check_operation(false, "query-data").is_ok());
     }
 }

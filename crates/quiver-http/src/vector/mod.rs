@@ -6,6 +6,7 @@
 //! and the index, once), metering and plan limits (`meter`), then its handler.
 
 mod caller;
+mod documents;
 mod meter;
 mod namespaces;
 mod query;
@@ -27,7 +28,7 @@ pub use caller::vector_index;
 /// The vector routes, at the root and under `/vector/{endpoint}`, with their layers.
 pub fn routes(state: &AppState, body_limit: usize) -> Router<AppState> {
     let endpoints = || {
-        let with_namespace: [(&str, MethodRouter<AppState>); 12] = [
+        let with_namespace: [(&str, MethodRouter<AppState>); 13] = [
             ("upsert", any(records::upsert)),
             ("upsert-data", any(records::upsert_data)),
             ("query", any(query::query)),
@@ -40,6 +41,7 @@ pub fn routes(state: &AppState, body_limit: usize) -> Router<AppState> {
             ("random", any(records::random)),
             ("resumable-query", any(resumable::resumable_query)),
             ("resumable-query-data", any(resumable::resumable_query)),
+            ("search", any(documents::search)),
         ];
         let mut router = Router::new();
         for (path, handler) in with_namespace {

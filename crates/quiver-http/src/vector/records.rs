@@ -12,11 +12,31 @@ use crate::error::ApiError;
 use crate::extract::JsonBody;
 use crate::state::AppState;
 use crate::vector::caller::VectorCaller;
+use crate::vector::documents::{self, DocumentOut};
 use crate::vector::reply::{Handled, namespace_of, object_of, success};
 use crate::vector::wire::{
     DenseInfo, Include, InfoOut, SparseInfo, VectorOut, count_of, data_record_of, ids_of, metadata_of,
     namespaces_out, one_or_many, record_of, required_id, text_of, vectors_of,
 };
+
+/// A record in the answer of fetch, range or random: a vector, or a search index's document.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub(crate) enum RecordOut {
+    Vector(VectorOut),
+    Document(DocumentOut),
+}
+
+impl VectorCaller {
+    /// A record with the parts asked for, in the shape of the caller's index.
+    fn render(&self, record: quiver_vector::record::Record, include: Include) -> RecordOut {
+        if self.search {
+            RecordOut::Document(DocumentOut::record(record, include, None))
+        } else {
+            RecordOut::Vector(VectorOut::record(record, include, None))
+        }
+    }
+}
 
 /// Most vectors a fetch by prefix returns.
 pub(crate) const PREFIX_FETCH_LIMIT: usize = 1000;
@@ -43,6 +63,9 @@ pub(crate) async fn upsert_data(
     JsonBody(body): JsonBody,
 ) -> Handled {
     caller.require_write()?;
+    if caller.search {
+        return documents::upsert_documents(&state, &caller, &namespace_of(&params), &body).await;
+    }
     let records = one_or_many(&body, data_record_of, "a {id, data} object or an array of them")?;
     state
         .vectors
@@ -80,7 +103,7 @@ pub(crate) async fn fetch(
             Ok(success(
                 found
                     .into_iter()
-                    .map(|r| r.map(|r| VectorOut::record(r, include, None)))
+                    .map(|r| r.map(|r| caller.render(r, include)))
                     .collect::<Vec<_>>(),
             ))
         }
@@ -92,7 +115,7 @@ pub(crate) async fn fetch(
             Ok(success(
                 found
                     .into_iter()
-                    .map(|r| VectorOut::record(r, include, None))
+                    .map(|r| caller.render(r, include))
                     .collect::<Vec<_>>(),
             ))
         }
@@ -104,7 +127,7 @@ pub(crate) async fn fetch(
 #[serde(rename_all = "camelCase")]
 pub(crate) struct RangePage {
     next_cursor: String,
-    vectors: Vec<VectorOut>,
+    vectors: Vec<RecordOut>,
 }
 
 pub(crate) async fn range(
@@ -130,10 +153,7 @@ pub(crate) async fn range(
         .await?;
     Ok(success(RangePage {
         next_cursor,
-        vectors: records
-            .into_iter()
-            .map(|r| VectorOut::record(r, include, None))
-            .collect(),
+        vectors: records.into_iter().map(|r| caller.render(r, include)).collect(),
     }))
 }
 
@@ -298,5 +318,5 @@ pub(crate) async fn random(
         .vectors
         .random(&caller.index, &namespace_of(&params))
         .await?;
-    Ok(success(found.map(|r| VectorOut::record(r, include, None))))
+    Ok(success(found.map(|r| caller.render(r, include))))
 }

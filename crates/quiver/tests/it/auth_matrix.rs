@@ -388,7 +388,7 @@ async fn vector_routes_refuse_strangers_read_only_writers_and_other_indexes() {
 
 /// Vector routes: `(path, whether it writes, body)`; each that acts on a namespace also with one.
 fn vector_routes() -> Vec<(String, bool, serde_json::Value)> {
-    let in_namespace: [(&str, bool, serde_json::Value); 15] = [
+    let in_namespace: [(&str, bool, serde_json::Value); 16] = [
         ("/upsert", true, json!([{"id": "x", "vector": [0.0, 1.0]}])),
         ("/upsert-data", true, json!([{"id": "x", "data": "text"}])),
         (
@@ -420,6 +420,7 @@ fn vector_routes() -> Vec<(String, bool, serde_json::Value)> {
             json!({"vector": [1.0, 0.0], "topK": 5, "maxIdle": 60}),
         ),
         ("/query-data", false, json!({"data": "text", "topK": 5})),
+        ("/search", false, json!({"query": "text", "topK": 5})),
         (
             "/resumable-query-data",
             false,

@@ -22,6 +22,7 @@ mod restart;
 mod retention;
 mod schedules;
 mod sdk;
+mod search;
 mod ssrf;
 mod stats;
 mod url_groups;

@@ -124,6 +124,29 @@ async fn the_official_vector_clients_for_javascript_and_python_drive_the_main_fl
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_official_search_client_upserts_searches_and_manages_documents_of_a_search_index() {
+    assert_installed("node_modules/@upstash/search");
+    let server = TestServer::embedded().await;
+    let index = quiver_testkit::calls::search_index(
+        &server,
+        json!({"name": "sdk-search", "region": "us-central1", "type": "payg"}),
+    )
+    .await;
+    let env = vec![
+        ("UPSTASH_SEARCH_REST_URL", server.url("")),
+        ("UPSTASH_SEARCH_REST_TOKEN", index.token),
+        ("UPSTASH_DISABLE_TELEMETRY", "1".to_owned()),
+    ];
+    run_sdk_suite(
+        "node",
+        &["--test", "--test-reporter=spec", "search.test.mjs"],
+        env,
+    )
+    .await;
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn workflows_written_with_the_official_sdk_run_to_completion_and_are_bulk_cancelled() {
     assert_installed("node_modules/@upstash/workflow");
     let server = TestServer::embedded().await;

@@ -17,7 +17,8 @@ const CORPUS: [(&str, &str); 4] = [
     ("soup", "Tomato soup is best served with grilled cheese."),
 ];
 
-fn ids(hits: &Value) -> Vec<&str> {
+/// The ids of a query's or a search's hits, in order.
+pub(crate) fn ids(hits: &Value) -> Vec<&str> {
     hits.as_array()
         .unwrap()
         .iter()

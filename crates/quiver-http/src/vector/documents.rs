@@ -1,0 +1,330 @@
+//! A search index's documents (the `@upstash/search` client's API): `upsert-data` with
+//! `{id, content, metadata}`, `search`, and documents in the answers of fetch, range and random.
+//!
+//! A search index is a hybrid index (`super::caller::vector_index`). A document is stored as a record
+//! whose metadata is the document's content, so that filters test content fields, and whose data is
+//! the document's metadata as JSON text. Its vectors embed the content's values (never its keys).
+
+use std::collections::HashMap;
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use quiver_vector::filter::Filter;
+use quiver_vector::record::Record;
+use quiver_vector::service::{Fusion, Hit, Query, QueryInput, SemanticWeight, Weighting};
+use quiver_vector::text::QueryMode;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::error::ApiError;
+use crate::extract::JsonBody;
+use crate::state::AppState;
+use crate::vector::caller::VectorCaller;
+use crate::vector::reply::{Handled, namespace_of, object_of, success};
+use crate::vector::wire::{Include, count_of, flag, one_or_many, required_id, text_of};
+
+/// The dense part's share of a search when the request names none.
+const DEFAULT_SEMANTIC_WEIGHT: f64 = 0.75;
+
+/// Results of a search when the request names no `topK`.
+const DEFAULT_LIMIT: usize = 5;
+
+/// A document to write: the record to store and the text its vectors embed.
+#[derive(Debug)]
+pub(crate) struct Document {
+    record: Record,
+    text: String,
+}
+
+/// A document of `upsert-data`: `id`, a `content` object and an optional `metadata` object.
+fn document_of(value: &Value) -> Result<Document, ApiError> {
+    let Value::Object(object) = value else {
+        return Err(ApiError::bad_request("each document must be a JSON object"));
+    };
+    if let Some(unknown) = object
+        .keys()
+        .find(|k| !["id", "content", "metadata"].contains(&k.as_str()))
+    {
+        return Err(ApiError::bad_request(format!(
+            "{unknown}: is not a field of a document; a document has id, content and metadata"
+        )));
+    }
+    let content = match object.get("content") {
+        Some(Value::Object(content)) => content,
+        None | Some(Value::Null) => return Err(ApiError::bad_request("content: is required")),
+        Some(_) => return Err(ApiError::bad_request("content: must be a JSON object")),
+    };
+    let metadata = match object.get("metadata") {
+        None | Some(Value::Null) => None,
+        Some(metadata @ Value::Object(_)) => Some(metadata.to_string()),
+        Some(_) => return Err(ApiError::bad_request("metadata: must be a JSON object")),
+    };
+    let mut text = String::new();
+    for value in content.values() {
+        append_text(&mut text, value);
+    }
+    if text.trim().is_empty() {
+        return Err(ApiError::bad_request(
+            "content: holds no text to index; give it at least one non-empty value",
+        ));
+    }
+    Ok(Document {
+        record: Record {
+            id: required_id(object)?,
+            vector: None,
+            sparse: None,
+            metadata: Some(Value::Object(content.clone())),
+            data: metadata,
+        },
+        text,
+    })
+}
+
+/// Appends a content value's text, a line per leaf: strings as they are, numbers and booleans as
+/// written, arrays and objects by their values.
+fn append_text(text: &mut String, value: &Value) {
+    let mut line = |leaf: &str| {
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(leaf);
+    };
+    match value {
+        Value::Null => {}
+        Value::String(leaf) => line(leaf),
+        Value::Bool(leaf) => line(&leaf.to_string()),
+        Value::Number(leaf) => line(&leaf.to_string()),
+        Value::Array(items) => items.iter().for_each(|item| append_text(text, item)),
+        Value::Object(fields) => fields.values().for_each(|field| append_text(text, field)),
+    }
+}
+
+/// `upsert-data` on a search index: one document or an array of them.
+pub(crate) async fn upsert_documents(
+    state: &AppState,
+    caller: &VectorCaller,
+    namespace: &str,
+    body: &Value,
+) -> Handled {
+    let documents = one_or_many(
+        body,
+        document_of,
+        "a {id, content, metadata} document or an array of them",
+    )?;
+    let (records, texts) = documents.into_iter().map(|d| (d.record, d.text)).unzip();
+    state
+        .vectors
+        .upsert_embedded(&caller.index, namespace, records, texts)
+        .await?;
+    Ok(success("Success"))
+}
+
+/// A document on the wire: fetch, range and random leave out `score`.
+#[derive(Debug, Serialize)]
+pub(crate) struct DocumentOut {
+    id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    content: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    metadata: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    score: Option<f32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    vector: Option<Vec<f32>>,
+}
+
+impl DocumentOut {
+    /// A stored document with the parts asked for: `includeData` gives its content, `includeMetadata`
+    /// its metadata, `includeVectors` its dense vector.
+    pub(crate) fn record(record: Record, include: Include, score: Option<f32>) -> DocumentOut {
+        DocumentOut {
+            id: record.id,
+            content: if include.data { record.metadata } else { None },
+            metadata: if include.metadata {
+                // Written by `document_of` as an object's JSON text; anything else was not a document's.
+                record.data.and_then(|text| serde_json::from_str(&text).ok())
+            } else {
+                None
+            },
+            score,
+            vector: if include.vectors { record.vector } else { None },
+        }
+    }
+}
+
+/// Fields a search request may name.
+const SEARCH_FIELDS: [&str; 9] = [
+    "query",
+    "topK",
+    "includeData",
+    "includeMetadata",
+    "filter",
+    "reranking",
+    "semanticWeight",
+    "inputEnrichment",
+    "_appendOriginalInputToEnrichmentResult",
+];
+
+/// A search as the body states it.
+fn search_of(object: &Map<String, Value>) -> Result<(Query, Include), ApiError> {
+    if let Some(unknown) = object.keys().find(|k| !SEARCH_FIELDS.contains(&k.as_str())) {
+        return Err(ApiError::bad_request(format!(
+            "{unknown}: is not a field of a search; expected {}",
+            SEARCH_FIELDS.join(", ")
+        )));
+    }
+    let query = match text_of(object, "query")? {
+        Some(text) if !text.trim().is_empty() => text.to_owned(),
+        Some(_) | None => return Err(ApiError::bad_request("query: is required and must not be empty")),
+    };
+    for (field, what) in [
+        ("reranking", "reranking needs a reranking model"),
+        ("inputEnrichment", "input enrichment needs a language model"),
+    ] {
+        if flag(object, field)? {
+            return Err(ApiError::new(
+                StatusCode::NOT_IMPLEMENTED,
+                format!("{field}: Quiver does not offer it ({what}); leave it out or set it to false"),
+            ));
+        }
+    }
+    flag(object, "_appendOriginalInputToEnrichmentResult")?;
+    let weight = match object.get("semanticWeight") {
+        None | Some(Value::Null) => DEFAULT_SEMANTIC_WEIGHT,
+        Some(value) => value
+            .as_f64()
+            .ok_or_else(|| ApiError::bad_request("semanticWeight: must be a number from 0 to 1"))?,
+    };
+    let weight = SemanticWeight::new(weight)
+        .ok_or_else(|| ApiError::bad_request("semanticWeight: must be a number from 0 to 1"))?;
+    let filter = match text_of(object, "filter")? {
+        Some(text) => Filter::parse(text).map_err(|e| ApiError::bad_request(e.to_string()))?,
+        None => None,
+    };
+    let query = Query {
+        input: QueryInput::Text {
+            data: query,
+            mode: QueryMode::Hybrid,
+        },
+        top_k: count_of(object, "topK")?.unwrap_or(DEFAULT_LIMIT),
+        filter,
+        weighting: Weighting::Idf,
+        fusion: Fusion::Weighted(weight),
+    };
+    let include = Include {
+        vectors: false,
+        metadata: flag(object, "includeMetadata")?,
+        data: flag(object, "includeData")?,
+    };
+    Ok((query, include))
+}
+
+/// `search`: the documents that best match a text, by meaning and by words (`semanticWeight` shares
+/// the score between the two), filtered on their content.
+pub(crate) async fn search(
+    State(state): State<AppState>,
+    caller: VectorCaller,
+    params: Option<Path<HashMap<String, String>>>,
+    JsonBody(body): JsonBody,
+) -> Handled {
+    let (query, include) = search_of(object_of(&body)?)?;
+    let hits = state
+        .vectors
+        .query(&caller.index, &namespace_of(&params), query)
+        .await?;
+    Ok(success(
+        hits.into_iter()
+            .map(|Hit { score, record }| DocumentOut::record(record, include, Some(score)))
+            .collect::<Vec<_>>(),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn refused(value: Value) -> String {
+        document_of(&value).unwrap_err().message().to_owned()
+    }
+
+    #[test]
+    fn a_document_stores_its_content_as_metadata_and_embeds_the_contents_values() {
+        let document = document_of(&json!({
+            "id": "d1",
+            "content": {"title": "Dune", "year": 1965, "tags": ["sand", {"deep": true}], "none": null},
+            "metadata": {"shelf": 3}
+        }))
+        .unwrap();
+        assert_eq!(document.record.id, "d1");
+        assert_eq!(
+            document.record.metadata,
+            Some(json!({"title": "Dune", "year": 1965, "tags": ["sand", {"deep": true}], "none": null}))
+        );
+        let mut values: Vec<&str> = document.text.lines().collect();
+        values.sort_unstable();
+        assert_eq!(values, ["1965", "Dune", "sand", "true"]);
+        let out = DocumentOut::record(
+            document.record,
+            Include {
+                vectors: false,
+                metadata: true,
+                data: true,
+            },
+            None,
+        );
+        assert_eq!(
+            serde_json::to_value(out).unwrap(),
+            json!({"id": "d1", "content": {"title": "Dune", "year": 1965, "tags": ["sand", {"deep": true}], "none": null}, "metadata": {"shelf": 3}})
+        );
+    }
+
+    #[test]
+    fn a_document_without_content_or_with_unknown_fields_is_refused_by_name() {
+        assert_eq!(refused(json!({"id": "a"})), "content: is required");
+        assert_eq!(
+            refused(json!({"id": "a", "content": "text"})),
+            "content: must be a JSON object"
+        );
+        assert!(refused(json!({"id": "a", "content": {"t": ""}})).starts_with("content: holds no text"));
+        assert!(
+            refused(json!({"id": "a", "data": "x", "content": {"t": "x"}}))
+                .starts_with("data: is not a field of a document")
+        );
+        assert_eq!(
+            refused(json!({"id": "a", "content": {"t": "x"}, "metadata": [1]})),
+            "metadata: must be a JSON object"
+        );
+        assert_eq!(refused(json!({"content": {"t": "x"}})), "id: is required");
+    }
+
+    #[test]
+    fn a_search_names_what_it_cannot_take() {
+        let message = |body: Value| {
+            let Value::Object(object) = body else {
+                unreachable!()
+            };
+            search_of(&object).unwrap_err().message().to_owned()
+        };
+        assert_eq!(message(json!({})), "query: is required and must not be empty");
+        assert!(message(json!({"query": "q", "topk": 2})).starts_with("topk: is not a field of a search"));
+        assert_eq!(
+            message(json!({"query": "q", "semanticWeight": 1.5})),
+            "semanticWeight: must be a number from 0 to 1"
+        );
+        assert!(
+            message(json!({"query": "q", "reranking": true}))
+                .starts_with("reranking: Quiver does not offer it")
+        );
+        let Value::Object(object) =
+            json!({"query": "q", "semanticWeight": 0.2, "reranking": false, "filter": "a = 1"})
+        else {
+            unreachable!()
+        };
+        let (query, _) = search_of(&object).unwrap();
+        assert_eq!(query.top_k, DEFAULT_LIMIT);
+        assert_eq!(query.fusion, Fusion::Weighted(SemanticWeight::new(0.2).unwrap()));
+        assert!(query.filter.is_some());
+    }
+}
