@@ -66,6 +66,13 @@ test("search ranks by meaning and words, and filters on content fields", async (
   });
   assert.deepEqual(structured.map((d) => d.id), ["id1"]);
 
+  const byMetadata = await books.search({
+    query: "test-data",
+    limit: 3,
+    filter: { OR: [{ "@metadata.key": { equals: "value2" } }, { "@metadata.key": { equals: "value3" } }] },
+  });
+  assert.deepEqual(byMetadata.map((d) => d.id).sort(), ["different-id3", "id2"]);
+
   const wordsOnly = await books.search({ query: "different", limit: 3, semanticWeight: 0 });
   assert.deepEqual(wordsOnly.map((d) => d.id), ["different-id3"]);
 

@@ -136,8 +136,9 @@ impl fmt::Display for Token {
     }
 }
 
+/// A field name starts with a letter, `_`, or `@` (a search index's `@metadata.<key>`).
 fn is_ident_start(c: char) -> bool {
-    c.is_ascii_alphabetic() || c == '_'
+    c.is_ascii_alphabetic() || matches!(c, '_' | '@')
 }
 
 fn is_ident_char(c: char) -> bool {
@@ -230,6 +231,8 @@ fn tokenize(text: &str) -> Result<Vec<(Token, usize)>, FilterError> {
                 tokens.push((Token::Number(number), start));
             }
             c if is_ident_start(c) => {
+                // The first character is taken as it is: `@` starts a name but does not continue one.
+                i += 1;
                 while chars.get(i).is_some_and(|d| is_ident_char(*d)) {
                     i += 1;
                 }
@@ -701,6 +704,16 @@ mod tests {
         assert!(passes("economy.major_industries[0] = 'Tourism'"));
         assert!(passes("economy.major_industries[#-1] = 'Finance'"));
         assert!(passes("geography.continent = \"Asia\""));
+    }
+
+    #[test]
+    fn a_field_name_may_start_with_an_at_sign_but_not_hold_one() {
+        let record = json!({"title": "Dune", "@metadata": {"year": 1965}});
+        let matches = |text: &str| Filter::parse(text).unwrap().unwrap().matches(&record);
+        assert!(matches("@metadata.year = 1965 AND title = 'Dune'"));
+        assert!(!matches("@metadata.year > 1965"));
+        assert!(Filter::parse("title@x = 1").is_err());
+        assert!(Filter::parse("@ = 1").is_ok());
     }
 
     #[test]

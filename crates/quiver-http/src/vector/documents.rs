@@ -2,8 +2,10 @@
 //! `{id, content, metadata}`, `search`, and documents in the answers of fetch, range and random.
 //!
 //! A search index is a hybrid index (`super::caller::vector_index`). A document is stored as a record
-//! whose metadata is the document's content, so that filters test content fields, and whose data is
-//! the document's metadata as JSON text. Its vectors embed the content's values (never its keys).
+//! whose metadata is the document's content with the document's own metadata under the reserved key
+//! `@metadata`, so that filters test content fields as `field` and metadata fields as
+//! `@metadata.field`, as the client's filter trees write them. Its vectors embed the content's values
+//! (never its keys, nor its metadata).
 
 use std::collections::HashMap;
 
@@ -25,6 +27,9 @@ use crate::vector::wire::{Include, count_of, flag, one_or_many, required_id, tex
 
 /// The dense part's share of a search when the request names none.
 const DEFAULT_SEMANTIC_WEIGHT: f64 = 0.75;
+
+/// The key under which a stored document's record keeps the document's metadata.
+const METADATA_KEY: &str = "@metadata";
 
 /// Results of a search when the request names no `topK`.
 const DEFAULT_LIMIT: usize = 5;
@@ -49,16 +54,16 @@ fn document_of(value: &Value) -> Result<Document, ApiError> {
             "{unknown}: is not a field of a document; a document has id, content and metadata"
         )));
     }
-    let content = match object.get("content") {
-        Some(Value::Object(content)) => content,
+    let mut content = match object.get("content") {
+        Some(Value::Object(content)) => content.clone(),
         None | Some(Value::Null) => return Err(ApiError::bad_request("content: is required")),
         Some(_) => return Err(ApiError::bad_request("content: must be a JSON object")),
     };
-    let metadata = match object.get("metadata") {
-        None | Some(Value::Null) => None,
-        Some(metadata @ Value::Object(_)) => Some(metadata.to_string()),
-        Some(_) => return Err(ApiError::bad_request("metadata: must be a JSON object")),
-    };
+    if content.contains_key(METADATA_KEY) {
+        return Err(ApiError::bad_request(format!(
+            "content: `{METADATA_KEY}` is reserved for filters on the document's metadata"
+        )));
+    }
     let mut text = String::new();
     for value in content.values() {
         append_text(&mut text, value);
@@ -68,13 +73,20 @@ fn document_of(value: &Value) -> Result<Document, ApiError> {
             "content: holds no text to index; give it at least one non-empty value",
         ));
     }
+    match object.get("metadata") {
+        None | Some(Value::Null) => {}
+        Some(metadata @ Value::Object(_)) => {
+            content.insert(METADATA_KEY.to_owned(), metadata.clone());
+        }
+        Some(_) => return Err(ApiError::bad_request("metadata: must be a JSON object")),
+    }
     Ok(Document {
         record: Record {
             id: required_id(object)?,
             vector: None,
             sparse: None,
-            metadata: Some(Value::Object(content.clone())),
-            data: metadata,
+            metadata: Some(Value::Object(content)),
+            data: None,
         },
         text,
     })
@@ -137,15 +149,16 @@ impl DocumentOut {
     /// A stored document with the parts asked for: `includeData` gives its content, `includeMetadata`
     /// its metadata, `includeVectors` its dense vector.
     pub(crate) fn record(record: Record, include: Include, score: Option<f32>) -> DocumentOut {
+        let mut content = match record.metadata {
+            Some(Value::Object(content)) => content,
+            // Written by `document_of` as an object; anything else was not a document's.
+            Some(_) | None => Map::new(),
+        };
+        let metadata = content.remove(METADATA_KEY);
         DocumentOut {
             id: record.id,
-            content: if include.data { record.metadata } else { None },
-            metadata: if include.metadata {
-                // Written by `document_of` as an object's JSON text; anything else was not a document's.
-                record.data.and_then(|text| serde_json::from_str(&text).ok())
-            } else {
-                None
-            },
+            content: include.data.then_some(Value::Object(content)),
+            metadata: if include.metadata { metadata } else { None },
             score,
             vector: if include.vectors { record.vector } else { None },
         }
@@ -260,8 +273,18 @@ mod tests {
         assert_eq!(document.record.id, "d1");
         assert_eq!(
             document.record.metadata,
-            Some(json!({"title": "Dune", "year": 1965, "tags": ["sand", {"deep": true}], "none": null}))
+            Some(
+                json!({"title": "Dune", "year": 1965, "tags": ["sand", {"deep": true}], "none": null, "@metadata": {"shelf": 3}})
+            )
         );
+        assert_eq!(document.record.data, None);
+        let filter = |text: &str| Filter::parse(text).unwrap();
+        assert!(
+            document
+                .record
+                .passes(filter("@metadata.shelf = 3 AND title = 'Dune'").as_ref())
+        );
+        assert!(!document.record.passes(filter("shelf = 3").as_ref()));
         let mut values: Vec<&str> = document.text.lines().collect();
         values.sort_unstable();
         assert_eq!(values, ["1965", "Dune", "sand", "true"]);
@@ -297,6 +320,10 @@ mod tests {
             "metadata: must be a JSON object"
         );
         assert_eq!(refused(json!({"content": {"t": "x"}})), "id: is required");
+        assert!(
+            refused(json!({"id": "a", "content": {"t": "x", "@metadata": {}}}))
+                .starts_with("content: `@metadata` is reserved")
+        );
     }
 
     #[test]
