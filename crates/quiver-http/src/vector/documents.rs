@@ -190,17 +190,16 @@ fn search_of(object: &Map<String, Value>) -> Result<(Query, Include), ApiError> 
         Some(text) if !text.trim().is_empty() => text.to_owned(),
         Some(_) | None => return Err(ApiError::bad_request("query: is required and must not be empty")),
     };
-    for (field, what) in [
-        ("reranking", "reranking needs a reranking model"),
-        ("inputEnrichment", "input enrichment needs a language model"),
-    ] {
-        if flag(object, field)? {
-            return Err(ApiError::new(
-                StatusCode::NOT_IMPLEMENTED,
-                format!("{field}: Quiver does not offer it ({what}); leave it out or set it to false"),
-            ));
-        }
+    if flag(object, "reranking")? {
+        return Err(ApiError::new(
+            StatusCode::NOT_IMPLEMENTED,
+            "reranking: Quiver does not offer it (it needs a reranking model); leave it out or set it to false",
+        ));
     }
+    // Enrichment rewrites a query with a language model where one runs, and is on by default (the
+    // Python client always sends `true`); Quiver runs none, so every query is searched as given, which
+    // is also what `_appendOriginalInputToEnrichmentResult` keeps.
+    flag(object, "inputEnrichment")?;
     flag(object, "_appendOriginalInputToEnrichmentResult")?;
     let weight = match object.get("semanticWeight") {
         None | Some(Value::Null) => DEFAULT_SEMANTIC_WEIGHT,

@@ -126,6 +126,7 @@ async fn the_official_vector_clients_for_javascript_and_python_drive_the_main_fl
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_official_search_client_upserts_searches_and_manages_documents_of_a_search_index() {
     assert_installed("node_modules/@upstash/search");
+    assert_installed(".venv/bin/python");
     let server = TestServer::embedded().await;
     let index = quiver_testkit::calls::search_index(
         &server,
@@ -140,9 +141,10 @@ async fn the_official_search_client_upserts_searches_and_manages_documents_of_a_
     run_sdk_suite(
         "node",
         &["--test", "--test-reporter=spec", "search.test.mjs"],
-        env,
+        env.clone(),
     )
     .await;
+    run_sdk_suite(".venv/bin/python", &["search_sdk_test.py"], env).await;
     server.stop().await;
 }
 
