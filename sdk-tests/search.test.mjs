@@ -98,7 +98,7 @@ test("info counts documents per index, and an index is deleted with its document
 
 test("a search index refuses vector operations and malformed documents by name", async () => {
   await assert.rejects(vectorClient.query({ data: "test", topK: 1 }), /not available on a search index/);
-  await assert.rejects(books.upsert({ id: "x", content: "plain text" }), /content: must be a JSON object/);
+  await assert.rejects(books.upsert({ id: "x", content: 42 }), /content: must be a JSON object or a string/);
   await assert.rejects(books.upsert({ id: "x", data: "t", content: { a: "b" } }), /data: is not a field of a document/);
   await vectorClient.reset({ all: true });
   assert.deepEqual(await books.fetch({ ids: ["id1"] }), [null]);

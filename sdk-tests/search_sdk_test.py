@@ -61,6 +61,18 @@ def main():
     except UpstashError as error:
         check("reranking" in str(error), f"the refusal names reranking: {error}")
 
+    numbers = client.index("py-numbers")
+    numbers.upsert(documents=[("id-0", {"data": 0}), ("id-1", {"data": 1}, {"key": 1}), ("i-d-2", {"data": 2}, {"key": 2})])
+    hits = numbers.search("data 1", limit=1)
+    check([(h.id, h.content, h.metadata) for h in hits] == [("id-1", {"data": 1}, {"key": 1})], f"numbers: {hits}")
+    hits = numbers.search("data 1", limit=1, filter="data = 2")
+    check([h.id for h in hits] == ["i-d-2"], f"numbers, filtered: {hits}")
+    check([d.id for d in numbers.fetch(prefix="i-")] == ["i-d-2"], "fetch by prefix")
+    numbers.upsert(documents=[("text", "a plain string as content")])
+    check(numbers.fetch(ids=["text"])[0].content == "a plain string as content", "string content")
+    check(numbers.delete(prefix="i-d") == 1, "delete by prefix")
+    client.delete_index("py-numbers")
+
     client.delete_index("py-movies")
     check("py-movies" not in client.list_indexes(), "the index is deleted")
     print("upstash-search: all checks passed")

@@ -4,8 +4,9 @@
 //! A search index is a hybrid index (`super::caller::vector_index`). A document is stored as a record
 //! whose metadata is the document's content with the document's own metadata under the reserved key
 //! `@metadata`, so that filters test content fields as `field` and metadata fields as
-//! `@metadata.field`, as the client's filter trees write them. Its vectors embed the content's values
-//! (never its keys, nor its metadata).
+//! `@metadata.field`, as the client's filter trees write them; content given as a string is kept
+//! under `@content`. Its vectors embed the content's fields as `name: value` lines (never its
+//! metadata).
 
 use std::collections::HashMap;
 
@@ -31,6 +32,9 @@ const DEFAULT_SEMANTIC_WEIGHT: f64 = 0.75;
 /// The key under which a stored document's record keeps the document's metadata.
 const METADATA_KEY: &str = "@metadata";
 
+/// The key under which a stored document's record keeps content given as a string, not an object.
+const TEXT_KEY: &str = "@content";
+
 /// Results of a search when the request names no `topK`.
 const DEFAULT_LIMIT: usize = 5;
 
@@ -54,20 +58,33 @@ fn document_of(value: &Value) -> Result<Document, ApiError> {
             "{unknown}: is not a field of a document; a document has id, content and metadata"
         )));
     }
-    let mut content = match object.get("content") {
-        Some(Value::Object(content)) => content.clone(),
-        None | Some(Value::Null) => return Err(ApiError::bad_request("content: is required")),
-        Some(_) => return Err(ApiError::bad_request("content: must be a JSON object")),
-    };
-    if content.contains_key(METADATA_KEY) {
-        return Err(ApiError::bad_request(format!(
-            "content: `{METADATA_KEY}` is reserved for filters on the document's metadata"
-        )));
-    }
     let mut text = String::new();
-    for value in content.values() {
-        append_text(&mut text, value);
-    }
+    let mut stored = match object.get("content") {
+        Some(Value::Object(content)) => {
+            if let Some(reserved) = [METADATA_KEY, TEXT_KEY]
+                .into_iter()
+                .find(|k| content.contains_key(*k))
+            {
+                return Err(ApiError::bad_request(format!(
+                    "content: `{reserved}` is a reserved field name"
+                )));
+            }
+            for (key, value) in content {
+                append_text(&mut text, key, value);
+            }
+            content.clone()
+        }
+        Some(Value::String(content)) => {
+            text.push_str(content);
+            Map::from_iter([(TEXT_KEY.to_owned(), Value::String(content.clone()))])
+        }
+        None | Some(Value::Null) => return Err(ApiError::bad_request("content: is required")),
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "content: must be a JSON object or a string",
+            ));
+        }
+    };
     if text.trim().is_empty() {
         return Err(ApiError::bad_request(
             "content: holds no text to index; give it at least one non-empty value",
@@ -76,7 +93,7 @@ fn document_of(value: &Value) -> Result<Document, ApiError> {
     match object.get("metadata") {
         None | Some(Value::Null) => {}
         Some(metadata @ Value::Object(_)) => {
-            content.insert(METADATA_KEY.to_owned(), metadata.clone());
+            stored.insert(METADATA_KEY.to_owned(), metadata.clone());
         }
         Some(_) => return Err(ApiError::bad_request("metadata: must be a JSON object")),
     }
@@ -85,20 +102,26 @@ fn document_of(value: &Value) -> Result<Document, ApiError> {
             id: required_id(object)?,
             vector: None,
             sparse: None,
-            metadata: Some(Value::Object(content)),
+            metadata: Some(Value::Object(stored)),
             data: None,
         },
         text,
     })
 }
 
-/// Appends a content value's text, a line per leaf: strings as they are, numbers and booleans as
-/// written, arrays and objects by their values.
-fn append_text(text: &mut String, value: &Value) {
+/// Appends a content field's text, a `key: value` line per leaf that is not blank: strings as they
+/// are, numbers and booleans as written, and arrays and objects by their leaves (each under its own
+/// key), so that a query's words meet the field's name and value together.
+fn append_text(text: &mut String, key: &str, value: &Value) {
     let mut line = |leaf: &str| {
+        if leaf.trim().is_empty() {
+            return;
+        }
         if !text.is_empty() {
             text.push('\n');
         }
+        text.push_str(key);
+        text.push_str(": ");
         text.push_str(leaf);
     };
     match value {
@@ -106,8 +129,10 @@ fn append_text(text: &mut String, value: &Value) {
         Value::String(leaf) => line(leaf),
         Value::Bool(leaf) => line(&leaf.to_string()),
         Value::Number(leaf) => line(&leaf.to_string()),
-        Value::Array(items) => items.iter().for_each(|item| append_text(text, item)),
-        Value::Object(fields) => fields.values().for_each(|field| append_text(text, field)),
+        Value::Array(items) => items.iter().for_each(|item| append_text(text, key, item)),
+        Value::Object(fields) => fields
+            .iter()
+            .for_each(|(inner, field)| append_text(text, inner, field)),
     }
 }
 
@@ -155,9 +180,13 @@ impl DocumentOut {
             Some(_) | None => Map::new(),
         };
         let metadata = content.remove(METADATA_KEY);
+        let content = match content.remove(TEXT_KEY) {
+            Some(text) => text,
+            None => Value::Object(content),
+        };
         DocumentOut {
             id: record.id,
-            content: include.data.then_some(Value::Object(content)),
+            content: include.data.then_some(content),
             metadata: if include.metadata { metadata } else { None },
             score,
             vector: if include.vectors { record.vector } else { None },
@@ -284,9 +313,9 @@ mod tests {
                 .passes(filter("@metadata.shelf = 3 AND title = 'Dune'").as_ref())
         );
         assert!(!document.record.passes(filter("shelf = 3").as_ref()));
-        let mut values: Vec<&str> = document.text.lines().collect();
-        values.sort_unstable();
-        assert_eq!(values, ["1965", "Dune", "sand", "true"]);
+        let mut lines: Vec<&str> = document.text.lines().collect();
+        lines.sort_unstable();
+        assert_eq!(lines, ["deep: true", "tags: sand", "title: Dune", "year: 1965"]);
         let out = DocumentOut::record(
             document.record,
             Include {
@@ -303,13 +332,34 @@ mod tests {
     }
 
     #[test]
+    fn content_given_as_a_string_is_embedded_and_returned_as_the_string() {
+        let document =
+            document_of(&json!({"id": "s", "content": "plain words", "metadata": {"k": 1}})).unwrap();
+        assert_eq!(document.text, "plain words");
+        let out = DocumentOut::record(
+            document.record,
+            Include {
+                vectors: false,
+                metadata: true,
+                data: true,
+            },
+            Some(0.5),
+        );
+        assert_eq!(
+            serde_json::to_value(out).unwrap(),
+            json!({"id": "s", "content": "plain words", "metadata": {"k": 1}, "score": 0.5})
+        );
+    }
+
+    #[test]
     fn a_document_without_content_or_with_unknown_fields_is_refused_by_name() {
         assert_eq!(refused(json!({"id": "a"})), "content: is required");
         assert_eq!(
-            refused(json!({"id": "a", "content": "text"})),
-            "content: must be a JSON object"
+            refused(json!({"id": "a", "content": 7})),
+            "content: must be a JSON object or a string"
         );
-        assert!(refused(json!({"id": "a", "content": {"t": ""}})).starts_with("content: holds no text"));
+        assert!(refused(json!({"id": "a", "content": {"t": " "}})).starts_with("content: holds no text"));
+        assert!(refused(json!({"id": "a", "content": ""})).starts_with("content: holds no text"));
         assert!(
             refused(json!({"id": "a", "data": "x", "content": {"t": "x"}}))
                 .starts_with("data: is not a field of a document")
@@ -321,7 +371,7 @@ mod tests {
         assert_eq!(refused(json!({"content": {"t": "x"}})), "id: is required");
         assert!(
             refused(json!({"id": "a", "content": {"t": "x", "@metadata": {}}}))
-                .starts_with("content: `@metadata` is reserved")
+                .starts_with("content: `@metadata` is a reserved field name")
         );
     }
 
