@@ -310,7 +310,7 @@ pub(crate) fn components() -> Value {
         "Vector": vector,
         "Score": score,
         "Document": object(
-            &[("id", string()), ("content", any_object()), ("metadata", any_object()),
+            &[("id", string()), ("content", json!({"type": ["object", "string"]})), ("metadata", any_object()),
               ("score", number()), ("vector", array(number()))],
             1,
         ),

@@ -60,7 +60,7 @@ fn in_namespace() -> Vec<(&'static str, &'static str, Option<Value>, Value)> {
                 one_or_many(object(
                     &[
                         ("id", json!({"type": ["string", "number"]})),
-                        ("content", any_object()),
+                        ("content", json!({"type": ["object", "string"]})),
                         ("metadata", any_object()),
                     ],
                     2,
