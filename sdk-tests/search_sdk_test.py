@@ -22,7 +22,6 @@ def main():
     client = Search(
         url=os.environ["UPSTASH_SEARCH_REST_URL"],
         token=os.environ["UPSTASH_SEARCH_REST_TOKEN"],
-        allow_telemetry=False,
     )
     index = client.index("py-movies")
     index.reset()

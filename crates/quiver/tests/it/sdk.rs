@@ -136,7 +136,6 @@ async fn the_official_search_client_upserts_searches_and_manages_documents_of_a_
     let env = vec![
         ("UPSTASH_SEARCH_REST_URL", server.url("")),
         ("UPSTASH_SEARCH_REST_TOKEN", index.token),
-        ("UPSTASH_DISABLE_TELEMETRY", "1".to_owned()),
     ];
     run_sdk_suite(
         "node",
