@@ -9,11 +9,20 @@ use crate::query::{Fusion, Hit, Query, Weighting};
 use crate::record::{IndexSpec, SparseVector};
 use crate::score::score;
 
+/// The fewest candidates a weighted fusion takes from each part.
+const WEIGHTED_CANDIDATES: usize = 20;
+
 /// Runs a checked query against one namespace.
 pub(crate) fn run_query(spec: &IndexSpec, namespace: &Namespace, query: &Query) -> Vec<Hit> {
     let filter = query.filter.as_ref();
-    // A hybrid query fuses each part's own top k (DESIGN §10.10), as the hosted service does.
-    let candidates = query.top_k;
+    // A hybrid query fuses each part's own top k (DESIGN §10.10), as the hosted service does. A search
+    // index's weighted fusion takes at least `WEIGHTED_CANDIDATES` from each part, so that a record good
+    // in both parts can win over one that leads a single part, and each part's normalisation has a
+    // spread to measure even when few results are asked for.
+    let candidates = match query.fusion {
+        Fusion::Weighted(_) => query.top_k.max(WEIGHTED_CANDIDATES),
+        Fusion::Rrf | Fusion::Dbsf => query.top_k,
+    };
     let dense: Vec<Hit> = query
         .dense()
         .map(|vector| {
@@ -344,6 +353,55 @@ mod tests {
         assert!((score("a") - (0.5 + 3.0 * sigma) / (6.0 * sigma)).abs() < 1e-6);
         assert!((score("b") - (-0.5 + 3.0 * sigma) / (6.0 * sigma)).abs() < 1e-6);
         assert_eq!(score("c"), 0.5);
+    }
+
+    #[test]
+    fn a_weighted_fusion_ranks_a_record_good_in_both_parts_above_one_that_leads_only_one() {
+        let spec = IndexSpec {
+            dimension: 2,
+            similarity: SimilarityFunction::Cosine,
+            index_type: IndexType::Hybrid,
+        };
+        let mut namespace = Namespace::new(&spec);
+        // a leads the dense part, b the sparse part, and c is second in both.
+        for (sequence, (id, dense, sparse)) in [
+            ("a", [1.0, 0.0], 0.1),
+            ("b", [0.0, 1.0], 1.0),
+            ("c", [0.9, 0.44], 0.9),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            namespace.put(StoredRecord {
+                sequence: sequence as u64 + 1,
+                record: Record {
+                    id: id.into(),
+                    vector: Some(dense.to_vec()),
+                    sparse: Some(SparseVector {
+                        indices: vec![0],
+                        values: vec![sparse],
+                    }),
+                    metadata: None,
+                    data: None,
+                },
+            });
+        }
+        let query = |fusion| Query {
+            input: crate::query::QueryInput::Vectors {
+                dense: Some(vec![1.0, 0.0]),
+                sparse: Some(SparseVector {
+                    indices: vec![0],
+                    values: vec![1.0],
+                }),
+            },
+            top_k: 1,
+            fusion,
+            ..Query::default()
+        };
+        let best = |fusion| run_query(&spec, &namespace, &query(fusion))[0].record.id.clone();
+        assert_eq!(best(Fusion::Weighted(SemanticWeight::new(0.5).unwrap())), "c");
+        // Fusing only each part's top 1 cannot see c.
+        assert_ne!(best(Fusion::Dbsf), "c");
     }
 
     #[test]
