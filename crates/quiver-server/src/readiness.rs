@@ -173,7 +173,11 @@ impl NodeReadiness {
     }
 }
 
-/// Every vector and search index of every account.
+/// Every vector and search index of every account, as readiness loads them.
+///
+/// A vector index names its model, which had to be installed to create it, and is ready with it. A
+/// search index's model is never chosen by its creator: it is left out here, so a node without it is
+/// ready and serves everything else, and the index's first write or search names the model to install.
 async fn vector_indexes(catalogue: &dyn AdminStore) -> Result<Vec<IndexRef>, String> {
     let mut indexes = Vec::new();
     for account in catalogue.accounts().await.map_err(|e| e.to_string())? {
@@ -182,7 +186,13 @@ async fn vector_indexes(catalogue: &dyn AdminStore) -> Result<Vec<IndexRef>, Str
                 .indexes(account.id, kind)
                 .await
                 .map_err(|e| e.to_string())?;
-            indexes.extend(records.iter().map(quiver_http::vector::vector_index));
+            indexes.extend(records.iter().map(|record| {
+                let mut index = quiver_http::vector::vector_index(record);
+                if kind == IndexKind::Search {
+                    index.models.dense = None;
+                }
+                index
+            }));
         }
     }
     Ok(indexes)

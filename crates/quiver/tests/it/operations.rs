@@ -2,7 +2,7 @@
 //! names what is wrong (and nothing of anyone's data), and CORS on every API.
 
 use quiver_testkit::TestServer;
-use quiver_testkit::calls::{dense, index, ok, publish, send};
+use quiver_testkit::calls::{call, dense, index, ok, publish, search_index, send};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
@@ -98,6 +98,48 @@ async fn an_index_whose_model_went_missing_makes_the_node_unready_without_naming
     )
     .unwrap();
     assert_eq!(readiness(&server).await.0, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn a_search_index_without_its_model_leaves_the_node_ready_and_its_search_says_what_to_install() {
+    let mut server = TestServer::embedded().await;
+    let documents = search_index(
+        &server,
+        json!({"name": "docs", "region": "eu-west-1", "type": "payg"}),
+    )
+    .await;
+    ok(
+        &server,
+        &documents,
+        "/upsert-data/notes",
+        json!({"id": "a", "content": {"text": "kept across the restart"}}),
+    )
+    .await;
+    let empty = tempfile::tempdir().unwrap();
+    let missing = empty.path().to_owned();
+    server
+        .restart_with(move |config| config.embeddings.models_dir = missing)
+        .await;
+    let (status, body) = readiness(&server).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let fetched = ok(
+        &server,
+        &documents,
+        "/fetch/notes",
+        json!({"ids": ["a"], "includeData": true}),
+    )
+    .await;
+    assert_eq!(fetched[0]["content"], json!({"text": "kept across the restart"}));
+    let (status, answer, text) =
+        call(&server, &documents, "/search/notes", json!({"query": "restart"})).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{text}");
+    assert!(
+        answer["error"]
+            .as_str()
+            .unwrap()
+            .contains("quiver models pull ALL_MINILM_L6_V2"),
+        "{text}"
+    );
 }
 
 /// A browser's preflight for `method` on `path` from `origin`.
