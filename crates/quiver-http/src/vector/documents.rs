@@ -286,6 +286,13 @@ mod tests {
 
     use super::*;
 
+    /// What the clients ask for: content and metadata, no vectors.
+    const CONTENT_AND_METADATA: Include = Include {
+        vectors: false,
+        metadata: true,
+        data: true,
+    };
+
     fn refused(value: Value) -> String {
         document_of(&value).unwrap_err().message().to_owned()
     }
@@ -316,15 +323,7 @@ mod tests {
         let mut lines: Vec<&str> = document.text.lines().collect();
         lines.sort_unstable();
         assert_eq!(lines, ["deep: true", "tags: sand", "title: Dune", "year: 1965"]);
-        let out = DocumentOut::record(
-            document.record,
-            Include {
-                vectors: false,
-                metadata: true,
-                data: true,
-            },
-            None,
-        );
+        let out = DocumentOut::record(document.record, CONTENT_AND_METADATA, None);
         assert_eq!(
             serde_json::to_value(out).unwrap(),
             json!({"id": "d1", "content": {"title": "Dune", "year": 1965, "tags": ["sand", {"deep": true}], "none": null}, "metadata": {"shelf": 3}})
@@ -336,15 +335,7 @@ mod tests {
         let document =
             document_of(&json!({"id": "s", "content": "plain words", "metadata": {"k": 1}})).unwrap();
         assert_eq!(document.text, "plain words");
-        let out = DocumentOut::record(
-            document.record,
-            Include {
-                vectors: false,
-                metadata: true,
-                data: true,
-            },
-            Some(0.5),
-        );
+        let out = DocumentOut::record(document.record, CONTENT_AND_METADATA, Some(0.5));
         assert_eq!(
             serde_json::to_value(out).unwrap(),
             json!({"id": "s", "content": "plain words", "metadata": {"k": 1}, "score": 0.5})

@@ -61,6 +61,16 @@ async fn health_and_readiness_answer_without_credentials() {
     assert_eq!(info["vectorCount"], 1);
 }
 
+/// Restarts `server` with an empty models directory, which the caller keeps while the server runs.
+async fn restart_without_models(server: &mut TestServer) -> tempfile::TempDir {
+    let empty = tempfile::tempdir().unwrap();
+    let missing = empty.path().to_owned();
+    server
+        .restart_with(move |config| config.embeddings.models_dir = missing)
+        .await;
+    empty
+}
+
 #[tokio::test]
 async fn an_index_whose_model_went_missing_makes_the_node_unready_without_naming_the_index() {
     let Some(models) = std::env::var_os("QUIVER_MODELS_DIR") else {
@@ -72,11 +82,7 @@ async fn an_index_whose_model_went_missing_makes_the_node_unready_without_naming
         json!({"name": "secret-project", "region": "us-east-1", "similarity_function": "COSINE", "embedding_model": "ALL_MINILM_L6_V2"}),
     )
     .await;
-    let empty = tempfile::tempdir().unwrap();
-    let missing = empty.path().to_owned();
-    server
-        .restart_with(move |config| config.embeddings.models_dir = missing)
-        .await;
+    let empty = restart_without_models(&mut server).await;
     let (status, body) = readiness(&server).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
     assert_eq!(body["status"], "unavailable");
@@ -115,11 +121,7 @@ async fn a_search_index_without_its_model_leaves_the_node_ready_and_its_search_s
         json!({"id": "a", "content": {"text": "kept across the restart"}}),
     )
     .await;
-    let empty = tempfile::tempdir().unwrap();
-    let missing = empty.path().to_owned();
-    server
-        .restart_with(move |config| config.embeddings.models_dir = missing)
-        .await;
+    let _empty = restart_without_models(&mut server).await;
     let (status, body) = readiness(&server).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let fetched = ok(

@@ -2,9 +2,9 @@
 //! restart, the read-only token only reads, statistics count them, and deleting the index drops them.
 
 use quiver_testkit::TestServer;
-use quiver_testkit::calls::{VectorIndex, call, ok, search_index};
+use quiver_testkit::calls::{VectorIndex, call, ok, search_index, send};
 use reqwest::{Method, StatusCode};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::vector_text::ids;
 
@@ -65,22 +65,13 @@ async fn documents_are_searched_after_a_restart_and_dropped_with_their_index() {
     let after = ok(&server, &index, "/search/library", search).await;
     assert_eq!(ids(&after), ids(&before));
 
-    let stats: Value = server
-        .management(Method::GET, &format!("/v2/search/{}/stats", index.id))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (status, stats) =
+        send(server.management(Method::GET, &format!("/v2/search/{}/stats", index.id))).await;
+    assert_eq!(status, StatusCode::OK, "{stats}");
     assert_eq!(stats["current_vector_count"], 3, "{stats}");
 
-    let deleted = server
-        .management(Method::DELETE, &format!("/v2/search/{}", index.id))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(deleted.status(), StatusCode::OK);
+    let (status, _) = send(server.management(Method::DELETE, &format!("/v2/search/{}", index.id))).await;
+    assert_eq!(status, StatusCode::OK);
     let (status, _, _) = call(&server, &index, "/info", json!(null)).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     server.stop().await;
