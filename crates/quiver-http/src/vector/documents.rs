@@ -12,7 +12,6 @@ use std::collections::HashMap;
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use quiver_vector::filter::Filter;
 use quiver_vector::record::Record;
 use quiver_vector::service::{Fusion, Hit, Query, QueryInput, SemanticWeight, Weighting};
 use quiver_vector::text::QueryMode;
@@ -24,7 +23,7 @@ use crate::extract::JsonBody;
 use crate::state::AppState;
 use crate::vector::caller::VectorCaller;
 use crate::vector::reply::{Handled, namespace_of, object_of, success};
-use crate::vector::wire::{Include, count_of, flag, one_or_many, required_id, text_of};
+use crate::vector::wire::{Include, count_of, filter_of, flag, one_or_many, required_id, text_of};
 
 /// The dense part's share of a search when the request names none.
 const DEFAULT_SEMANTIC_WEIGHT: f64 = 0.75;
@@ -40,12 +39,13 @@ const DEFAULT_LIMIT: usize = 5;
 
 /// A document to write: the record to store and the text its vectors embed.
 #[derive(Debug)]
-pub(crate) struct Document {
+struct Document {
     record: Record,
     text: String,
 }
 
-/// A document of `upsert-data`: `id`, a `content` object and an optional `metadata` object.
+/// A document of `upsert-data`: `id`, `content` (an object, or a string) and an optional `metadata`
+/// object.
 fn document_of(value: &Value) -> Result<Document, ApiError> {
     let Value::Object(object) = value else {
         return Err(ApiError::bad_request("each document must be a JSON object"));
@@ -231,24 +231,18 @@ fn search_of(object: &Map<String, Value>) -> Result<(Query, Include), ApiError> 
     flag(object, "inputEnrichment")?;
     flag(object, "_appendOriginalInputToEnrichmentResult")?;
     let weight = match object.get("semanticWeight") {
-        None | Some(Value::Null) => DEFAULT_SEMANTIC_WEIGHT,
-        Some(value) => value
-            .as_f64()
-            .ok_or_else(|| ApiError::bad_request("semanticWeight: must be a number from 0 to 1"))?,
-    };
-    let weight = SemanticWeight::new(weight)
-        .ok_or_else(|| ApiError::bad_request("semanticWeight: must be a number from 0 to 1"))?;
-    let filter = match text_of(object, "filter")? {
-        Some(text) => Filter::parse(text).map_err(|e| ApiError::bad_request(e.to_string()))?,
-        None => None,
-    };
+        None | Some(Value::Null) => Some(DEFAULT_SEMANTIC_WEIGHT),
+        Some(value) => value.as_f64(),
+    }
+    .and_then(SemanticWeight::new)
+    .ok_or_else(|| ApiError::bad_request("semanticWeight: must be a number from 0 to 1"))?;
     let query = Query {
         input: QueryInput::Text {
             data: query,
             mode: QueryMode::Hybrid,
         },
         top_k: count_of(object, "topK")?.unwrap_or(DEFAULT_LIMIT),
-        filter,
+        filter: filter_of(object)?,
         weighting: Weighting::Idf,
         fusion: Fusion::Weighted(weight),
     };
@@ -283,6 +277,8 @@ pub(crate) async fn search(
 #[cfg(test)]
 mod tests {
     use serde_json::json;
+
+    use quiver_vector::filter::Filter;
 
     use super::*;
 

@@ -3,7 +3,6 @@
 use std::collections::HashMap;
 
 use axum::extract::{Path, State};
-use quiver_vector::filter::Filter;
 use quiver_vector::service::{Query, QueryInput};
 use quiver_vector::text::QueryMode;
 use serde_json::{Map, Value};
@@ -13,7 +12,9 @@ use crate::extract::JsonBody;
 use crate::state::AppState;
 use crate::vector::caller::VectorCaller;
 use crate::vector::reply::{Handled, namespace_of, object_of, success};
-use crate::vector::wire::{Include, VectorOut, count_of, fusion_of, text_of, vectors_of, weighting_of};
+use crate::vector::wire::{
+    Include, VectorOut, count_of, filter_of, fusion_of, text_of, vectors_of, weighting_of,
+};
 
 pub(crate) fn query_mode_of(object: &Map<String, Value>) -> Result<QueryMode, ApiError> {
     match text_of(object, "queryMode")? {
@@ -29,10 +30,6 @@ pub(crate) fn query_mode_of(object: &Map<String, Value>) -> Result<QueryMode, Ap
 
 /// A query as the body states it: text (`data`, with `queryMode`) or vectors, and its options.
 pub(crate) fn parse_query(object: &Map<String, Value>) -> Result<(Query, Include), ApiError> {
-    let filter = match text_of(object, "filter")? {
-        Some(text) => Filter::parse(text).map_err(|e| ApiError::bad_request(e.to_string()))?,
-        None => None,
-    };
     let input = match text_of(object, "data")? {
         Some(text) => QueryInput::Text {
             data: text.to_owned(),
@@ -46,7 +43,7 @@ pub(crate) fn parse_query(object: &Map<String, Value>) -> Result<(Query, Include
     let query = Query {
         input,
         top_k: count_of(object, "topK")?.unwrap_or(10),
-        filter,
+        filter: filter_of(object)?,
         weighting: weighting_of(object)?,
         fusion: fusion_of(object)?,
     };

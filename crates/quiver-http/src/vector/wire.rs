@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use quiver_vector::filter::Filter;
 use quiver_vector::record::{Record, SparseVector};
 use quiver_vector::service::{Fusion, Hit, IndexInfo, Weighting};
 use serde::Serialize;
@@ -315,6 +316,15 @@ pub fn data_record_of(value: &Value) -> Result<Record, ApiError> {
         metadata: metadata_of(object)?,
         data: Some(data.to_owned()),
     })
+}
+
+/// The optional `filter` of a query or a search: none when absent or empty, a 400 naming where the
+/// text is wrong otherwise.
+pub fn filter_of(object: &Map<String, Value>) -> Result<Option<Filter>, ApiError> {
+    match text_of(object, "filter")? {
+        Some(text) => Filter::parse(text).map_err(|e| bad(e.to_string())),
+        None => Ok(None),
+    }
 }
 
 /// `weightingStrategy`.
