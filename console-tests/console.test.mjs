@@ -167,12 +167,63 @@ test("a schedule is created with its next firings shown, then paused and resumed
   await row.getByText("active").waitFor();
 });
 
-test("a search index is created and deleted", async () => {
+test("a search index is created, its documents upserted, searched, listed and deleted, and the index deleted", async () => {
   await page.getByRole("link", { name: "Indexes" }).click();
   await page.getByText("No search index yet.").waitFor();
   const form = page.getByRole("form", { name: "Create a search index" });
   await form.getByLabel("Name").fill("console-search");
   await form.getByRole("button", { name: "Create search index" }).click();
+  await page.getByRole("link", { name: "console-search" }).click();
+  await page.getByRole("heading", { name: "console-search" }).waitFor();
+
+  // Documents go to a named index (the client's `index(name)`), created by the first upsert.
+  await page.getByLabel("Or a new one").fill("books");
+  await page.getByRole("button", { name: "Use" }).click();
+  const upsert = page.getByRole("form", { name: "Upsert a document" });
+  const docs = [
+    ["cat", { title: "Cats", body: "A cat is sleeping on the warm windowsill." }, { shelf: 1 }],
+    ["rates", { title: "Banks", body: "The central bank raised interest rates again." }, { shelf: 2 }],
+    ["soup", "Tomato soup is best served with grilled cheese.", null],
+  ];
+  for (const [id, content, metadata] of docs) {
+    await upsert.getByLabel("ID").fill(id);
+    await upsert.getByLabel("Content (JSON object, or text)").fill(typeof content === "string" ? content : JSON.stringify(content));
+    await upsert.getByLabel("Metadata (JSON object)").fill(metadata ? JSON.stringify(metadata) : "");
+    await upsert.getByRole("button", { name: "Upsert" }).click();
+    await page.getByText(`Upserted ${id}.`).waitFor();
+  }
+
+  const search = page.getByRole("form", { name: "Search" });
+  await search.getByLabel("Query").fill("my kitten naps in the sun");
+  await search.getByLabel("Top K").fill("2");
+  await search.getByRole("button", { name: "Search" }).click();
+  await page.getByText("2 results").waitFor();
+  const first = page.locator("table tbody tr").first();
+  assert.equal(await first.locator("td").first().textContent(), "cat", "the nearest document comes first");
+  assert.match(await first.locator("td").nth(2).textContent(), /windowsill/, "its content is shown");
+  await search.getByLabel("Filter").fill("@metadata.shelf = 2");
+  await search.getByRole("button", { name: "Search" }).click();
+  await page.getByText("1 results").waitFor();
+  assert.equal(await page.locator("table tbody tr").first().locator("td").first().textContent(), "rates");
+  await search.getByLabel("Filter").fill("shelf = ");
+  await search.getByRole("button", { name: "Search" }).click();
+  await page.getByRole("alert").filter({ hasText: /^400: / }).waitFor();
+  await shot("search-index-documents");
+
+  await page.getByRole("button", { name: "Range" }).click();
+  await page.locator("table tbody tr").nth(2).waitFor();
+  assert.deepEqual(await page.locator("table tbody tr td:first-child").allTextContents(), ["cat", "rates", "soup"]);
+  await page.getByLabel("IDs").fill("soup");
+  page.once("dialog", (dialog) => dialog.accept());
+  await page.getByRole("button", { name: "Delete", exact: true }).click();
+  await page.getByText("Deleted 1.").waitFor();
+
+  await page.getByRole("tab", { name: "Statistics" }).click();
+  const documents = page.locator('[data-counter="Documents"] .value');
+  await documents.waitFor();
+  assert.match(await documents.textContent(), /^2 of /, "two documents left, against the plan's limit");
+
+  await page.getByRole("link", { name: "Indexes" }).click();
   const row = page.locator("tr", { hasText: "console-search" });
   await row.waitFor();
   page.once("dialog", (dialog) => dialog.accept("console-search"));

@@ -219,9 +219,11 @@ function route() {
   clearTimers();
   if (!state.csrf) { showSignIn(); return; }
   const path = location.hash.replace(/^#/, "").split("?")[0] || "/indexes";
-  for (const link of document.querySelectorAll("nav a")) link.classList.toggle("here", path.startsWith(link.getAttribute("href").slice(1)));
+  for (const link of document.querySelectorAll("nav a")) link.classList.toggle("here", path.startsWith(link.getAttribute("href").slice(1)) || (link.getAttribute("href") === "#/indexes" && path.startsWith("/search/")));
   const index = path.match(/^\/indexes\/([^/]+)$/);
   if (index) return indexPage(decodeURIComponent(index[1]));
+  const search = path.match(/^\/search\/([^/]+)$/);
+  if (search) return searchIndexPage(decodeURIComponent(search[1]));
   switch (path) {
     case "/queue/publish": return publishPage();
     case "/queue/messages": return waitingPage();

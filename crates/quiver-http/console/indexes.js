@@ -26,7 +26,7 @@ async function renderSearchIndexList(target) {
   try {
     const indexes = await api("GET", "/v2/search");
     target.replaceChildren(table([
-      { title: "Name", cell: (i) => i.name },
+      { title: "Name", cell: (i) => h("a", { href: `#/search/${encodeURIComponent(i.id)}`, text: i.name }) },
       { title: "Plan", cell: (i) => i.type },
       { title: "Region", cell: (i) => i.region },
       { title: "Endpoint", cell: (i) => i.endpoint },
@@ -170,7 +170,12 @@ async function indexPage(id) {
     `${index.index_type} · ${index.dimension_count} dimensions · ${index.similarity_function}` +
     `${index.embedding_model ? " · " + index.embedding_model : ""}${index.sparse_embedding_model ? " · " + index.sparse_embedding_model : ""}` +
     ` · plan ${index.type} · ${index.region} · endpoint ${index.endpoint}` }));
-  const tabs = [["Statistics", () => statsTab(index)], ["Data browser", () => browserTab(index)], ["Settings", () => settingsTab(index)]];
+  main().append(...tabbed([["Statistics", () => statsTab(index)], ["Data browser", () => browserTab(index)], ["Settings", () => settingsTab(index)]]));
+}
+
+// A row of tabs and the element below it: each of `tabs` is [name, render], and choosing one shows
+// what its render returns. The first is shown at once.
+function tabbed(tabs) {
   const body = h("div");
   const bar = h("div", { class: "tabs", role: "tablist" });
   const show = (i) => {
@@ -179,8 +184,8 @@ async function indexPage(id) {
     body.replaceChildren(tabs[i][1]());
   };
   tabs.forEach(([name], i) => bar.append(h("button", { type: "button", role: "tab", text: name, onclick: () => show(i) })));
-  main().append(bar, body);
   show(0);
+  return [bar, body];
 }
 
 function statsTab(index) {
@@ -294,45 +299,55 @@ function browserTab(index) {
     });
   });
 
-  // Fetch, range and delete
-  const fetchOut = h("div");
-  const ids = h("input", { name: "ids", placeholder: "id1, id2" });
-  const prefix = h("input", { name: "prefix", placeholder: "id prefix" });
-  let cursor = "0";
-  const rangeMore = h("button", { type: "button", class: "plain", text: "Next page", hidden: true });
-  const doRange = (fresh) => busy(null, fetchOut, async () => {
-    if (fresh) cursor = "0";
-    const body = { cursor, limit: 20, includeMetadata: true, includeData: true };
-    if (prefix.value) body.prefix = prefix.value;
-    const answer = await api("POST", nsPath("range"), body);
-    cursor = answer.result.nextCursor;
-    rangeMore.hidden = !cursor;
-    fetchOut.replaceChildren(recordsTable(answer.result.vectors.filter(Boolean)));
-  });
-  rangeMore.addEventListener("click", () => doRange(false));
-  const idList = () => ids.value.split(",").map((s) => s.trim()).filter(Boolean);
-  const records = h("div", { class: "row" }, field("IDs", ids), field("Prefix", prefix),
-    h("button", { type: "button", text: "Fetch", onclick: () => busy(null, fetchOut, async () => {
-      const body = { includeMetadata: true, includeData: true, includeVectors: true };
-      if (idList().length) body.ids = idList(); else if (prefix.value) body.prefix = prefix.value; else throw new Error("Give IDs or a prefix.");
-      const answer = await api("POST", nsPath("fetch"), body);
-      fetchOut.replaceChildren(recordsTable(answer.result.filter(Boolean)));
-    }) }),
-    h("button", { type: "button", class: "plain", text: "Range", onclick: () => doRange(true) }), rangeMore,
-    h("button", { type: "button", class: "danger", text: "Delete", onclick: () => {
-      const list = idList();
-      const what = list.length ? `records ${list.join(", ")}` : prefix.value ? `every record whose id starts with ${prefix.value}` : null;
-      if (!what) { toast("Give IDs or a prefix to delete."); return; }
-      if (!confirm(`Delete ${what}?`)) return;
-      busy(null, fetchOut, async () => {
-        const answer = await api("POST", nsPath("delete"), list.length ? { ids: list } : { prefix: prefix.value });
-        fetchOut.replaceChildren(h("p", { class: "muted", text: `Deleted ${answer.result.deleted}.` }));
-      });
-    } }));
   return h("div", {}, nsRow,
     h("h2", { text: "Query" }), h("section", { class: "card" }, query, queryOut),
     h("h2", { text: "Upsert" }), h("section", { class: "card" }, upsert),
-    h("h2", { text: "Fetch, range and delete" }), h("section", { class: "card" }, records, fetchOut));
+    h("h2", { text: "Fetch, range and delete" }),
+    fetchRangeDelete({ path: nsPath, show: recordsTable, noun: "record", fetched: { includeVectors: true } }));
+}
+
+// Fetch by ids or prefix, range page by page and delete, at `path(op)`: `show` renders what is read,
+// `noun` names one item in messages, `fetched` adds to a fetch's body, and `check` runs before every
+// call (it throws to refuse one).
+function fetchRangeDelete({ path, show, noun, fetched = {}, check = () => {} }) {
+  const out = h("div");
+  const ids = h("input", { name: "ids", placeholder: "id1, id2" });
+  const prefix = h("input", { name: "prefix", placeholder: "id prefix" });
+  let cursor = "0";
+  const more = h("button", { type: "button", class: "plain", text: "Next page", hidden: true });
+  const range = (fresh) => busy(null, out, async () => {
+    check();
+    if (fresh) cursor = "0";
+    const body = { cursor, limit: 20, includeMetadata: true, includeData: true };
+    if (prefix.value) body.prefix = prefix.value;
+    const answer = await api("POST", path("range"), body);
+    cursor = answer.result.nextCursor;
+    more.hidden = !cursor;
+    out.replaceChildren(show(answer.result.vectors.filter(Boolean)));
+  });
+  more.addEventListener("click", () => range(false));
+  const idList = () => ids.value.split(",").map((s) => s.trim()).filter(Boolean);
+  const row = h("div", { class: "row" }, field("IDs", ids), field("Prefix", prefix),
+    h("button", { type: "button", text: "Fetch", onclick: () => busy(null, out, async () => {
+      check();
+      const body = Object.assign({ includeMetadata: true, includeData: true }, fetched);
+      if (idList().length) body.ids = idList(); else if (prefix.value) body.prefix = prefix.value; else throw new Error("Give IDs or a prefix.");
+      const answer = await api("POST", path("fetch"), body);
+      out.replaceChildren(show(answer.result.filter(Boolean)));
+    }) }),
+    h("button", { type: "button", class: "plain", text: "Range", onclick: () => range(true) }), more,
+    h("button", { type: "button", class: "danger", text: "Delete", onclick: () => {
+      const list = idList();
+      const what = list.length ? `${noun}s ${list.join(", ")}` : prefix.value ? `every ${noun} whose id starts with ${prefix.value}` : null;
+      if (!what) { toast("Give IDs or a prefix to delete."); return; }
+      if (!confirm(`Delete ${what}?`)) return;
+      busy(null, out, async () => {
+        check();
+        const answer = await api("POST", path("delete"), list.length ? { ids: list } : { prefix: prefix.value });
+        out.replaceChildren(h("p", { class: "muted", text: `Deleted ${answer.result.deleted}.` }));
+      });
+    } }));
+  return h("section", { class: "card" }, row, out);
 }
 
 function settingsTab(index) {

@@ -9,6 +9,7 @@ const PAGE: &str = include_str!("../../console/index.html");
 const SCRIPT: &str = concat!(
     include_str!("../../console/core.js"),
     include_str!("../../console/indexes.js"),
+    include_str!("../../console/search.js"),
     include_str!("../../console/queue.js"),
 );
 const STYLE: &str = include_str!("../../console/app.css");

@@ -4,10 +4,11 @@
 //! The page never holds a credential. Signing in (`POST /console/api/session` with the account's email
 //! and API key) sets an `HttpOnly`, `SameSite=Strict` cookie naming a session of this node
 //! ([`crate::sessions`]); every other request repeats the session's CSRF token in `X-Quiver-Csrf`. The page
-//! reaches the APIs through its proxy: `/console/api/v2/...` is the management or queue API and
-//! `/console/api/vector/{index id}/...` an index's data plane, each answered by the same router as a
-//! client's request, with the credentials the session stands for put in. So everything the console does
-//! is an API call, with the API's checks, limits, metering and errors.
+//! reaches the APIs through its proxy: `/console/api/v2/...` is the management or queue API, and
+//! `/console/api/vector/{index id}/...` and `/console/api/search/{index id}/...` an index's data plane,
+//! each answered by the same router as a client's request, with the credentials the session stands
+//! for put in. So everything the console does is an API call, with the API's checks, limits, metering
+//! and errors.
 //!
 //! Cross-origin requests get nothing here: the outermost layer neither answers preflights for
 //! `/console` nor marks its answers for other origins.
@@ -41,6 +42,7 @@ pub(crate) fn routes(state: AppState, api: Router) -> Router {
     let proxied = Router::new()
         .route("/console/api/v2/{*path}", any(proxy::to_api))
         .route("/console/api/vector/{index}/{*path}", any(proxy::to_index))
+        .route("/console/api/search/{index}/{*path}", any(proxy::to_search_index))
         .with_state(proxy::Proxy {
             state: state.clone(),
             api,

@@ -56,34 +56,42 @@ pub(crate) async fn to_api(State(proxy): State<Proxy>, request: Request) -> Resp
 
 /// `/console/api/vector/{index id}/...`: that vector index's data plane, with its token.
 pub(crate) async fn to_index(State(proxy): State<Proxy>, request: Request) -> Response {
+    to_data_plane(&proxy, IndexKind::Vector, request).await
+}
+
+/// `/console/api/search/{index id}/...`: that search index's data plane, with its token.
+pub(crate) async fn to_search_index(State(proxy): State<Proxy>, request: Request) -> Response {
+    to_data_plane(&proxy, IndexKind::Search, request).await
+}
+
+/// Forwards `request` to the data plane of the session's index of `kind` that its path names.
+async fn to_data_plane(proxy: &Proxy, kind: IndexKind, request: Request) -> Response {
     // The request's body is not `Sync`: only its head is looked at while the catalogue is asked.
     let (parts, body) = request.into_parts();
-    let found = index_request(&proxy, &parts).await;
+    let found = index_request(proxy, kind, &parts).await;
     let request = Request::from_parts(parts, body);
     match found {
-        Ok((path, credentials)) => forward(proxy.api, request, &path, &credentials).await,
+        Ok((path, credentials)) => forward(proxy.api.clone(), request, &path, &credentials).await,
         Err(refused) => refused.into_response(),
     }
 }
 
-/// The data-plane path and the credentials of a request to an index of the session's account.
+/// The data-plane path and the credentials of a request to an index of `kind` of the session's
+/// account (`/console/api/vector/{id}/...` or `/console/api/search/{id}/...`).
 async fn index_request(
     proxy: &Proxy,
+    kind: IndexKind,
     request: &axum::http::request::Parts,
 ) -> Result<(String, String), ApiError> {
     let who = super::guard::signed_in(&proxy.state, &request.headers)?;
-    let rest = request
-        .uri
-        .path()
-        .strip_prefix("/console/api/vector/")
-        .unwrap_or_default();
+    let prefix = match kind {
+        IndexKind::Vector => "/console/api/vector/",
+        IndexKind::Search => "/console/api/search/",
+    };
+    let rest = request.uri.path().strip_prefix(prefix).unwrap_or_default();
     let (index, path) = rest.split_once('/').unwrap_or((rest, ""));
     let account = proxy.state.admin.authenticate(&who.email, &who.api_key).await?;
-    let record = proxy
-        .state
-        .admin
-        .index(&account, IndexKind::Vector, index)
-        .await?;
+    let record = proxy.state.admin.index(&account, kind, index).await?;
     Ok((format!("/{path}"), format!("Bearer {}", record.token)))
 }
 

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use quiver_testkit::calls::send;
 use quiver_testkit::{Receiver, Reply, TestServer};
 use reqwest::Method;
 use reqwest::header::{COOKIE, SET_COOKIE};
@@ -156,6 +157,33 @@ async fn the_proxy_calls_each_api_with_the_sessions_credentials_and_only_with_it
     .await
     .unwrap();
     assert_eq!(other.status(), 404);
+
+    // A search index's data plane is reached by its own path, with its token; an id of the other kind
+    // is not found there.
+    let (status, search) = send(
+        console(&server, Method::POST, "/v2/search", &cookie, &csrf)
+            .json(&json!({"name": "proxied-search", "region": "eu-west-1", "type": "payg"})),
+    )
+    .await;
+    assert_eq!(status, 200, "{search}");
+    let search_id = search["id"].as_str().unwrap();
+    let (status, info) = send(console(
+        &server,
+        Method::GET,
+        &format!("/search/{search_id}/info"),
+        &cookie,
+        &csrf,
+    ))
+    .await;
+    assert_eq!(
+        (status.as_u16(), &info["result"]["vectorCount"]),
+        (200, &json!(0)),
+        "{info}"
+    );
+    for path in [format!("/search/{id}/info"), format!("/vector/{search_id}/info")] {
+        let (status, answer) = send(console(&server, Method::GET, &path, &cookie, &csrf)).await;
+        assert_eq!(status, 404, "{path}: {answer}");
+    }
 
     let without_csrf = server
         .client()
