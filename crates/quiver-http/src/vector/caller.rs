@@ -83,7 +83,7 @@ pub fn vector_index(record: &IndexRecord) -> IndexRef {
 const SEARCH_MODEL: DenseModel = DenseModel::AllMiniLmL6V2;
 
 /// Operations of the vector API that a search index does not take, with the one to use instead.
-const NOT_FOR_SEARCH: [(&str, &str); 7] = [
+const NOT_FOR_SEARCH: [(&str, &str); 8] = [
     ("upsert", "`/upsert-data` with documents"),
     ("query", "`/search`"),
     ("query-data", "`/search`"),
@@ -91,6 +91,7 @@ const NOT_FOR_SEARCH: [(&str, &str); 7] = [
     ("resumable-query", "`/search`"),
     ("resumable-query-data", "`/search`"),
     ("resumable-query-next", "`/search`"),
+    ("resumable-query-end", "`/search`"),
 ];
 
 /// Refuses an operation the index's kind does not take (400, naming it and what to use instead).
@@ -201,6 +202,7 @@ mod tests {
             "/query-data is not available on a search index; use `/search`"
         );
         assert!(refused(true, "upsert").ends_with("use `/upsert-data` with documents"));
+        assert!(refused(true, "resumable-query-end").ends_with("use `/search`"));
         assert!(refused(false, "search").starts_with("/search is available on search indexes only"));
         for op in [
             "upsert-data",
