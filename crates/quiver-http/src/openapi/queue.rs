@@ -2,11 +2,24 @@
 
 use serde_json::{Value, json};
 
-use super::schemas::{any_object, array, integer, object, r, string};
+use super::schemas::{any_object, array, boolean, integer, object, r, string};
 use super::{Auth, Op};
 
 fn op(method: &'static str, path: &'static str, summary: &'static str) -> Op {
     Op::new(method, path, "queue", Auth::Queue, summary)
+}
+
+/// The body of `/v2/batch` and `/v2/batch/trigger`: an array of messages.
+fn batch_items() -> Value {
+    array(object(
+        &[
+            ("destination", string()),
+            ("queue", string()),
+            ("headers", any_object()),
+            ("body", string()),
+        ],
+        1,
+    ))
 }
 
 fn run_op(method: &'static str, path: &'static str, summary: &'static str) -> Op {
@@ -136,18 +149,7 @@ fn queue_operations() -> Vec<Op> {
             "/v2/batch",
             "Publish several messages, each with its destination and headers.",
         )
-        .json(
-            array(object(
-                &[
-                    ("destination", string()),
-                    ("queue", string()),
-                    ("headers", any_object()),
-                    ("body", string()),
-                ],
-                1,
-            )),
-            true,
-        )
+        .json(batch_items(), true)
         .ok(array(
             json!({"anyOf": [published(), object(&[("error", string())], 1)]}),
         )),
@@ -387,6 +389,29 @@ fn workflow_operations() -> Vec<Op> {
         ))
         .header("Svc-Workflow-RunId", "The run's id (made when absent).")
         .ok(r("RunStarted")),
+        run_op(
+            "POST",
+            "/v2/batch/trigger",
+            "Start several workflow runs, each as `/v2/trigger/{url}` would, from its destination, \
+             headers (`Svc-Workflow-RunId` among them) and body; an item that cannot start answers \
+             with its error in its place.",
+        )
+        .json(batch_items(), true)
+        .answer(
+            "201",
+            "Each item's run (`deduplicated` when its id had been started before), or its error.",
+            Some(array(json!({"anyOf": [
+                object(
+                    &[
+                        ("workflowRunId", string()),
+                        ("workflowCreatedAt", integer()),
+                        ("deduplicated", boolean()),
+                    ],
+                    3,
+                ),
+                object(&[("error", string())], 1),
+            ]}))),
+        ),
         run_op(
             "POST",
             "/v2/wait/{event}",

@@ -6,16 +6,16 @@ use axum::Json;
 use axum::extract::{ConnectInfo, Path, State};
 use axum::http::{StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
+use quiver_queue::PublishOutcome;
 use quiver_queue::names::QueueName;
-use quiver_queue::{PublishOutcome, PublishRequest};
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::auth::{QueueAccount, QueueWriter};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{JsonBody, Typed, typed_value};
+use crate::extract::{JsonBody, Typed};
 use crate::queue::params::Params;
-use crate::queue::request::{BatchItem, PublishForm};
+use crate::queue::request::{PublishForm, batch_requests};
 use crate::queue::wire::{CancelledOut, MessageOut, PublishOutcomeOut};
 use crate::state::AppState;
 
@@ -90,14 +90,8 @@ pub(crate) async fn batch(
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     Typed(items): Typed<Vec<Value>>,
 ) -> ApiResult<Json<Vec<BatchAnswer>>> {
-    let caller_ip = peer.ip().to_string();
-    // Each item is read on its own: one that does not fit is answered with its error, in its place.
-    let parsed: Vec<Result<PublishRequest, ApiError>> = items
-        .into_iter()
-        .map(|item| typed_value::<BatchItem>(item)?.into_request(&caller_ip))
-        .collect();
     // An item that does not parse is answered with its own error below; the others are published.
-    let valid: Vec<PublishRequest> = parsed.iter().filter_map(|p| p.as_ref().ok().cloned()).collect();
+    let (valid, places) = batch_requests(items, &peer.ip().to_string());
     let outcomes = state.queue.publisher.batch(caller.account.id, valid).await?;
     // A step for a run that has ended fails the whole request with a 400: the workflow SDK publishes
     // steps in batches and stops the run on that status, not on an error inside a 200.
@@ -108,13 +102,13 @@ pub(crate) async fn batch(
         return Err(ApiError::bad_request(ended.to_string()));
     }
     let mut outcomes = outcomes.into_iter();
-    let answers = parsed
+    let answers = places
         .into_iter()
-        .map(|item| match item {
+        .map(|place| match place {
             Err(error) => BatchAnswer::Error {
                 error: error.into_reported_message(),
             },
-            Ok(_) => match outcomes.next() {
+            Ok(()) => match outcomes.next() {
                 Some(Ok(outcome)) => BatchAnswer::Published(PublishOutcomeOut::of(&outcome)),
                 Some(Err(error)) => BatchAnswer::Error {
                     error: ApiError::from(error).into_reported_message(),

@@ -36,6 +36,7 @@ pub fn routes(max_message_bytes: usize) -> Router<AppState> {
         .layer(DefaultBodyLimit::max(max_message_bytes));
     let batch = Router::new()
         .route("/v2/batch", post(messages::batch))
+        .route("/v2/batch/trigger", post(workflows::batch_trigger))
         .layer(DefaultBodyLimit::max(max_message_bytes.saturating_mul(4)));
     Router::new()
         .merge(publish)

@@ -218,7 +218,7 @@ impl HeadersIn {
 /// `queue`). A field it does not know is refused by name.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct BatchItem {
+struct BatchItem {
     destination: String,
     #[serde(default)]
     headers: Option<HeadersIn>,
@@ -226,6 +226,25 @@ pub(crate) struct BatchItem {
     queue: Option<String>,
     #[serde(default)]
     body: Option<BatchBody>,
+}
+
+/// The items of a batch (`/v2/batch`, `/v2/batch/trigger`) from `caller_ip`, each read on its own so
+/// that one that does not fit is answered with its error, in its place: the requests of the items that
+/// fit, in order, and each item's place (`Ok` where the next of those requests stands).
+pub(crate) fn batch_requests(
+    items: Vec<Value>,
+    caller_ip: &str,
+) -> (Vec<PublishRequest>, Vec<Result<(), ApiError>>) {
+    let mut requests = Vec::with_capacity(items.len());
+    let places = items
+        .into_iter()
+        .map(|item| {
+            let request = crate::extract::typed_value::<BatchItem>(item)?.into_request(caller_ip)?;
+            requests.push(request);
+            Ok(())
+        })
+        .collect();
+    (requests, places)
 }
 
 /// A batch item's body. A string is the body itself; the workflow SDK's `context.call` sends any other
@@ -242,7 +261,7 @@ impl BatchItem {
     ///
     /// # Errors
     /// A missing destination (400).
-    pub(crate) fn into_request(self, caller_ip: &str) -> Result<PublishRequest, ApiError> {
+    fn into_request(self, caller_ip: &str) -> Result<PublishRequest, ApiError> {
         if self.destination.is_empty() {
             return Err(ApiError::bad_request("destination: is required"));
         }

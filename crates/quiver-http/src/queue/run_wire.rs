@@ -17,6 +17,28 @@ pub struct RunStartedOut {
     pub workflow_created_at: i64,
 }
 
+/// One item of `POST /v2/batch/trigger`: the run it started (or found started), or why it was refused.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum TriggeredOut {
+    /// The run.
+    Run {
+        /// The run.
+        #[serde(rename = "workflowRunId")]
+        workflow_run_id: String,
+        /// When it was created, in Unix milliseconds.
+        #[serde(rename = "workflowCreatedAt")]
+        workflow_created_at: i64,
+        /// Whether it had been started before (its id given again).
+        deduplicated: bool,
+    },
+    /// The item was refused.
+    Error {
+        /// Why.
+        error: String,
+    },
+}
+
 /// Runs started again from a page of dead letters, and where the next page starts (empty at the end,
 /// which the SDKs read as the end).
 #[derive(Debug, Serialize)]

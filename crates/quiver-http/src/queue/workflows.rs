@@ -1,7 +1,9 @@
-//! Workflow runs: trigger, end, cancel in bulk, steps, and the run log.
+//! Workflow runs: trigger (one, or a batch), end, cancel in bulk, steps, and the run log.
+
+use std::net::SocketAddr;
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::{ConnectInfo, Path, State};
 use axum::http::{StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use quiver_queue::names::RunId;
@@ -11,10 +13,12 @@ use serde_json::Value;
 
 use crate::auth::{QueueAccount, QueueWriter};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{JsonBody, RawBody};
+use crate::extract::{JsonBody, RawBody, Typed};
 use crate::queue::params::Params;
-use crate::queue::request::{PublishForm, query_one, query_pairs};
-use crate::queue::run_wire::{CancelFailureOut, RunOut, RunStartedOut, RunsCancelledOut, RunsPageOut};
+use crate::queue::request::{PublishForm, batch_requests, query_one, query_pairs};
+use crate::queue::run_wire::{
+    CancelFailureOut, RunOut, RunStartedOut, RunsCancelledOut, RunsPageOut, TriggeredOut,
+};
 use crate::state::AppState;
 
 pub(crate) async fn trigger(
@@ -22,15 +26,49 @@ pub(crate) async fn trigger(
     QueueWriter(caller): QueueWriter,
     PublishForm(request): PublishForm,
 ) -> ApiResult<Json<RunStartedOut>> {
-    let (workflow_run_id, workflow_created_at) = state
+    let triggered = state
         .queue
         .workflow_runs
         .trigger(caller.account.id, request)
         .await?;
     Ok(Json(RunStartedOut {
-        workflow_run_id: workflow_run_id.to_string(),
-        workflow_created_at,
+        workflow_run_id: triggered.run_id.to_string(),
+        workflow_created_at: triggered.created_at,
     }))
+}
+
+/// `POST /v2/batch/trigger`: `[{destination, headers?, body?, queue?}]`, each starting a run as
+/// `/v2/trigger/{destination}` would; 201 with each item's run, or its error in its place.
+pub(crate) async fn batch_trigger(
+    State(state): State<AppState>,
+    QueueWriter(caller): QueueWriter,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    Typed(items): Typed<Vec<Value>>,
+) -> ApiResult<(StatusCode, Json<Vec<TriggeredOut>>)> {
+    let (valid, places) = batch_requests(items, &peer.ip().to_string());
+    let mut outcomes = state
+        .queue
+        .workflow_runs
+        .trigger_batch(caller.account.id, valid)
+        .await?
+        .into_iter();
+    let refused = |error: String| TriggeredOut::Error { error };
+    let answers = places
+        .into_iter()
+        .map(|place| match place {
+            Err(error) => refused(error.into_reported_message()),
+            Ok(()) => match outcomes.next() {
+                Some(Ok(run)) => TriggeredOut::Run {
+                    workflow_run_id: run.run_id.to_string(),
+                    workflow_created_at: run.created_at,
+                    deduplicated: run.deduplicated,
+                },
+                Some(Err(error)) => refused(ApiError::from(error).into_reported_message()),
+                None => refused("not triggered".into()),
+            },
+        })
+        .collect();
+    Ok((StatusCode::CREATED, Json(answers)))
 }
 
 /// `DELETE /v2/workflows/runs/{id}`: `?cancel=true` (or no flag) cancels; `?cancel=false` ends the run

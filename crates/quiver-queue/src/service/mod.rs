@@ -42,7 +42,7 @@ pub use retention::Retention;
 pub use schedules::Schedules;
 pub use url_groups::UrlGroups;
 pub use waiters::Waiters;
-pub use workflow_runs::WorkflowRuns;
+pub use workflow_runs::{Triggered, WorkflowRuns};
 
 /// The message queue of every account: its services, over one backend.
 #[derive(Clone)]

@@ -184,46 +184,75 @@ impl WorkflowRuns {
         Ok((run_id, created_at))
     }
 
-    /// Starts a run of the workflow at `request.destination` (`POST /v2/trigger/...`); returns the run
-    /// id and its creation time.
+    /// Starts a run of the workflow at `request.destination` (`POST /v2/trigger/...`).
     ///
     /// # Errors
-    /// As [`Publisher::publish`].
+    /// A malformed run id (400); as [`Publisher::publish`].
     pub async fn trigger(
         &self,
         account: AccountId,
-        mut request: PublishRequest,
-    ) -> Result<(RunId, i64), QueueError> {
-        let run_id = match request
-            .headers
-            .iter()
-            .find(|(name, _)| crate::headers::config_key(name).as_deref() == Some("workflow-runid"))
-        {
-            Some((_, value)) => RunId::parse(value.as_str())?,
-            None => RunId::generate(),
-        };
-        request.headers.retain(|(name, _)| {
-            !matches!(
-                crate::headers::config_key(name).as_deref(),
-                Some("workflow-runid" | "workflow-init" | "workflow-url")
-            )
-        });
-        request
-            .headers
-            .push(("Svc-Workflow-RunId".into(), run_id.to_string()));
-        request.headers.push(("Svc-Workflow-Init".into(), "true".into()));
-        request
-            .headers
-            .push(("Svc-Workflow-Url".into(), request.destination.clone()));
-        match self.publisher.publish(account, request).await? {
-            PublishOutcome::Url(_) | PublishOutcome::Group(_) => {}
+        request: PublishRequest,
+    ) -> Result<Triggered, QueueError> {
+        let (run_id, request) = as_trigger(request)?;
+        let outcome = self.publisher.publish(account, request).await?;
+        self.triggered(account, run_id, &outcome).await
+    }
+
+    /// Starts a run for each of `requests` (`POST /v2/batch/trigger`): one that is invalid does not stop
+    /// the others, and the valid ones are published in one commit.
+    ///
+    /// # Errors
+    /// The commit failed: no run was started.
+    pub async fn trigger_batch(
+        &self,
+        account: AccountId,
+        requests: Vec<PublishRequest>,
+    ) -> Result<Vec<Result<Triggered, QueueError>>, QueueError> {
+        let mut runs = Vec::with_capacity(requests.len());
+        let mut valid = Vec::with_capacity(requests.len());
+        for request in requests {
+            runs.push(as_trigger(request).map(|(run_id, request)| {
+                valid.push(request);
+                run_id
+            }));
         }
+        let mut outcomes = self.publisher.batch(account, valid).await?.into_iter();
+        let mut answers = Vec::with_capacity(runs.len());
+        for run in runs {
+            // Only the valid requests were published, in their order.
+            answers.push(match run {
+                Err(error) => Err(error),
+                Ok(run_id) => match outcomes.next() {
+                    Some(Ok(outcome)) => self.triggered(account, run_id, &outcome).await,
+                    Some(Err(error)) => Err(error),
+                    None => Err(QueueError::WorkflowRunNotFound(run_id.to_string())),
+                },
+            });
+        }
+        Ok(answers)
+    }
+
+    /// The run a trigger's publish started, or found started (a run id given twice).
+    async fn triggered(
+        &self,
+        account: AccountId,
+        run_id: RunId,
+        outcome: &PublishOutcome,
+    ) -> Result<Triggered, QueueError> {
+        let deduplicated = match outcome {
+            PublishOutcome::Url(published) => published.deduplicated,
+            PublishOutcome::Group(published) => published.iter().all(|p| p.deduplicated),
+        };
         let run = self
             .store
             .run(account, &run_id)
             .await?
             .ok_or_else(|| QueueError::WorkflowRunNotFound(run_id.to_string()))?;
-        Ok((run_id, run.created_at.as_millis()))
+        Ok(Triggered {
+            run_id,
+            created_at: run.created_at.as_millis(),
+            deduplicated,
+        })
     }
 
     /// A run, or `None`.
@@ -399,4 +428,42 @@ impl WorkflowRuns {
         }
         Ok((cancelled, failures))
     }
+}
+
+/// A run a trigger started, or found started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Triggered {
+    /// The run.
+    pub run_id: RunId,
+    /// When it was created, in Unix milliseconds.
+    pub created_at: i64,
+    /// Whether the run had been started before (its id given again) and this trigger started nothing.
+    pub deduplicated: bool,
+}
+
+/// A trigger's publish: the run's id (the one given in `Svc-Workflow-RunId`, or a new one) and the
+/// workflow headers that make its message the run's first.
+fn as_trigger(mut request: PublishRequest) -> Result<(RunId, PublishRequest), QueueError> {
+    let run_id = match request
+        .headers
+        .iter()
+        .find(|(name, _)| crate::headers::config_key(name).as_deref() == Some("workflow-runid"))
+    {
+        Some((_, value)) => RunId::parse(value.as_str())?,
+        None => RunId::generate(),
+    };
+    request.headers.retain(|(name, _)| {
+        !matches!(
+            crate::headers::config_key(name).as_deref(),
+            Some("workflow-runid" | "workflow-init" | "workflow-url")
+        )
+    });
+    request
+        .headers
+        .push(("Svc-Workflow-RunId".into(), run_id.to_string()));
+    request.headers.push(("Svc-Workflow-Init".into(), "true".into()));
+    request
+        .headers
+        .push(("Svc-Workflow-Url".into(), request.destination.clone()));
+    Ok((run_id, request))
 }

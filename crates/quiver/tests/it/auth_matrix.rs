@@ -214,6 +214,7 @@ fn queue_routes(owned: &Owned) -> Vec<(Method, String, bool, bool)> {
             false,
         ),
         write(Method::POST, "/v2/batch", false),
+        write(Method::POST, "/v2/batch/trigger", false),
         write(Method::POST, "/v2/trigger/https://example.com/x", false),
         read("/v2/messages", false),
         read(&format!("/v2/messages/{message}"), true),

@@ -636,3 +636,50 @@ async fn a_failed_failure_callback_is_reported_on_its_steps_dead_letter_and_can_
         .unwrap();
     assert_eq!(callback.json()["dlqId"], dlq_id);
 }
+
+#[tokio::test]
+async fn a_batch_trigger_starts_each_run_and_answers_each_item_in_its_place() {
+    let server = TestServer::embedded().await;
+    let order = "https://shop.example.com/order";
+    let trigger = |items: Value| send(server.queue(Method::POST, "/v2/batch/trigger").json(&items));
+    let (status, answers) = trigger(json!([
+        {"destination": order, "headers": {"Upstash-Workflow-RunId": "wfr_batch_a", "Upstash-Delay": "1h"}, "body": "{\"order\":1}"},
+        {"destination": "https://shop.example.com/refund", "headers": {"Upstash-Delay": "1h"}},
+        {"destination": ""},
+        {"destination": order, "headers": {"Upstash-Workflow-RunId": ""}},
+    ]))
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{answers}");
+    assert_eq!(answers[0]["workflowRunId"], "wfr_batch_a", "{answers}");
+    assert_eq!(answers[0]["deduplicated"], false);
+    let created_at = answers[0]["workflowCreatedAt"].as_i64().expect("a creation time");
+    let second = answers[1]["workflowRunId"].as_str().unwrap().to_owned();
+    assert!(second.starts_with("wfr_") && second != "wfr_batch_a", "{answers}");
+    assert_eq!(answers[2], json!({"error": "destination: is required"}));
+    assert!(
+        answers[3]["error"].as_str().unwrap().contains("workflow run id"),
+        "{answers}"
+    );
+    let mut expected = vec!["wfr_batch_a".to_owned(), second];
+    expected.sort();
+    assert_eq!(running_runs(&server).await, expected);
+    let (_, logs) = send(server.queue(Method::GET, "/v2/workflows/events?workflowRunId=wfr_batch_a")).await;
+    assert_eq!(logs["runs"][0]["workflowUrl"], order, "{logs}");
+
+    // The same run id again starts nothing: the run that was started answers.
+    let (status, again) = trigger(json!([
+        {"destination": order, "headers": {"Upstash-Workflow-RunId": "wfr_batch_a", "Upstash-Delay": "1h"}},
+    ]))
+    .await;
+    assert_eq!(status, StatusCode::CREATED);
+    assert_eq!(
+        again,
+        json!([{"workflowRunId": "wfr_batch_a", "workflowCreatedAt": created_at, "deduplicated": true}])
+    );
+    let (_, pending) = send(server.queue(Method::GET, "/v2/messages")).await;
+    assert_eq!(
+        pending["messages"].as_array().unwrap().len(),
+        2,
+        "one first step per run: {pending}"
+    );
+}
