@@ -430,6 +430,20 @@ impl WorkflowRuns {
     }
 }
 
+/// The run id a trigger of `destination` with the deduplication id `deduplication` names.
+fn run_named_by(destination: &str, deduplication: &str) -> RunId {
+    use base64::Engine;
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::new()
+        .chain_update(destination.as_bytes())
+        .chain_update([0])
+        .chain_update(deduplication.as_bytes())
+        .finalize();
+    let name = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&digest[..16]);
+    // 26 characters of the URL-safe alphabet always make a valid id.
+    RunId::parse(format!("wfr_{name}")).unwrap_or_else(|_| RunId::generate())
+}
+
 /// A run a trigger started, or found started.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Triggered {
@@ -441,16 +455,25 @@ pub struct Triggered {
     pub deduplicated: bool,
 }
 
-/// A trigger's publish: the run's id (the one given in `Svc-Workflow-RunId`, or a new one) and the
-/// workflow headers that make its message the run's first.
+/// A trigger's publish: the run's id and the workflow headers that make its message the run's first.
+/// The id is the one given in `Svc-Workflow-RunId`; else one that `Svc-Deduplication-Id` names, so that
+/// a trigger sent again finds the run the first one started (the message's own deduplication would turn
+/// the second message away after its run had been started, and leave that run without one); else a
+/// new one.
 fn as_trigger(mut request: PublishRequest) -> Result<(RunId, PublishRequest), QueueError> {
-    let run_id = match request
-        .headers
-        .iter()
-        .find(|(name, _)| crate::headers::config_key(name).as_deref() == Some("workflow-runid"))
-    {
-        Some((_, value)) => RunId::parse(value.as_str())?,
-        None => RunId::generate(),
+    let given = |key: &str| {
+        request
+            .headers
+            .iter()
+            .find(|(name, _)| crate::headers::config_key(name).as_deref() == Some(key))
+            .map(|(_, value)| value.as_str())
+    };
+    // An empty deduplication id is none, as for any publish.
+    let deduplication = given("deduplication-id").filter(|id| !id.is_empty());
+    let run_id = match (given("workflow-runid"), deduplication) {
+        (Some(id), _) => RunId::parse(id)?,
+        (None, Some(deduplication)) => run_named_by(request.destination.trim(), deduplication),
+        (None, None) => RunId::generate(),
     };
     request.headers.retain(|(name, _)| {
         !matches!(
@@ -466,4 +489,40 @@ fn as_trigger(mut request: PublishRequest) -> Result<(RunId, PublishRequest), Qu
         .headers
         .push(("Svc-Workflow-Url".into(), request.destination.clone()));
     Ok((run_id, request))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_deduplication_id_names_the_run_and_a_run_id_wins_over_it() {
+        let request = |headers: &[(&str, &str)]| PublishRequest {
+            destination: "https://shop.example.com/order".into(),
+            headers: headers
+                .iter()
+                .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
+                .collect(),
+            query: Vec::new(),
+            body: Vec::new(),
+            caller_ip: None,
+            schedule_id: None,
+        };
+        let run = |headers: &[(&str, &str)]| as_trigger(request(headers)).unwrap().0;
+        let named = run(&[("upstash-deduplication-id", "order-7")]);
+        assert_eq!(named, run(&[("Svc-Deduplication-Id", "order-7")]));
+        assert_ne!(named, run(&[("Upstash-Deduplication-Id", "order-8")]));
+        assert_eq!(
+            run(&[
+                ("Upstash-Workflow-RunId", "wfr_mine"),
+                ("Upstash-Deduplication-Id", "order-7")
+            ]),
+            RunId::parse("wfr_mine").unwrap()
+        );
+        assert_ne!(run(&[]), run(&[]), "a new run each time without either");
+        assert_ne!(
+            run(&[("Upstash-Deduplication-Id", "")]),
+            run(&[("Upstash-Deduplication-Id", "")])
+        );
+    }
 }

@@ -683,3 +683,36 @@ async fn a_batch_trigger_starts_each_run_and_answers_each_item_in_its_place() {
         "one first step per run: {pending}"
     );
 }
+
+#[tokio::test]
+async fn a_trigger_sent_again_with_its_deduplication_id_answers_the_run_it_started() {
+    let server = TestServer::embedded().await;
+    let order = "https://shop.example.com/order";
+    let trigger = || {
+        send(
+            server
+                .queue(Method::POST, &format!("/v2/trigger/{order}"))
+                .header("Upstash-Deduplication-Id", "order-7")
+                .header("Upstash-Delay", "1h")
+                .body("{}"),
+        )
+    };
+    let (status, first) = trigger().await;
+    assert_eq!(status, StatusCode::OK, "{first}");
+    let (status, again) = trigger().await;
+    assert_eq!(status, StatusCode::OK, "{again}");
+    assert_eq!(again, first, "the run the first trigger started");
+    let (_, batched) = send(server.queue(Method::POST, "/v2/batch/trigger").json(&json!([
+        {"destination": order, "headers": {"Upstash-Deduplication-Id": "order-7", "Upstash-Delay": "1h"}},
+    ])))
+    .await;
+    assert_eq!(batched[0]["workflowRunId"], first["workflowRunId"], "{batched}");
+    assert_eq!(batched[0]["deduplicated"], true);
+    assert_eq!(
+        running_runs(&server).await,
+        [first["workflowRunId"].as_str().unwrap()],
+        "no run is left without its message"
+    );
+    let (_, pending) = send(server.queue(Method::GET, "/v2/messages")).await;
+    assert_eq!(pending["messages"].as_array().unwrap().len(), 1, "{pending}");
+}
