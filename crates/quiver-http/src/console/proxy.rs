@@ -88,6 +88,7 @@ async fn index_request(
         IndexKind::Vector => "/console/api/vector/",
         IndexKind::Search => "/console/api/search/",
     };
+    // The route that called this matched the prefix; an empty rest names no index and is refused below.
     let rest = request.uri.path().strip_prefix(prefix).unwrap_or_default();
     let (index, path) = rest.split_once('/').unwrap_or((rest, ""));
     let account = proxy.state.admin.authenticate(&who.email, &who.api_key).await?;
