@@ -430,17 +430,17 @@ impl WorkflowRuns {
     }
 }
 
-/// The run id a trigger of `destination` with the deduplication id `deduplication` names.
-fn run_named_by(destination: &str, deduplication: &str) -> RunId {
+/// The run id that a trigger of `destination` deduplicated by `parts` names: a hash of them.
+fn run_named_by(destination: &str, parts: &[&[u8]]) -> RunId {
     use base64::Engine;
     use sha2::{Digest, Sha256};
-    let digest = Sha256::new()
-        .chain_update(destination.as_bytes())
-        .chain_update([0])
-        .chain_update(deduplication.as_bytes())
-        .finalize();
-    let name = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&digest[..16]);
-    // 26 characters of the URL-safe alphabet always make a valid id.
+    let mut hasher = Sha256::new().chain_update(destination.as_bytes());
+    for part in parts {
+        hasher.update([0]);
+        hasher.update(part);
+    }
+    let name = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&hasher.finalize()[..16]);
+    // 22 characters of the URL-safe alphabet always make a valid id.
     RunId::parse(format!("wfr_{name}")).unwrap_or_else(|_| RunId::generate())
 }
 
@@ -456,23 +456,32 @@ pub struct Triggered {
 }
 
 /// A trigger's publish: the run's id and the workflow headers that make its message the run's first.
-/// The id is the one given in `Svc-Workflow-RunId`; else one that `Svc-Deduplication-Id` names, so that
-/// a trigger sent again finds the run the first one started (the message's own deduplication would turn
-/// the second message away after its run had been started, and leave that run without one); else a
-/// new one.
+/// The id is the one given in `Svc-Workflow-RunId`; else, where the trigger asks to be deduplicated
+/// (`Svc-Deduplication-Id`, or `Svc-Content-Based-Deduplication` over its body and forwarded headers),
+/// one that names what it is deduplicated by, so that a trigger sent again finds the run the first one
+/// started (the message's own deduplication would turn the second message away after its run had been
+/// started, and leave that run without one); else a new one.
+///
+/// # Errors
+/// A malformed run id or publish setting (400).
 fn as_trigger(mut request: PublishRequest) -> Result<(RunId, PublishRequest), QueueError> {
-    let given = |key: &str| {
-        request
-            .headers
-            .iter()
-            .find(|(name, _)| crate::headers::config_key(name).as_deref() == Some(key))
-            .map(|(_, value)| value.as_str())
-    };
-    // An empty deduplication id is none, as for any publish.
-    let deduplication = given("deduplication-id").filter(|id| !id.is_empty());
-    let run_id = match (given("workflow-runid"), deduplication) {
+    let given = request
+        .headers
+        .iter()
+        .find(|(name, _)| crate::headers::config_key(name).as_deref() == Some("workflow-runid"))
+        .map(|(_, value)| value.as_str());
+    let options = crate::publish::parse_publish_options(&request.headers, &request.query)?;
+    let destination = request.destination.trim();
+    let run_id = match (given, &options.deduplication_id) {
         (Some(id), _) => RunId::parse(id)?,
-        (None, Some(deduplication)) => run_named_by(request.destination.trim(), deduplication),
+        (None, Some(deduplication)) => run_named_by(destination, &[b"id", deduplication.as_bytes()]),
+        (None, None) if options.content_based_deduplication => {
+            let mut content: Vec<&[u8]> = vec![b"content", &request.body];
+            for (name, value) in &options.forward_headers {
+                content.extend([name.as_bytes(), value.as_bytes()]);
+            }
+            run_named_by(destination, &content)
+        }
         (None, None) => RunId::generate(),
     };
     request.headers.retain(|(name, _)| {
@@ -520,6 +529,16 @@ mod tests {
             RunId::parse("wfr_mine").unwrap()
         );
         assert_ne!(run(&[]), run(&[]), "a new run each time without either");
+        let content = run(&[("Upstash-Content-Based-Deduplication", "true")]);
+        assert_eq!(content, run(&[("Svc-Content-Based-Deduplication", "true")]));
+        assert_ne!(
+            content,
+            run(&[
+                ("Upstash-Content-Based-Deduplication", "true"),
+                ("Upstash-Forward-Tenant", "b")
+            ]),
+            "forwarded headers are content"
+        );
         assert_ne!(
             run(&[("Upstash-Deduplication-Id", "")]),
             run(&[("Upstash-Deduplication-Id", "")])

@@ -685,7 +685,7 @@ async fn a_batch_trigger_starts_each_run_and_answers_each_item_in_its_place() {
 }
 
 #[tokio::test]
-async fn a_trigger_sent_again_with_its_deduplication_id_answers_the_run_it_started() {
+async fn a_trigger_sent_again_deduplicated_by_id_or_by_content_answers_the_run_it_started() {
     let server = TestServer::embedded().await;
     let order = "https://shop.example.com/order";
     let trigger = || {
@@ -715,4 +715,23 @@ async fn a_trigger_sent_again_with_its_deduplication_id_answers_the_run_it_start
     );
     let (_, pending) = send(server.queue(Method::GET, "/v2/messages")).await;
     assert_eq!(pending["messages"].as_array().unwrap().len(), 1, "{pending}");
+
+    // Deduplicated by content (the body and the forwarded headers), the same holds.
+    let by_content = |body: &'static str| {
+        send(
+            server
+                .queue(Method::POST, &format!("/v2/trigger/{order}"))
+                .header("Upstash-Content-Based-Deduplication", "true")
+                .header("Upstash-Delay", "1h")
+                .body(body),
+        )
+    };
+    let (_, one) = by_content("{\"order\":8}").await;
+    let (_, same) = by_content("{\"order\":8}").await;
+    let (_, other) = by_content("{\"order\":9}").await;
+    assert_eq!(same, one);
+    assert_ne!(other["workflowRunId"], one["workflowRunId"]);
+    assert_eq!(running_runs(&server).await.len(), 3, "one run for each content");
+    let (_, pending) = send(server.queue(Method::GET, "/v2/messages")).await;
+    assert_eq!(pending["messages"].as_array().unwrap().len(), 3, "{pending}");
 }
