@@ -708,6 +708,18 @@ async fn a_trigger_sent_again_deduplicated_by_id_or_by_content_answers_the_run_i
     .await;
     assert_eq!(batched[0]["workflowRunId"], first["workflowRunId"], "{batched}");
     assert_eq!(batched[0]["deduplicated"], true);
+    // A setting may come as a query key, as for any publish.
+    let (_, by_query) = send(
+        server
+            .queue(
+                Method::POST,
+                &format!("/v2/trigger/{order}?Upstash-Deduplication-Id=order-7"),
+            )
+            .header("Upstash-Delay", "1h")
+            .body("{}"),
+    )
+    .await;
+    assert_eq!(by_query, first, "{by_query}");
     assert_eq!(
         running_runs(&server).await,
         [first["workflowRunId"].as_str().unwrap()],
