@@ -131,6 +131,17 @@ impl RunId {
     pub fn generate() -> RunId {
         RunId(format!("wfr_{}", quiver_core::secret::random_token(16)))
     }
+
+    /// The run id that `digest` names: `wfr_` and the digest's first 16 bytes in URL-safe base64, the
+    /// shape of a random one.
+    pub(crate) fn of_digest(digest: &[u8]) -> RunId {
+        use base64::Engine;
+        let bytes = &digest[..digest.len().min(16)];
+        RunId(format!(
+            "wfr_{}",
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+        ))
+    }
 }
 
 #[cfg(test)]

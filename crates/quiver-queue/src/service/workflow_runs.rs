@@ -432,16 +432,13 @@ impl WorkflowRuns {
 
 /// The run id that a trigger of `destination` deduplicated by `parts` names: a hash of them.
 fn run_named_by(destination: &str, parts: &[&[u8]]) -> RunId {
-    use base64::Engine;
     use sha2::{Digest, Sha256};
     let mut hasher = Sha256::new().chain_update(destination.as_bytes());
     for part in parts {
         hasher.update([0]);
         hasher.update(part);
     }
-    let name = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&hasher.finalize()[..16]);
-    // 22 characters of the URL-safe alphabet always make a valid id.
-    RunId::parse(format!("wfr_{name}")).unwrap_or_else(|_| RunId::generate())
+    RunId::of_digest(&hasher.finalize())
 }
 
 /// A run a trigger started, or found started.
