@@ -453,7 +453,7 @@ pub struct Triggered {
 }
 
 /// A trigger's publish: the run's id and the workflow headers that make its message the run's first.
-/// The id is the one given in `Svc-Workflow-RunId`; else, where the trigger asks to be deduplicated
+/// The id is the one given in `Svc-Workflow-RunId` (a header or a configuration query key); else, where the trigger asks to be deduplicated
 /// (`Svc-Deduplication-Id`, or `Svc-Content-Based-Deduplication` over its body and forwarded headers),
 /// one that names what it is deduplicated by, so that a trigger sent again finds the run the first one
 /// started (the message's own deduplication would turn the second message away after its run had been
@@ -462,9 +462,11 @@ pub struct Triggered {
 /// # Errors
 /// A malformed run id or publish setting (400).
 fn as_trigger(mut request: PublishRequest) -> Result<(RunId, PublishRequest), QueueError> {
+    // As for any setting, a configuration query key wins over a header.
     let given = request
-        .headers
+        .query
         .iter()
+        .chain(&request.headers)
         .find(|(name, _)| crate::headers::config_key(name).as_deref() == Some("workflow-runid"))
         .map(|(_, value)| value.as_str());
     let options = crate::publish::parse_publish_options(&request.headers, &request.query)?;
@@ -481,12 +483,14 @@ fn as_trigger(mut request: PublishRequest) -> Result<(RunId, PublishRequest), Qu
         }
         (None, None) => RunId::generate(),
     };
-    request.headers.retain(|(name, _)| {
+    let not_workflow = |(name, _): &(String, String)| {
         !matches!(
             crate::headers::config_key(name).as_deref(),
             Some("workflow-runid" | "workflow-init" | "workflow-url")
         )
-    });
+    };
+    request.headers.retain(not_workflow);
+    request.query.retain(not_workflow);
     request
         .headers
         .push(("Svc-Workflow-RunId".into(), run_id.to_string()));

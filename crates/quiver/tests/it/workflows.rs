@@ -747,3 +747,25 @@ async fn a_trigger_sent_again_deduplicated_by_id_or_by_content_answers_the_run_i
     let (_, pending) = send(server.queue(Method::GET, "/v2/messages")).await;
     assert_eq!(pending["messages"].as_array().unwrap().len(), 3, "{pending}");
 }
+
+#[tokio::test]
+async fn a_trigger_takes_its_run_id_from_a_query_key_as_a_publish_takes_its_settings() {
+    let server = TestServer::embedded().await;
+    let (status, started) = send(
+        server
+            .queue(
+                Method::POST,
+                "/v2/trigger/https://shop.example.com/order?Upstash-Workflow-RunId=wfr_by_query",
+            )
+            .header("Upstash-Workflow-RunId", "wfr_by_header")
+            .header("Upstash-Delay", "1h")
+            .body("{}"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{started}");
+    assert_eq!(
+        started["workflowRunId"], "wfr_by_query",
+        "the query key wins, as for any setting"
+    );
+    assert_eq!(running_runs(&server).await, ["wfr_by_query"]);
+}
