@@ -19,27 +19,44 @@ use crate::store::{Change, FEED_BEHIND, FeedPosition, VectorFeed};
 /// Writes read from the feed per round trip while catching up.
 const CATCH_UP_BATCH: usize = 256;
 
-/// How often a write runs again when other nodes keep writing to its index first.
-const WRITE_ATTEMPTS: usize = 8;
+/// How long a write keeps running again while other nodes keep writing to its index first.
+const WRITE_PATIENCE: Duration = Duration::from_secs(10);
+
+/// The longest pause before a write runs again.
+const LONGEST_PAUSE: Duration = Duration::from_millis(50);
 
 /// Runs `attempt` again when another node wrote to the index between this node's catch-up and its
-/// write (the write was decided on memory that was behind, so it is decided again).
+/// write (the write was decided on memory that was behind, so it is decided again). Between runs it
+/// pauses a random part of a span that doubles up to [`LONGEST_PAUSE`]: a node whose catch-up takes
+/// longer than another node's next write would otherwise lose every time while that node keeps
+/// writing. It gives up after [`WRITE_PATIENCE`], with the conflict.
 pub(super) async fn retry_behind<T, F, Fut>(mut attempt: F) -> Result<T, VectorError>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, VectorError>>,
 {
-    let mut attempts = 1;
+    let started = tokio::time::Instant::now();
+    let mut span = Duration::from_millis(1);
     loop {
         match attempt().await {
             Err(VectorError::Store(StoreError::Conflict(what)))
-                if what == FEED_BEHIND && attempts < WRITE_ATTEMPTS =>
+                if what == FEED_BEHIND && started.elapsed() < WRITE_PATIENCE =>
             {
-                attempts += 1;
+                tokio::time::sleep(random_part(span)).await;
+                span = (span * 2).min(LONGEST_PAUSE);
             }
             outcome => return outcome,
         }
     }
+}
+
+/// A random duration up to `span`.
+fn random_part(span: Duration) -> Duration {
+    use std::hash::{BuildHasher, Hasher};
+    // Each `RandomState` is seeded afresh, which is randomness enough to spread nodes' retries apart.
+    let random = std::hash::RandomState::new().build_hasher().finish();
+    let micros = u64::try_from(span.as_micros()).unwrap_or(u64::MAX).max(1);
+    Duration::from_micros(random % micros)
 }
 
 /// Applies one change of the feed to memory, as the store applied it.
@@ -219,5 +236,41 @@ impl Vectors {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_write_that_keeps_losing_to_other_nodes_runs_again_until_it_lands() {
+        let runs = AtomicUsize::new(0);
+        let landed = retry_behind(|| async {
+            if runs.fetch_add(1, Ordering::Relaxed) < 12 {
+                Err(VectorError::Store(StoreError::Conflict(FEED_BEHIND.to_owned())))
+            } else {
+                Ok("landed")
+            }
+        })
+        .await;
+        assert_eq!(landed.expect("the write lands"), "landed");
+        assert_eq!(runs.load(Ordering::Relaxed), 13);
+    }
+
+    #[tokio::test]
+    async fn other_errors_are_not_run_again() {
+        let runs = AtomicUsize::new(0);
+        let failed: Result<(), _> = retry_behind(|| async {
+            runs.fetch_add(1, Ordering::Relaxed);
+            Err(VectorError::Store(StoreError::Conflict(
+                "another conflict".into(),
+            )))
+        })
+        .await;
+        assert!(failed.is_err());
+        assert_eq!(runs.load(Ordering::Relaxed), 1);
     }
 }
