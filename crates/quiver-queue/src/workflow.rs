@@ -174,6 +174,13 @@ pub struct InvokeRequest {
 }
 
 impl WorkflowRun {
+    /// Takes the step that `message_id` carries out of the run; `false` when the run has no such step.
+    pub fn remove_step_of(&mut self, message_id: &str) -> bool {
+        let before = self.steps.len();
+        self.steps.retain(|step| step.message_id != message_id);
+        self.steps.len() != before
+    }
+
     /// The history delivered with each step message: `[{messageId, body (base64), callType}]`.
     pub fn history(&self) -> Vec<u8> {
         let steps: Vec<serde_json::Value> = self

@@ -254,12 +254,37 @@ impl Publisher {
                 }
             }
         }
+        // The run steps these messages carry, written before them (see `track_workflow`).
+        let steps: Vec<Option<(AccountId, String, MessageId)>> = messages
+            .iter()
+            .map(|new| {
+                let message = &new.message;
+                (message.spec.workflow_run_id.clone())
+                    .map(|run| (message.account_id, run, message.id.clone()))
+            })
+            .collect();
         let enqueued = self.messages.enqueue(messages, now).await;
         let committed = enqueued.is_ok();
         for publish_side in published {
             publish_side.tell(committed);
         }
-        let enqueued = enqueued?;
+        let enqueued = match enqueued {
+            Ok(enqueued) => enqueued,
+            Err(error) => {
+                self.take_back_steps(steps.iter().flatten()).await;
+                return Err(error.into());
+            }
+        };
+        // A duplicate was not stored: the step it would have been (the start of a run, or one more step)
+        // is taken back, so no run is left waiting for a message that does not exist.
+        self.take_back_steps(
+            enqueued
+                .iter()
+                .zip(&steps)
+                .filter(|(enqueued, _)| enqueued.deduplicated)
+                .filter_map(|(_, step)| step.as_ref()),
+        )
+        .await;
         if let Some(earliest) = earliest {
             self.context.signals.wake_worker_for(earliest);
         }
@@ -280,6 +305,21 @@ impl Publisher {
                 deduplicated: enqueued.deduplicated,
             })
             .collect())
+    }
+
+    /// Takes back the run steps of messages that were not stored. A failure is logged, not returned:
+    /// the publish's own answer (its error, or the duplicates it met) stays what it was.
+    async fn take_back_steps(&self, steps: impl Iterator<Item = &(AccountId, String, MessageId)>) {
+        for (account, run, message) in steps {
+            let taken = match RunId::parse(run) {
+                Ok(run) => self.runs.take_back_step(*account, &run, &message.0).await,
+                // `track_workflow` refused the publish before its message reached the store.
+                Err(_) => continue,
+            };
+            if let Err(error) = taken {
+                tracing::warn!(%error, %run, message.id = %message, "could not take back the run step of a message that was not stored");
+            }
+        }
     }
 
     /// Turns a request into the messages it creates, and whether it went to a group.

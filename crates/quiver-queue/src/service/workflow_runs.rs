@@ -243,15 +243,49 @@ impl WorkflowRuns {
             PublishOutcome::Url(published) => published.deduplicated,
             PublishOutcome::Group(published) => published.iter().all(|p| p.deduplicated),
         };
-        let run = self
-            .store
-            .run(account, &run_id)
-            .await?
-            .ok_or_else(|| QueueError::WorkflowRunNotFound(run_id.to_string()))?;
+        let run = match self.store.run(account, &run_id).await? {
+            Some(run) => run,
+            // Its message was a duplicate, so the run it named was taken back: the earlier message's
+            // run answers.
+            None if deduplicated => self.run_of_earlier(account, outcome).await?,
+            None => return Err(QueueError::WorkflowRunNotFound(run_id.to_string())),
+        };
         Ok(Triggered {
-            run_id,
+            run_id: run.id,
             created_at: run.created_at.as_millis(),
             deduplicated,
+        })
+    }
+
+    /// The run of the earlier message a trigger's message was a duplicate of.
+    ///
+    /// # Errors
+    /// That message was delivered or belongs to no run (400, naming it); store failures.
+    async fn run_of_earlier(
+        &self,
+        account: AccountId,
+        outcome: &PublishOutcome,
+    ) -> Result<WorkflowRun, QueueError> {
+        let earlier = match outcome {
+            PublishOutcome::Url(published) => Some(&published.message_id),
+            PublishOutcome::Group(published) => published.first().map(|p| &p.message_id),
+        }
+        .ok_or_else(|| QueueError::InvalidRequest("nothing was published".into()))?;
+        let run_id = self
+            .messages
+            .message(account, earlier)
+            .await?
+            .and_then(|message| message.spec.workflow_run_id)
+            .and_then(|id| RunId::parse(&id).ok());
+        let run = match run_id {
+            Some(run_id) => self.store.run(account, &run_id).await?,
+            None => None,
+        };
+        run.ok_or_else(|| {
+            QueueError::InvalidRequest(format!(
+                "this trigger's deduplication matched message `{earlier}`, which is no longer pending, so \
+                 no run was started; send it with its own deduplication id or without one"
+            ))
         })
     }
 

@@ -21,6 +21,12 @@ pub trait WorkflowRunStore: Send + Sync + 'static {
         step: &crate::workflow::RunStep,
     ) -> StoreResult<bool>;
 
+    /// Takes back the step that `message_id` carries, as if it had never been written: its message was
+    /// not stored (a duplicate turned it away, or its write failed). A run left without steps (the step
+    /// was its start) is removed. `false` when the run or the step is missing.
+    async fn take_back_step(&self, account: AccountId, run_id: &RunId, message_id: &str)
+    -> StoreResult<bool>;
+
     /// A run.
     async fn run(
         &self,

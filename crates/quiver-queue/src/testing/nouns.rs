@@ -278,6 +278,46 @@ pub(super) async fn workflow_runs_start_once_take_steps_while_running_and_end_on
         .collect();
     assert_eq!(ids, ["wfr_new", "wfr_old"], "newest first");
 
+    // A step whose message was not stored is taken back; a run whose start it was goes with it.
+    assert!(store.start_run(&run("wfr_unstored", 4)).await.expect("start"));
+    assert!(
+        store
+            .take_back_step(account, &run_id("wfr_unstored"), "init")
+            .await
+            .expect("take back")
+    );
+    assert_eq!(
+        store.run(account, &run_id("wfr_unstored")).await.expect("read"),
+        None,
+        "a run without steps is gone"
+    );
+    assert!(
+        store
+            .append_step(account, &run_id("wfr_new"), &step("unstored"))
+            .await
+            .expect("append")
+    );
+    assert!(
+        store
+            .take_back_step(account, &run_id("wfr_new"), "unstored")
+            .await
+            .expect("take back")
+    );
+    assert_eq!(
+        store.run(account, &run_id("wfr_new")).await.expect("read"),
+        Some(run("wfr_new", 2)),
+        "only that step is taken back"
+    );
+    for (id, message) in [("wfr_new", "unstored"), ("wfr_none", "init")] {
+        assert!(
+            !store
+                .take_back_step(account, &run_id(id), message)
+                .await
+                .expect("take back"),
+            "nothing to take back from {id} for {message}"
+        );
+    }
+
     assert!(
         store
             .finish_run(

@@ -325,6 +325,24 @@ fn run_from_row(row: &Row) -> StoreResult<WorkflowRun> {
     serde_json::from_str(row.get(0)).map_err(|e| corrupt("workflow run", e))
 }
 
+/// A run, its row locked until the transaction ends.
+async fn locked_run(
+    t: &Transaction<'_>,
+    account: &str,
+    run_id: &str,
+) -> Result<Option<WorkflowRun>, TxError> {
+    let Some(row) = t
+        .query_opt(
+            "SELECT spec FROM workflow_runs WHERE account_id = $1 AND id = $2 FOR UPDATE",
+            &[&account, &run_id],
+        )
+        .await?
+    else {
+        return Ok(None);
+    };
+    Ok(Some(run_from_row(&row)?))
+}
+
 /// Changes a started run with `change`, its row locked meanwhile; `false` when it is missing or ended.
 async fn change_run(
     database: &crate::database::PgDatabase,
@@ -338,16 +356,9 @@ async fn change_run(
         .write(move |t| {
             let (change, key) = (Arc::clone(&change), Arc::clone(&key));
             Box::pin(async move {
-                let Some(row) = t
-                    .query_opt(
-                        "SELECT spec FROM workflow_runs WHERE account_id = $1 AND id = $2 FOR UPDATE",
-                        &[&key.0, &key.1],
-                    )
-                    .await?
-                else {
+                let Some(mut run) = locked_run(t, &key.0, &key.1).await? else {
                     return Ok(false);
                 };
-                let mut run = run_from_row(&row)?;
                 if run.state != RunState::Started {
                     return Ok(false);
                 }
@@ -388,6 +399,46 @@ impl WorkflowRunStore for PgQueueStore {
             run.steps.push(step.clone())
         })
         .await
+    }
+
+    async fn take_back_step(
+        &self,
+        account: AccountId,
+        run_id: &RunId,
+        message_id: &str,
+    ) -> StoreResult<bool> {
+        let key = Arc::new((
+            account.to_string(),
+            run_id.as_str().to_owned(),
+            message_id.to_owned(),
+        ));
+        self.database
+            .write(move |t| {
+                let key = Arc::clone(&key);
+                Box::pin(async move {
+                    let Some(mut run) = locked_run(t, &key.0, &key.1).await? else {
+                        return Ok(false);
+                    };
+                    if !run.remove_step_of(&key.2) {
+                        return Ok(false);
+                    }
+                    if run.steps.is_empty() {
+                        t.execute(
+                            "DELETE FROM workflow_runs WHERE account_id = $1 AND id = $2",
+                            &[&key.0, &key.1],
+                        )
+                        .await?;
+                    } else {
+                        t.execute(
+                            "UPDATE workflow_runs SET spec = $3 WHERE account_id = $1 AND id = $2",
+                            &[&key.0, &key.1, &json(&run)?],
+                        )
+                        .await?;
+                    }
+                    Ok(true)
+                })
+            })
+            .await
     }
 
     async fn run(&self, account: AccountId, run_id: &RunId) -> StoreResult<Option<WorkflowRun>> {

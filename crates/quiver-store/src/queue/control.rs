@@ -295,6 +295,20 @@ fn runs_where(
     Ok(runs)
 }
 
+/// The run `run_id` of `account`, if any.
+fn run_by_id(
+    connection: &Connection,
+    account: AccountId,
+    run_id: &RunId,
+) -> StoreResult<Option<WorkflowRun>> {
+    Ok(runs_where(
+        connection,
+        "WHERE account_id = ?1 AND id = ?2",
+        &[&account.to_string(), &run_id.as_str()],
+    )?
+    .pop())
+}
+
 fn save_run(connection: &Connection, run: &WorkflowRun) -> StoreResult<()> {
     let spec = to_json(run)?;
     connection
@@ -313,14 +327,7 @@ impl WorkflowRunStore for SqliteQueueStore {
         let run = run.clone();
         self.database
             .write(move |c| {
-                if runs_where(
-                    c,
-                    "WHERE account_id = ?1 AND id = ?2",
-                    &[&run.account_id.to_string(), &run.id.as_str()],
-                )?
-                .pop()
-                .is_some()
-                {
+                if run_by_id(c, run.account_id, &run.id)?.is_some() {
                     return Ok(false);
                 }
                 save_run(c, &run)?;
@@ -333,12 +340,7 @@ impl WorkflowRunStore for SqliteQueueStore {
         let (run_id, step) = (run_id.to_owned(), step.clone());
         self.database
             .write(move |c| {
-                let Some(mut run) = runs_where(
-                    c,
-                    "WHERE account_id = ?1 AND id = ?2",
-                    &[&account.to_string(), &run_id.as_str()],
-                )?
-                .pop() else {
+                let Some(mut run) = run_by_id(c, account, &run_id)? else {
                     return Ok(false);
                 };
                 if run.state != RunState::Started {
@@ -351,18 +353,38 @@ impl WorkflowRunStore for SqliteQueueStore {
             .await
     }
 
-    async fn run(&self, account: AccountId, run_id: &RunId) -> StoreResult<Option<WorkflowRun>> {
-        let run_id = run_id.to_owned();
+    async fn take_back_step(
+        &self,
+        account: AccountId,
+        run_id: &RunId,
+        message_id: &str,
+    ) -> StoreResult<bool> {
+        let (run_id, message_id) = (run_id.to_owned(), message_id.to_owned());
         self.database
-            .read(move |c| {
-                Ok(runs_where(
-                    c,
-                    "WHERE account_id = ?1 AND id = ?2",
-                    &[&account.to_string(), &run_id.as_str()],
-                )?
-                .pop())
+            .write(move |c| {
+                let Some(mut run) = run_by_id(c, account, &run_id)? else {
+                    return Ok(false);
+                };
+                if !run.remove_step_of(&message_id) {
+                    return Ok(false);
+                }
+                if run.steps.is_empty() {
+                    c.execute(
+                        "DELETE FROM workflow_runs WHERE account_id = ?1 AND id = ?2",
+                        params![account.to_string(), run_id.as_str()],
+                    )
+                    .map_err(backend_error)?;
+                } else {
+                    save_run(c, &run)?;
+                }
+                Ok(true)
             })
             .await
+    }
+
+    async fn run(&self, account: AccountId, run_id: &RunId) -> StoreResult<Option<WorkflowRun>> {
+        let run_id = run_id.to_owned();
+        self.database.read(move |c| run_by_id(c, account, &run_id)).await
     }
 
     async fn runs(&self, account: AccountId) -> StoreResult<Vec<WorkflowRun>> {
@@ -388,12 +410,7 @@ impl WorkflowRunStore for SqliteQueueStore {
         let run_id = run_id.to_owned();
         self.database
             .write(move |c| {
-                let Some(mut run) = runs_where(
-                    c,
-                    "WHERE account_id = ?1 AND id = ?2",
-                    &[&account.to_string(), &run_id.as_str()],
-                )?
-                .pop() else {
+                let Some(mut run) = run_by_id(c, account, &run_id)? else {
                     return Ok(false);
                 };
                 if run.state != RunState::Started {

@@ -769,3 +769,51 @@ async fn a_trigger_takes_its_run_id_from_a_query_key_as_a_publish_takes_its_sett
     );
     assert_eq!(running_runs(&server).await, ["wfr_by_query"]);
 }
+
+#[tokio::test]
+async fn a_run_start_turned_away_as_a_duplicate_leaves_no_run_behind() {
+    let server = TestServer::embedded().await;
+    let url = "https://shop.example.com/workflow";
+    let start = |run: &'static str| {
+        let mut request = server
+            .queue(Method::POST, &format!("/v2/publish/{url}"))
+            .header("Upstash-Deduplication-Id", "start-1")
+            .header("Upstash-Delay", "1h")
+            .body("{}");
+        for (name, value) in workflow_headers(run, true, url) {
+            request = request.header(name, value);
+        }
+        send(request)
+    };
+    let (status, first) = start("wfr_first").await;
+    assert_eq!(status, StatusCode::OK, "{first}");
+    let (status, again) = start("wfr_again").await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{again}");
+    assert_eq!(again["messageId"], first["messageId"], "{again}");
+    assert_eq!(again["deduplicated"], true);
+    let batched = trigger_by_batch(
+        &server,
+        "wfr_batched",
+        url,
+        &[("Upstash-Deduplication-Id", "start-1"), ("Upstash-Delay", "1h")],
+    )
+    .await;
+    assert_eq!(batched["deduplicated"], true, "{batched}");
+    assert_eq!(
+        running_runs(&server).await,
+        ["wfr_first"],
+        "the duplicates' runs are not left waiting for messages that were not stored"
+    );
+    // A trigger naming a run of its own, turned away the same way, answers the earlier message's run.
+    let (status, triggered) = send(
+        server
+            .queue(Method::POST, &format!("/v2/trigger/{url}"))
+            .header("Upstash-Workflow-RunId", "wfr_triggered")
+            .header("Upstash-Deduplication-Id", "start-1")
+            .body("{}"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{triggered}");
+    assert_eq!(triggered["workflowRunId"], "wfr_first", "{triggered}");
+    assert_eq!(running_runs(&server).await, ["wfr_first"]);
+}
