@@ -54,6 +54,14 @@ pub enum PublishOutcome {
     Group(Vec<Published>),
 }
 
+/// The run step a message of a publish carries: the message's place in the publish, its run and id.
+struct RunStepOf {
+    place: usize,
+    account: AccountId,
+    run: String,
+    message: MessageId,
+}
+
 /// Whether a message handed over at publish may be delivered while the publish is stored (see
 /// [`crate::early`]): one that no part of its publish's write can turn away (a deduplication key may
 /// find an earlier message) and whose delivery reads nothing the same write creates (a workflow run).
@@ -254,13 +262,18 @@ impl Publisher {
                 }
             }
         }
-        // The run steps these messages carry, written before them (see `track_workflow`).
-        let steps: Vec<Option<(AccountId, String, MessageId)>> = messages
+        // The run steps these messages carry, written before them (see `track_workflow`), by place.
+        let steps: Vec<RunStepOf> = messages
             .iter()
-            .map(|new| {
+            .enumerate()
+            .filter_map(|(place, new)| {
                 let message = &new.message;
-                (message.spec.workflow_run_id.clone())
-                    .map(|run| (message.account_id, run, message.id.clone()))
+                (message.spec.workflow_run_id.clone()).map(|run| RunStepOf {
+                    place,
+                    account: message.account_id,
+                    run,
+                    message: message.id.clone(),
+                })
             })
             .collect();
         let enqueued = self.messages.enqueue(messages, now).await;
@@ -271,18 +284,16 @@ impl Publisher {
         let enqueued = match enqueued {
             Ok(enqueued) => enqueued,
             Err(error) => {
-                self.take_back_steps(steps.iter().flatten()).await;
+                self.take_back_steps(steps.iter()).await;
                 return Err(error.into());
             }
         };
         // A duplicate was not stored: the step it would have been (the start of a run, or one more step)
         // is taken back, so no run is left waiting for a message that does not exist.
         self.take_back_steps(
-            enqueued
+            steps
                 .iter()
-                .zip(&steps)
-                .filter(|(enqueued, _)| enqueued.deduplicated)
-                .filter_map(|(_, step)| step.as_ref()),
+                .filter(|step| enqueued.get(step.place).is_some_and(|e| e.deduplicated)),
         )
         .await;
         if let Some(earliest) = earliest {
@@ -309,15 +320,19 @@ impl Publisher {
 
     /// Takes back the run steps of messages that were not stored. A failure is logged, not returned:
     /// the publish's own answer (its error, or the duplicates it met) stays what it was.
-    async fn take_back_steps(&self, steps: impl Iterator<Item = &(AccountId, String, MessageId)>) {
-        for (account, run, message) in steps {
-            let taken = match RunId::parse(run) {
-                Ok(run) => self.runs.take_back_step(*account, &run, &message.0).await,
-                // `track_workflow` refused the publish before its message reached the store.
+    async fn take_back_steps(&self, steps: impl Iterator<Item = &RunStepOf>) {
+        for step in steps {
+            let taken = match RunId::parse(&step.run) {
+                Ok(run) => {
+                    self.runs
+                        .take_back_step(step.account, &run, &step.message.0)
+                        .await
+                }
+                // Not met: `track_workflow` parsed the id before the message was built.
                 Err(_) => continue,
             };
             if let Err(error) = taken {
-                tracing::warn!(%error, %run, message.id = %message, "could not take back the run step of a message that was not stored");
+                tracing::warn!(%error, run = %step.run, message.id = %step.message, "could not take back the run step of a message that was not stored");
             }
         }
     }
