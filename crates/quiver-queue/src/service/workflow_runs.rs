@@ -276,6 +276,8 @@ impl WorkflowRuns {
             .message(account, earlier)
             .await?
             .and_then(|message| message.spec.workflow_run_id)
+            // A stored message's run id was parsed when it was published; one that no longer parses
+            // names no run, and the answer below says which message was met.
             .and_then(|id| RunId::parse(&id).ok());
         let run = match run_id {
             Some(run_id) => self.store.run(account, &run_id).await?,

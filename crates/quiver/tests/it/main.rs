@@ -20,6 +20,7 @@ mod queue_filters;
 mod queues;
 mod restart;
 mod retention;
+mod run_starts;
 mod schedules;
 mod sdk;
 mod search;
