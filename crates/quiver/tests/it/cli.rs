@@ -23,11 +23,22 @@ pub(crate) fn quiver(data_dir: &Path) -> Command {
     command
 }
 
-/// A running `quiver serve` and what it printed before it started listening.
+/// A running `quiver serve` and what it printed before it started listening. Dropped while it still
+/// runs (its test failed before stopping it), it is killed, so it does not outlive its test.
 pub(crate) struct Served {
     pub(crate) child: Child,
     pub(crate) printed: Vec<String>,
     pub(crate) base: String,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            // Best effort: the test may be unwinding, and has nothing to report these to.
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
 }
 
 fn serve(command: Command) -> Served {
@@ -351,7 +362,7 @@ async fn messages_in_flight_when_the_server_is_killed_are_delivered_after_the_re
     let receiver = quiver_testkit::Receiver::start().await;
     // No attempt before the kill gets its answer.
     receiver.respond_with(quiver_testkit::Reply::status(200).after(Duration::from_secs(60)));
-    let served = serve_with(quiver(dir.path()), &["--dev"]);
+    let mut served = serve_with(quiver(dir.path()), &["--dev"]);
     let token = printed_value(&served.printed, "token:");
     let client = reqwest::Client::builder().no_proxy().build().unwrap();
     let mut published = HashSet::new();
@@ -381,7 +392,7 @@ async fn messages_in_flight_when_the_server_is_killed_are_delivered_after_the_re
         in_flight, published,
         "every message is on the wire when the server dies"
     );
-    let mut child = served.child;
+    let child = &mut served.child;
     child.kill().expect("SIGKILL is sent");
     child.wait().expect("the killed process is reaped");
 
@@ -445,7 +456,7 @@ async fn every_acknowledged_message_is_delivered_after_a_sigkill_under_load() {
     let receiver = quiver_testkit::Receiver::start().await;
     // Slow answers keep many deliveries pending or in flight when the process dies.
     receiver.respond_with(quiver_testkit::Reply::status(200).after(Duration::from_millis(100)));
-    let served = serve_with(quiver(dir.path()), &["--dev"]);
+    let mut served = serve_with(quiver(dir.path()), &["--dev"]);
     let token = printed_value(&served.printed, "token:");
     let destination = receiver.url("/crash");
     let acknowledged: Arc<Mutex<Vec<String>>> = Arc::default();
@@ -487,7 +498,7 @@ async fn every_acknowledged_message_is_delivered_after_a_sigkill_under_load() {
     while acknowledged.lock().unwrap().len() < 400 {
         tokio::task::yield_now().await;
     }
-    let mut child = served.child;
+    let child = &mut served.child;
     child.kill().expect("SIGKILL is sent");
     child.wait().expect("the killed process is reaped");
     for publisher in publishers {
@@ -548,7 +559,7 @@ async fn no_acknowledged_vector_is_lost_when_the_server_is_killed_during_upserts
     use std::sync::{Arc, Mutex};
 
     let dir = tempfile::tempdir().unwrap();
-    let served = serve_with(quiver(dir.path()), &["--dev"]);
+    let mut served = serve_with(quiver(dir.path()), &["--dev"]);
     let client = reqwest::Client::builder().no_proxy().build().unwrap();
     let token = create_dense_index(&client, &served.base, "crash", 8).await;
     let acknowledged: Arc<Mutex<Vec<String>>> = Arc::default();
@@ -594,7 +605,7 @@ async fn no_acknowledged_vector_is_lost_when_the_server_is_killed_during_upserts
         );
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
-    let mut child = served.child;
+    let child = &mut served.child;
     child.kill().expect("SIGKILL is sent");
     child.wait().expect("the killed process is reaped");
     for writer in writers {

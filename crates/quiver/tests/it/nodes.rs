@@ -160,7 +160,7 @@ async fn a_node_killed_under_publish_load_loses_no_acknowledged_message() {
     // delivery after the kill counts for them.
     let answer_takes = Duration::from_millis(300);
     receiver.respond_with(Reply::status(200).after(answer_takes));
-    let doomed = cluster.start_as("doomed");
+    let mut doomed = cluster.start_as("doomed");
     let survivor = cluster.start_as("survivor");
     let token = printed_value(&doomed.printed, "token:");
     let acknowledged: Arc<Mutex<Vec<String>>> = Arc::default();
@@ -205,7 +205,7 @@ async fn a_node_killed_under_publish_load_loses_no_acknowledged_message() {
     while acknowledged.lock().unwrap().len() < 300 {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    let mut child = doomed.child;
+    let child = &mut doomed.child;
     child.kill().expect("SIGKILL is sent");
     let killed_at = Instant::now();
     child.wait().expect("the killed process is reaped");
