@@ -22,12 +22,12 @@ const CATCH_UP_BATCH: usize = 256;
 /// How long a write keeps running again while other nodes keep writing to its index first.
 const WRITE_PATIENCE: Duration = Duration::from_secs(10);
 
-/// The longest pause before a write runs again.
-const LONGEST_PAUSE: Duration = Duration::from_millis(50);
+/// The longest pause before a write runs again, in microseconds (50 ms).
+const LONGEST_PAUSE_MICROS: u64 = 50_000;
 
 /// Runs `attempt` again when another node wrote to the index between this node's catch-up and its
 /// write (the write was decided on memory that was behind, so it is decided again). Between runs it
-/// pauses a random part of a span that doubles up to [`LONGEST_PAUSE`]: a node whose catch-up takes
+/// pauses a random part of a span that doubles from 1 ms up to [`LONGEST_PAUSE_MICROS`]: a node whose catch-up takes
 /// longer than another node's next write would otherwise lose every time while that node keeps
 /// writing. It gives up after [`WRITE_PATIENCE`], with the conflict.
 pub(super) async fn retry_behind<T, F, Fut>(mut attempt: F) -> Result<T, VectorError>
@@ -36,27 +36,26 @@ where
     Fut: Future<Output = Result<T, VectorError>>,
 {
     let started = tokio::time::Instant::now();
-    let mut span = Duration::from_millis(1);
+    let mut span_micros: u64 = 1_000;
     loop {
         match attempt().await {
             Err(VectorError::Store(StoreError::Conflict(what)))
                 if what == FEED_BEHIND && started.elapsed() < WRITE_PATIENCE =>
             {
-                tokio::time::sleep(random_part(span)).await;
-                span = (span * 2).min(LONGEST_PAUSE);
+                tokio::time::sleep(random_part(span_micros)).await;
+                span_micros = (span_micros * 2).min(LONGEST_PAUSE_MICROS);
             }
             outcome => return outcome,
         }
     }
 }
 
-/// A random duration up to `span`.
-fn random_part(span: Duration) -> Duration {
+/// A random duration shorter than `span_micros` microseconds.
+fn random_part(span_micros: u64) -> Duration {
     use std::hash::{BuildHasher, Hasher};
     // Each `RandomState` is seeded afresh, which is randomness enough to spread nodes' retries apart.
     let random = std::hash::RandomState::new().build_hasher().finish();
-    let micros = u64::try_from(span.as_micros()).unwrap_or(u64::MAX).max(1);
-    Duration::from_micros(random % micros)
+    Duration::from_micros(random % span_micros.max(1))
 }
 
 /// Applies one change of the feed to memory, as the store applied it.
