@@ -162,10 +162,18 @@ impl<'a> Decoder<'a> {
     }
 
     pub(crate) fn u32s(&mut self, count: usize) -> Result<Vec<u32>, DecodeError> {
-        Ok(self
-            .words(count)?
-            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect())
+        let mut values = Vec::new();
+        self.u32s_into(count, &mut values)?;
+        Ok(values)
+    }
+
+    /// Appends `count` u32 values to `out` (which may have been allocated for them).
+    pub(crate) fn u32s_into(&mut self, count: usize, out: &mut Vec<u32>) -> Result<(), DecodeError> {
+        out.extend(
+            self.words(count)?
+                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+        );
+        Ok(())
     }
 
     /// The bytes of `count` four-byte words (such as f32 values), as they are in the input.

@@ -78,7 +78,7 @@ impl Codes {
     /// node's code at once: growing as they come would touch twice the memory and copy it).
     pub fn with_capacity(dimension: usize, nodes: usize) -> Codes {
         let mut codes = Codes::new(dimension);
-        codes.bytes.reserve_exact(nodes * codes.len);
+        codes.bytes = crate::huge::with_capacity(nodes * codes.len);
         codes.scales.reserve_exact(nodes);
         codes
     }
@@ -87,6 +87,8 @@ impl Codes {
     /// have none.
     pub fn set(&mut self, node: usize, prepared: &[f32]) {
         if self.scales.len() <= node {
+            let missing = (node + 1) * self.len - self.bytes.len();
+            crate::huge::reserve(&mut self.bytes, missing);
             self.scales.resize(node + 1, (1.0, 0.0));
             self.bytes.resize((node + 1) * self.len, 0);
         }
@@ -99,6 +101,7 @@ impl Codes {
 
     /// Appends the next node's code.
     pub fn push(&mut self, prepared: &[f32]) {
+        crate::huge::reserve(&mut self.bytes, self.len);
         let scale = quantize_into(prepared, &mut self.bytes);
         self.largest_scale = self.largest_scale.max(scale);
         self.scales.push((scale, squared_norm(prepared)));

@@ -22,6 +22,7 @@ pub mod error;
 pub mod filter;
 pub mod half;
 pub mod hnsw;
+mod huge;
 pub mod int8;
 mod mapped;
 pub mod metadata_index;

@@ -133,7 +133,7 @@ impl Hnsw {
         let graph = &*self;
         let (halves, max_norm, held, codes) = std::thread::scope(|scope| {
             let halving = scope.spawn(|| {
-                let mut halves = Vec::with_capacity(nodes * graph.half_words);
+                let mut halves = crate::huge::with_capacity(nodes * graph.half_words);
                 let mut max_norm: f32 = 0.0;
                 let mut held = true;
                 graph.each_prepared(nodes, |prepared| {
@@ -246,7 +246,8 @@ impl Hnsw {
             return Err(invalid("a node's level is out of range"));
         }
         graph.deleted = decoder.bytes(nodes)?.iter().map(|&byte| byte != 0).collect();
-        graph.level0 = decoder.u32s(nodes * graph.stride())?;
+        graph.level0 = crate::huge::with_capacity(nodes * graph.stride());
+        decoder.u32s_into(nodes * graph.stride(), &mut graph.level0)?;
         let stride = graph.stride();
         for list in graph.level0.chunks_exact(stride) {
             let count = list[0] as usize;

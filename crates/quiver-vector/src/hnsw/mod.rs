@@ -339,6 +339,9 @@ impl Hnsw {
         let prepared: Vec<f32> = vector.iter().map(|x| x * scale).collect();
         let stride = self.stride();
         let unused = vec![0.0; self.dimension];
+        let added = slot + 1 - self.levels.len();
+        crate::huge::reserve(&mut self.level0, added * stride);
+        crate::huge::reserve(&mut self.halves, added * self.half_words);
         for node in self.levels.len()..=slot {
             self.vectors.push(if node == slot { vector } else { &unused });
             if is_cosine {

@@ -72,6 +72,7 @@ struct Visited {
 /// Once `generation` reaches `last`, the marks are cleared and counting restarts at 1.
 fn next_generation(marks: &mut Vec<u32>, generation: &mut u32, size: usize, last: u32) {
     if marks.len() < size {
+        crate::huge::reserve(marks, size - marks.len());
         marks.resize(size, 0);
     }
     if *generation >= last {

@@ -1,0 +1,144 @@
+//! The graph's hot arrays on 2 MiB pages.
+//!
+//! A search reads a few thousand scattered nodes of arrays that are tens to hundreds of megabytes long
+//! (8-bit codes, neighbour lists, half-precision copies): with 4 KiB pages nearly every node it reads
+//! costs a TLB miss and a page walk as well as the cache miss. Linux backs memory with transparent huge
+//! pages where the process asks for them (`madvise(MADV_HUGEPAGE)`; the default `enabled` setting is
+//! `madvise`), so these arrays ask, and a search walks them with a five-hundredth of the page
+//! translations. Measured in BENCHMARKS.md ("huge pages").
+//!
+//! The advice is given before the memory is first touched, because a region already backed by small
+//! pages stays so until the kernel's background collapse gets to it: an array grows into a fresh
+//! allocation that is advised first and then filled, instead of `Vec`'s own growth. Only whole 2 MiB
+//! pages inside an allocation of at least 16 MiB are advised, so a small array, or the ends of a larger
+//! one, stay on small pages, and no advised page is shared with other allocations; memory costs at most
+//! one partly filled 2 MiB page more per large array. A kernel that refuses the advice (another operating system,
+//! or huge pages switched off) leaves small pages, which are only slower.
+
+/// The huge page size on x86-64 and the common arm64 kernels.
+const HUGE_PAGE: usize = 2 << 20;
+
+/// Allocations smaller than this are not advised. A small namespace's arrays fit the TLB's reach with
+/// small pages, and an advised page is backed whole once touched: above this size, the one partly filled
+/// page an array can have costs at most a quarter of what the array holds (a grown array is at least
+/// half full), and less as it grows.
+const ADVISED_FROM: usize = 8 * HUGE_PAGE;
+
+/// An empty vector with room for `capacity` values, its whole huge pages advised.
+pub(crate) fn with_capacity<T>(capacity: usize) -> Vec<T> {
+    let values = Vec::with_capacity(capacity);
+    advise(&values);
+    values
+}
+
+/// Makes room for `additional` more values. When `values` must move, it moves to an advised allocation
+/// at least twice its capacity (so appending stays amortised constant), and its values are copied in.
+pub(crate) fn reserve<T: Copy>(values: &mut Vec<T>, additional: usize) {
+    if values.capacity() - values.len() >= additional {
+        return;
+    }
+    let capacity = (values.len() + additional).max(values.capacity() * 2);
+    let mut grown = with_capacity(capacity);
+    grown.extend_from_slice(values);
+    *values = grown;
+}
+
+/// The whole huge pages inside `values`' allocation: their start address and length in bytes.
+fn whole_pages<T>(values: &Vec<T>) -> Option<(usize, usize)> {
+    let start = values.as_ptr() as usize;
+    let bytes = values.capacity().checked_mul(size_of::<T>())?;
+    if bytes < ADVISED_FROM {
+        return None;
+    }
+    let end = start.checked_add(bytes)?;
+    let first = start.checked_next_multiple_of(HUGE_PAGE)?;
+    let last = end - end % HUGE_PAGE;
+    (last > first).then(|| (first, last - first))
+}
+
+#[cfg(target_os = "linux")]
+#[expect(
+    unsafe_code,
+    reason = "MADV_HUGEPAGE on memory the vector owns changes how it is backed, never what it holds"
+)]
+fn advise<T>(values: &Vec<T>) {
+    let Some((start, length)) = whole_pages(values) else {
+        return;
+    };
+    // SAFETY: the range lies inside `values`' own allocation, and MADV_HUGEPAGE only sets how the
+    // kernel backs the pages; their contents, and every other mapping, are unchanged.
+    let advised = unsafe {
+        rustix::mm::madvise(
+            start as *mut std::ffi::c_void,
+            length,
+            rustix::mm::Advice::LinuxHugepage,
+        )
+    };
+    if let Err(error) = advised {
+        tracing::debug!(%error, "the kernel declined huge pages for a graph array");
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn advise<T>(_values: &Vec<T>) {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn growing_keeps_the_values_and_at_least_doubles_the_room() {
+        let mut values: Vec<u32> = (0..1_000).collect();
+        values.shrink_to_fit();
+        let before = values.capacity();
+        reserve(&mut values, 1);
+        assert!(values.capacity() >= 2 * before);
+        assert_eq!(values, (0..1_000).collect::<Vec<_>>());
+        let room = values.capacity();
+        let free = room - values.len();
+        reserve(&mut values, free);
+        assert_eq!(values.capacity(), room, "enough room already: nothing moves");
+        reserve(&mut values, 10 * room);
+        assert!(values.capacity() >= 1_000 + 10 * room);
+    }
+
+    #[test]
+    fn only_whole_huge_pages_inside_the_allocation_are_advised() {
+        assert_eq!(
+            whole_pages(&Vec::<u8>::with_capacity(ADVISED_FROM - 1)),
+            None,
+            "small"
+        );
+        let values = Vec::<u8>::with_capacity(ADVISED_FROM + HUGE_PAGE);
+        let (start, length) = whole_pages(&values).unwrap();
+        let first = values.as_ptr() as usize;
+        assert_eq!(start % HUGE_PAGE, 0);
+        assert!(start >= first && start + length <= first + values.capacity());
+        assert!(
+            length >= ADVISED_FROM,
+            "the room holds at least that many whole pages"
+        );
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn an_advised_array_is_backed_by_huge_pages_where_the_kernel_offers_them() {
+        let offered = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
+            .is_ok_and(|setting| setting.contains("[madvise]") || setting.contains("[always]"));
+        if !offered {
+            return;
+        }
+        let mut values = with_capacity::<u8>(16 * HUGE_PAGE);
+        values.resize(16 * HUGE_PAGE, 1);
+        let huge_kib = std::fs::read_to_string("/proc/self/smaps")
+            .unwrap()
+            .lines()
+            .filter_map(|line| line.strip_prefix("AnonHugePages:"))
+            .filter_map(|kib| kib.trim().trim_end_matches("kB").trim().parse::<usize>().ok())
+            .sum::<usize>();
+        assert!(
+            huge_kib >= 2 * 1_024,
+            "{huge_kib} KiB on huge pages after filling 32 MiB of advised memory"
+        );
+    }
+}
