@@ -452,6 +452,23 @@ pub struct FailureCallbackInfo {
     /// The last response's headers.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub response_headers: Vec<(String, String)>,
+    /// While in progress: the callback's message, which cancelling it cancels (absent in dead letters
+    /// written before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_id: Option<MessageId>,
+}
+
+impl FailureCallbackInfo {
+    /// A callback cancelled while it was in progress (it has no response).
+    pub fn cancelled() -> FailureCallbackInfo {
+        FailureCallbackInfo {
+            state: FailureCallbackState::Canceled,
+            response_status: None,
+            response_body: None,
+            response_headers: Vec::new(),
+            message_id: None,
+        }
+    }
 }
 
 /// One line of a message's history.

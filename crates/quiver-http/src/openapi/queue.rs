@@ -521,7 +521,13 @@ fn workflow_operations() -> Vec<Op> {
         run_op(
             "POST",
             "/v2/workflows/dlq/{action}/{dlqId}",
-            "`restart` or `resume` one failed run.",
+            "`restart` or `resume` one failed run, or (`callback`) send its failure callback again.",
+        )
+        .ok(r("RunStarted")),
+        run_op(
+            "DELETE",
+            "/v2/workflows/dlq/{action}/{dlqId}",
+            "Cancel a failed run's failure callback while it is in progress (`callback` only).",
         )
         .ok(r("RunStarted")),
     ]

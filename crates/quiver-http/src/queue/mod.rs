@@ -127,7 +127,10 @@ fn taking_no_query() -> Router<AppState> {
             "/v2/workflows/dlq/{segment}",
             axum::routing::delete(workflow_dlq::delete_one),
         )
-        .route("/v2/workflows/dlq/{action}/{id}", post(workflow_dlq::recover_one))
+        .route(
+            "/v2/workflows/dlq/{action}/{id}",
+            post(workflow_dlq::recover_one).delete(workflow_dlq::cancel_one),
+        )
         .route("/v2/schedules", get(schedules::list_schedules))
         .route("/v2/keys", get(keys::get_keys))
         .route("/v2/keys/rotate", post(keys::rotate_keys))

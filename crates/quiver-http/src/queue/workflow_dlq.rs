@@ -85,6 +85,29 @@ pub(crate) async fn recover_many(
     }))
 }
 
+/// `DELETE /v2/workflows/dlq/callback/{dlqId}`: cancels the dead letter's failure callback while it is in
+/// progress; answers `{workflowRunId, workflowCreatedAt}`.
+pub(crate) async fn cancel_one(
+    State(state): State<AppState>,
+    QueueWriter(caller): QueueWriter,
+    Path((action, id)): Path<(String, String)>,
+) -> ApiResult<Json<RunStartedOut>> {
+    if action != "callback" {
+        return Err(ApiError::not_found(format!(
+            "no route for DELETE /v2/workflows/dlq/{action}/{id}"
+        )));
+    }
+    let (workflow_run_id, workflow_created_at) = state
+        .queue
+        .workflow_runs
+        .cancel_failure_callback(caller.account.id, &id)
+        .await?;
+    Ok(Json(RunStartedOut {
+        workflow_run_id: workflow_run_id.to_string(),
+        workflow_created_at,
+    }))
+}
+
 /// `POST /v2/workflows/dlq/resume|restart|callback/{dlqId}`: answers `{workflowRunId, workflowCreatedAt}`.
 /// `callback` sends the dead letter's failure callback again.
 pub(crate) async fn recover_one(

@@ -605,6 +605,7 @@ impl DeliveryWorker {
             response_status: report.status,
             response_body: response_text.clone(),
             response_headers: response.headers.clone(),
+            message_id: None,
         };
         let failure_callback_report = spec.reports_dead_letter.as_ref().and_then(|dlq_id| {
             let state = match outcome {
@@ -671,6 +672,7 @@ impl DeliveryWorker {
                             response_status: None,
                             response_body: None,
                             response_headers: Vec::new(),
+                            message_id: Some(follow_up.message.id.clone()),
                         });
                     }
                     follow_ups.push(follow_up);

@@ -10,7 +10,7 @@ use super::publisher::{PublishOutcome, PublishRequest, Publisher};
 use crate::context::{Context, opaque_debug};
 use crate::error::QueueError;
 use crate::names::RunId;
-use crate::store::{MessageStore, WorkflowRunStore};
+use crate::store::{CancelFilter, MessageStore, WorkflowRunStore};
 use crate::workflow::{CancelFailure, InvokeOutcome, RunState, RunStep, WorkflowRun};
 use crate::workflows::{RunRecovery, RunSelection};
 
@@ -176,12 +176,76 @@ impl WorkflowRuns {
             return Err(QueueError::DeadLetterNotFound(dlq_id.to_owned()));
         }
         self.context.signals.wake_worker();
-        let created_at = self
-            .store
-            .run(account, &run_id)
-            .await?
-            .map_or(0, |run| run.created_at.as_millis());
+        let created_at = self.created_at(account, &run_id).await?;
         Ok((run_id, created_at))
+    }
+
+    /// Cancels a workflow dead letter's failure callback while it is in progress (`DELETE
+    /// /v2/workflows/dlq/callback/{dlqId}`): its message is cancelled, pending or being delivered, and
+    /// the dead letter's `failureCallbackInfo` reads `CALLBACK_CANCELED`. Returns the run's id and
+    /// creation time, as sending it again does.
+    ///
+    /// # Errors
+    /// An unknown dead letter (404); one whose failure callback is not in progress, or stopped being so
+    /// meanwhile (400); store failures.
+    pub async fn cancel_failure_callback(
+        &self,
+        account: AccountId,
+        dlq_id: &str,
+    ) -> Result<(RunId, i64), QueueError> {
+        let dead = self.dead_letters.get(account, dlq_id).await?;
+        let not_in_progress = || {
+            QueueError::InvalidRequest(format!(
+                "dead letter `{dlq_id}` has no failure callback in progress"
+            ))
+        };
+        let Some(info) = dead
+            .failure_callback
+            .as_ref()
+            .filter(|info| info.state == crate::message::FailureCallbackState::InProgress)
+        else {
+            return Err(not_in_progress());
+        };
+        let run_id = dead
+            .message
+            .spec
+            .workflow_run_id
+            .as_deref()
+            .map(RunId::parse)
+            .transpose()?
+            .ok_or_else(not_in_progress)?;
+        // A delivery of the callback that ends after this records nothing: its message is gone. A dead
+        // letter written before callbacks kept their message id only has its state changed.
+        if let Some(message_id) = &info.message_id {
+            self.messages
+                .cancel(
+                    account,
+                    Some(vec![message_id.clone()]),
+                    CancelFilter::default(),
+                    None,
+                    self.context.now(),
+                )
+                .await?;
+        }
+        if !self
+            .dead_letters
+            .store()
+            .cancel_failure_callback(account, dlq_id)
+            .await?
+        {
+            return Err(not_in_progress());
+        }
+        let created_at = self.created_at(account, &run_id).await?;
+        Ok((run_id, created_at))
+    }
+
+    /// When the run was created, in milliseconds (0 once it is gone).
+    async fn created_at(&self, account: AccountId, run_id: &RunId) -> Result<i64, QueueError> {
+        Ok(self
+            .store
+            .run(account, run_id)
+            .await?
+            .map_or(0, |run| run.created_at.as_millis()))
     }
 
     /// Starts a run of the workflow at `request.destination` (`POST /v2/trigger/...`).

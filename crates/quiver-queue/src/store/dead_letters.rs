@@ -33,6 +33,10 @@ pub trait DeadLetterStore: Send + Sync + 'static {
         now: Timestamp,
     ) -> StoreResult<bool>;
 
+    /// Marks a dead letter's failure callback cancelled, where it is in progress; `false` when the dead
+    /// letter is gone or its callback is not in progress (delivered, failed or cancelled meanwhile).
+    async fn cancel_failure_callback(&self, account: AccountId, dlq_id: &str) -> StoreResult<bool>;
+
     /// Removes a dead letter and stores `replacement` in its place, atomically; `None` when there was no
     /// such dead letter.
     async fn retry_dead_letter(

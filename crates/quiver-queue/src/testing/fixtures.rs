@@ -5,8 +5,8 @@ use std::time::Duration;
 use quiver_core::{AccountId, Timestamp};
 use serde_json::json;
 
-use crate::message::{Message, MessageId, MessageSpec, MessageState, NewMessage};
-use crate::store::{Filter, QueueStore};
+use crate::message::{DeadLetter, Message, MessageId, MessageSpec, MessageState, NewEvent, NewMessage};
+use crate::store::{AttemptRecord, AttemptResolution, Filter, QueueStore};
 
 /// 2026-01-01T00:00:00Z: every check's "now".
 pub(super) const START: Timestamp = Timestamp::from_millis(1_767_225_600_000);
@@ -72,4 +72,36 @@ pub(super) async fn claim_one(store: &dyn QueueStore, account: AccountId, url: &
         .into_iter()
         .find(|m| m.account_id == account && m.spec.url == url)
         .expect("the message is claimed")
+}
+
+/// Records `claimed`'s last attempt, answered `status` at `failed_at`: it becomes dead letter `dlq_id`,
+/// with `events` logged.
+pub(super) async fn dead_letter(
+    store: &dyn QueueStore,
+    claimed: Message,
+    dlq_id: &str,
+    status: u16,
+    failed_at: Timestamp,
+    events: Vec<NewEvent>,
+) {
+    store
+        .record_attempt(AttemptRecord {
+            message: claimed.clone(),
+            resolution: AttemptResolution::Finished {
+                dead_letter: Some(Box::new(DeadLetter {
+                    dlq_id: dlq_id.to_owned(),
+                    message: claimed,
+                    response_status: Some(status),
+                    response_headers: Vec::new(),
+                    response_body: Vec::new(),
+                    failed_at,
+                    failure_callback: None,
+                })),
+            },
+            events,
+            follow_ups: Vec::new(),
+            failure_callback_report: None,
+        })
+        .await
+        .expect("record succeeds");
 }

@@ -5,10 +5,10 @@ use std::collections::BTreeMap;
 use quiver_core::{AccountId, Timestamp};
 use serde_json::json;
 
-use super::fixtures::{at, claim_one, enqueue, message, states};
+use super::fixtures::{at, claim_one, dead_letter, enqueue, message, states};
 use crate::flow::FlowControlChange;
-use crate::message::{DeadLetter, EventDetail, FlowControl, MessageState, NewEvent};
-use crate::store::{AttemptRecord, AttemptResolution, Filter, QueueStore, WaiterStore};
+use crate::message::{EventDetail, FlowControl, MessageState, NewEvent};
+use crate::store::{Filter, QueueStore, WaiterStore};
 use crate::waiters::WaitSpec;
 
 /// How many of `account`'s messages a claim at `now` leases (for a short lease).
@@ -261,30 +261,12 @@ pub(super) async fn pruning_takes_old_finished_history_and_keeps_the_rest(store:
     for (n, failed_at) in [(0, at(20_000)), (1, at(40_000))] {
         let claimed = claim_one(store, account, &format!("https://example.com/prune/{n}")).await;
         let dlq_id = format!("prune-{n}-{}", failed_at.as_millis());
-        store
-            .record_attempt(AttemptRecord {
-                message: claimed.clone(),
-                resolution: AttemptResolution::Finished {
-                    dead_letter: Some(Box::new(DeadLetter {
-                        dlq_id: dlq_id.clone(),
-                        message: claimed.clone(),
-                        response_status: Some(500),
-                        response_headers: Vec::new(),
-                        response_body: Vec::new(),
-                        failed_at,
-                        failure_callback: None,
-                    })),
-                },
-                events: vec![NewEvent {
-                    time: failed_at,
-                    state: MessageState::Failed,
-                    detail: EventDetail::default(),
-                }],
-                follow_ups: Vec::new(),
-                failure_callback_report: None,
-            })
-            .await
-            .expect("record succeeds");
+        let failed = vec![NewEvent {
+            time: failed_at,
+            state: MessageState::Failed,
+            detail: EventDetail::default(),
+        }];
+        dead_letter(store, claimed.clone(), &dlq_id, 500, failed_at, failed).await;
         dead.push((dlq_id, claimed.id));
     }
     let pending = enqueue(

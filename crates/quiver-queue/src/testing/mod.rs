@@ -19,6 +19,7 @@
 //! [`restart_keeps_every_acknowledged_write`] checks what a restart keeps: it takes a function that opens
 //! a store over the same storage each time it is called.
 
+mod dead_letters;
 mod early;
 mod fixtures;
 mod keys_and_waiters;
@@ -73,7 +74,8 @@ pub async fn message_stores(store: &dyn QueueStore) {
     cancelling_takes_the_named_or_matching_messages_of_one_account(store).await;
     pending_messages_page_in_creation_order_by_filter_within_a_bounded_read(store).await;
     the_depth_counts_pending_and_due_messages(store).await;
-    dead_letters_page_newest_first_and_are_retried_or_deleted_once(store).await;
+    dead_letters::dead_letters_page_newest_first_and_are_retried_or_deleted_once(store).await;
+    dead_letters::a_failure_callback_is_cancelled_only_while_in_progress(store).await;
     log::the_events_log_pages_newest_first(store).await;
     log::the_events_log_filters_by_host_and_path(store).await;
     log::an_attempts_events_list_in_the_order_written_under_every_filter_and_cursor(store).await;
@@ -671,83 +673,4 @@ async fn pending_messages_page_in_creation_order_by_filter_within_a_bounded_read
         .cancel(other, None, CancelFilter::default(), None, at(10))
         .await
         .expect("cancel");
-}
-
-async fn dead_letters_page_newest_first_and_are_retried_or_deleted_once(store: &dyn QueueStore) {
-    let account = AccountId::random();
-    let mut dlq_ids = Vec::new();
-    for n in 0..3 {
-        let claimed = claim_one(store, account, &format!("https://example.com/dead/{n}")).await;
-        let dlq_id = format!("{}-{n}", at(5_001).as_millis());
-        store
-            .record_attempt(AttemptRecord {
-                message: claimed.clone(),
-                resolution: AttemptResolution::Finished {
-                    dead_letter: Some(Box::new(DeadLetter {
-                        dlq_id: dlq_id.clone(),
-                        message: claimed,
-                        response_status: Some(500 + n),
-                        response_headers: Vec::new(),
-                        response_body: Vec::new(),
-                        failed_at: at(5_001 + u64::from(n)),
-                        failure_callback: None,
-                    })),
-                },
-                events: Vec::new(),
-                follow_ups: Vec::new(),
-                failure_callback_report: None,
-            })
-            .await
-            .expect("record succeeds");
-        dlq_ids.push(dlq_id);
-    }
-    let first = store
-        .dead_letters(account, &Filter::default(), None, 2)
-        .await
-        .expect("page");
-    let listed: Vec<&str> = first.items.iter().map(|d| d.dlq_id.as_str()).collect();
-    assert_eq!(listed, [dlq_ids[2].as_str(), dlq_ids[1].as_str()], "newest first");
-    let cursor = first.cursor.expect("a cursor while more follow");
-    let second = store
-        .dead_letters(account, &Filter::default(), Some(&cursor), 2)
-        .await
-        .expect("page");
-    assert_eq!(second.items.len(), 1);
-    assert_eq!(second.items[0].dlq_id, dlq_ids[0]);
-    assert_eq!(second.cursor, None, "no cursor at the end");
-    let filtered = Filter {
-        response_statuses: vec![501, 404],
-        ..Filter::default()
-    };
-    let page = store
-        .dead_letters(account, &filtered, None, 10)
-        .await
-        .expect("page");
-    assert_eq!(page.items.len(), 1, "filters select");
-
-    let replacement = message(account, "https://example.com/again", at(0));
-    let retried = store
-        .retry_dead_letter(account, &dlq_ids[0], replacement.clone(), at(6_000))
-        .await
-        .expect("retry succeeds");
-    assert_eq!(retried, Some(replacement.message.id.clone()));
-    let stranger = message(account, "https://example.com/never", at(0));
-    assert_eq!(
-        store
-            .retry_dead_letter(account, &dlq_ids[0], stranger.clone(), at(6_001))
-            .await
-            .expect("retry succeeds"),
-        None,
-        "a dead letter is retried once"
-    );
-    assert_eq!(
-        store.message(account, &stranger.message.id).await.expect("read"),
-        None,
-        "a retry of nothing stores nothing"
-    );
-    let deleted = store
-        .delete_dead_letters(account, &[dlq_ids[1].clone(), dlq_ids[0].clone(), "never".into()])
-        .await
-        .expect("delete succeeds");
-    assert_eq!(deleted, 1, "only dead letters that existed count");
 }

@@ -18,7 +18,7 @@ use crate::database::backend_error;
 use crate::hints::Hint;
 use crate::queue::messages::set_failure_callback;
 use crate::queue::publish::insert_messages;
-use crate::queue::rows::{account_of, corrupt, count};
+use crate::queue::rows::{account_of, corrupt, count, json};
 use crate::queue::store::PgQueueStore;
 
 /// An event's spec: CREATED events carry it, later events borrow their message's.
@@ -392,6 +392,7 @@ impl DeadLetterStore for PgQueueStore {
                         response_status: None,
                         response_body: None,
                         response_headers: Vec::new(),
+                        message_id: Some(callback.message.id.clone()),
                     };
                     if !set_failure_callback(t, account, dlq_id, &in_progress).await? {
                         return Ok(false);
@@ -402,6 +403,27 @@ impl DeadLetterStore for PgQueueStore {
             })
             .await
             .inspect(|_| self.database.hint(Hint::Due))
+    }
+
+    async fn cancel_failure_callback(&self, account: AccountId, dlq_id: &str) -> StoreResult<bool> {
+        let cancelled = json(&FailureCallbackInfo::cancelled())?;
+        let changed = self
+            .database
+            .client()
+            .await?
+            .execute(
+                "UPDATE dead_letters SET failure_callback = $3
+                 WHERE account_id = $1 AND dlq_id = $2 AND failure_callback::JSONB ->> 'state' = $4",
+                &[
+                    &account.to_string(),
+                    &dlq_id,
+                    &cancelled,
+                    &FailureCallbackState::InProgress.as_str(),
+                ],
+            )
+            .await
+            .map_err(backend_error)?;
+        Ok(changed == 1)
     }
 
     async fn retry_dead_letter(

@@ -614,12 +614,37 @@ impl DeadLetterStore for SqliteQueueStore {
                     response_status: None,
                     response_body: None,
                     response_headers: Vec::new(),
+                    message_id: Some(callback.message.id.clone()),
                 };
                 if !set_failure_callback(c, account, &dlq_id, &in_progress)? {
                     return Ok(false);
                 }
                 insert_message(c, &callback, &spec, now)?;
                 Ok(true)
+            })
+            .await
+    }
+
+    async fn cancel_failure_callback(&self, account: AccountId, dlq_id: &str) -> StoreResult<bool> {
+        let dlq_id = dlq_id.to_owned();
+        let cancelled = to_json(&FailureCallbackInfo::cancelled())?;
+        self.database
+            .write(move |c| {
+                c.prepare_cached(
+                    "UPDATE dead_letters SET failure_callback = ?3
+                     WHERE account_id = ?1 AND dlq_id = ?2
+                       AND json_extract(failure_callback, '$.state') = ?4",
+                )
+                .and_then(|mut s| {
+                    s.execute(params![
+                        account.to_string(),
+                        dlq_id,
+                        cancelled,
+                        FailureCallbackState::InProgress.as_str()
+                    ])
+                })
+                .map(|changed| changed == 1)
+                .map_err(backend_error)
             })
             .await
     }

@@ -641,3 +641,76 @@ async fn a_failed_failure_callback_is_reported_on_its_steps_dead_letter_and_can_
         .unwrap();
     assert_eq!(callback.json()["dlqId"], dlq_id);
 }
+
+#[tokio::test]
+async fn a_failure_callback_in_progress_can_be_cancelled_and_its_late_answer_changes_nothing() {
+    let server = TestServer::embedded().await;
+    let receiver = Receiver::start().await;
+    receiver.reply_next(Reply::status(500));
+    // The failure callback's answer waits until the test lets it go: it is being delivered meanwhile.
+    receiver.respond_with(Reply::status(200).held());
+    let failure = receiver.url("/failure");
+    trigger_by_batch(
+        &server,
+        "wfr_called_off",
+        &receiver.url("/workflow"),
+        &[
+            ("Upstash-Retries", "0"),
+            ("Upstash-Failure-Callback", failure.as_str()),
+        ],
+    )
+    .await;
+    receiver.wait_for(2, WAIT).await;
+    let dead = workflow_dead_letters(&server, 1).await.remove(0);
+    assert_eq!(
+        dead["failureCallbackInfo"]["state"], "CALLBACK_INPROGRESS",
+        "{dead}"
+    );
+    let dlq_id = dead["dlqId"].as_str().unwrap();
+    let path = format!("/v2/workflows/dlq/callback/{dlq_id}");
+
+    let (status, cancelled) = send(server.queue(Method::DELETE, &path)).await;
+    assert_eq!(status, StatusCode::OK, "{cancelled}");
+    assert_eq!(cancelled["workflowRunId"], "wfr_called_off");
+    let state =
+        || async { workflow_dead_letters(&server, 1).await[0]["failureCallbackInfo"]["state"].clone() };
+    assert_eq!(state().await, "CALLBACK_CANCELED");
+    receiver.release(1);
+    for _ in 0..50 {
+        assert_eq!(
+            state().await,
+            "CALLBACK_CANCELED",
+            "the late answer is not recorded"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    let (status, again) = send(server.queue(Method::DELETE, &path)).await;
+    assert_eq!(
+        status,
+        StatusCode::BAD_REQUEST,
+        "nothing in progress any more: {again}"
+    );
+    assert!(again["error"].as_str().unwrap().contains(dlq_id), "{again}");
+    let (status, _) = send(server.queue(Method::DELETE, "/v2/workflows/dlq/callback/no-such-dlq")).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _) = send(server.queue(Method::DELETE, &format!("/v2/workflows/dlq/resume/{dlq_id}"))).await;
+    assert_eq!(
+        status,
+        StatusCode::NOT_FOUND,
+        "only a callback is cancelled this way"
+    );
+    // Sent again, it is in progress again and delivered.
+    receiver.respond_with(Reply::status(200));
+    let (status, _) = send(server.queue(Method::POST, &path)).await;
+    assert_eq!(status, StatusCode::OK);
+    let mut last = Value::Null;
+    for _ in 0..2_000 {
+        last = state().await;
+        if last == "CALLBACK_SUCCESS" {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(last, "CALLBACK_SUCCESS");
+}
