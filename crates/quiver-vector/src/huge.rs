@@ -134,7 +134,10 @@ mod tests {
             .unwrap()
             .lines()
             .filter_map(|line| line.strip_prefix("AnonHugePages:"))
-            .filter_map(|kib| kib.trim().trim_end_matches("kB").trim().parse::<usize>().ok())
+            .map(|kib| {
+                let kib = kib.trim().trim_end_matches("kB").trim();
+                kib.parse::<usize>().expect("AnonHugePages counts kB")
+            })
             .sum::<usize>();
         assert!(
             huge_kib >= 2 * 1_024,
