@@ -77,7 +77,9 @@ test("an index with a model is created, text upserted and queried, and its stati
     await upsert.getByLabel("Text (embedded by the index's model)").fill(text);
     await upsert.getByLabel("Metadata (JSON object)").fill(JSON.stringify({ topic: id }));
     await upsert.getByRole("button", { name: "Upsert" }).click();
-    await page.getByText(`Upserted ${id}.`).waitFor();
+    // Each upsert embeds its content with the real model; with the whole suite running on two cores
+    // that once took longer than the default 15 s.
+    await page.getByText(`Upserted ${id}.`).waitFor({ timeout: 60000 });
   }
   await upsert.getByLabel("ID").fill("bad");
   await upsert.getByLabel("Text (embedded by the index's model)").fill("x");
@@ -190,7 +192,9 @@ test("a search index is created, its documents upserted, searched, listed and de
     await upsert.getByLabel("Content (JSON object, or text)").fill(typeof content === "string" ? content : JSON.stringify(content));
     await upsert.getByLabel("Metadata (JSON object)").fill(metadata ? JSON.stringify(metadata) : "");
     await upsert.getByRole("button", { name: "Upsert" }).click();
-    await page.getByText(`Upserted ${id}.`).waitFor();
+    // Each upsert embeds its content with the real model; with the whole suite running on two cores
+    // that once took longer than the default 15 s.
+    await page.getByText(`Upserted ${id}.`).waitFor({ timeout: 60000 });
   }
 
   const search = page.getByRole("form", { name: "Search" });

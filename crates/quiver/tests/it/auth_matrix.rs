@@ -267,6 +267,7 @@ fn queue_routes(owned: &Owned) -> Vec<(Method, String, bool, bool)> {
         write(Method::DELETE, "/v2/workflows/dlq/some-dlq-id", true),
         write(Method::POST, "/v2/workflows/dlq/restart", false),
         write(Method::POST, "/v2/workflows/dlq/restart/some-dlq-id", true),
+        write(Method::DELETE, "/v2/workflows/dlq/callback/some-dlq-id", true),
         read("/v2/keys", false),
         write(Method::POST, "/v2/keys/rotate", false),
         write(Method::POST, "/llm/v1/chat/completions", false),
