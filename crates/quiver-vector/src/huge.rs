@@ -10,10 +10,10 @@
 //! The advice is given before the memory is first touched, because a region already backed by small
 //! pages stays so until the kernel's background collapse gets to it: an array grows into a fresh
 //! allocation that is advised first and then filled, instead of `Vec`'s own growth. Only whole 2 MiB
-//! pages inside an allocation of at least 16 MiB are advised, so a small array, or the ends of a larger
-//! one, stay on small pages, and no advised page is shared with other allocations; memory costs at most
-//! one partly filled 2 MiB page more per large array. A kernel that refuses the advice (another operating system,
-//! or huge pages switched off) leaves small pages, which are only slower.
+//! pages inside an allocation of at least 16 MiB are advised, so a small array, or the ends of a
+//! larger one, stay on small pages, and no advised page is shared with other allocations; memory costs
+//! at most one partly filled 2 MiB page more per large array. A kernel that refuses the advice (another
+//! operating system, or huge pages switched off) leaves small pages, which are only slower.
 
 /// The huge page size on x86-64 and the common arm64 kernels.
 const HUGE_PAGE: usize = 2 << 20;
@@ -120,28 +120,50 @@ mod tests {
         );
     }
 
+    /// KiB on huge pages in the mapping that holds `address` (`/proc/self/smaps`), so memory other
+    /// tests of the same process hold does not count.
+    #[cfg(target_os = "linux")]
+    fn huge_kib_of_mapping_at(address: usize) -> usize {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let mut inside = false;
+        for line in smaps.lines() {
+            let range = line.split_once(' ').map(|(first, _)| first.split_once('-'));
+            if let Some(Some((from, to))) = range
+                && let (Ok(from), Ok(to)) = (usize::from_str_radix(from, 16), usize::from_str_radix(to, 16))
+            {
+                // A mapping's header line: its address range.
+                inside = (from..to).contains(&address);
+            } else if inside && let Some(kib) = line.strip_prefix("AnonHugePages:") {
+                let kib = kib.trim().trim_end_matches("kB").trim();
+                return kib.parse().expect("AnonHugePages counts kB");
+            }
+        }
+        panic!("no mapping of /proc/self/smaps holds {address:#x}");
+    }
+
     #[cfg(target_os = "linux")]
     #[test]
-    fn an_advised_array_is_backed_by_huge_pages_where_the_kernel_offers_them() {
+    fn advised_arrays_made_or_grown_here_are_backed_by_huge_pages_where_the_kernel_offers_them() {
         let offered = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
             .is_ok_and(|setting| setting.contains("[madvise]") || setting.contains("[always]"));
         if !offered {
             return;
         }
-        let mut values = with_capacity::<u8>(16 * HUGE_PAGE);
-        values.resize(16 * HUGE_PAGE, 1);
-        let huge_kib = std::fs::read_to_string("/proc/self/smaps")
-            .unwrap()
-            .lines()
-            .filter_map(|line| line.strip_prefix("AnonHugePages:"))
-            .map(|kib| {
-                let kib = kib.trim().trim_end_matches("kB").trim();
-                kib.parse::<usize>().expect("AnonHugePages counts kB")
-            })
-            .sum::<usize>();
+        let mut made = with_capacity::<u8>(16 * HUGE_PAGE);
+        made.resize(16 * HUGE_PAGE, 1);
+        let huge_kib = huge_kib_of_mapping_at(made.as_ptr() as usize + 8 * HUGE_PAGE);
         assert!(
             huge_kib >= 2 * 1_024,
             "{huge_kib} KiB on huge pages after filling 32 MiB of advised memory"
+        );
+        // Grown past the size that is advised: the new allocation is advised before it is filled.
+        let mut grown = vec![1_u8; HUGE_PAGE];
+        reserve(&mut grown, 16 * HUGE_PAGE);
+        grown.resize(17 * HUGE_PAGE, 1);
+        let huge_kib = huge_kib_of_mapping_at(grown.as_ptr() as usize + 8 * HUGE_PAGE);
+        assert!(
+            huge_kib >= 2 * 1_024,
+            "{huge_kib} KiB on huge pages after growing an array to 34 MiB"
         );
     }
 }
