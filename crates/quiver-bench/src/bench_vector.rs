@@ -331,7 +331,12 @@ pub(crate) async fn run(config: &Config, bench: VectorBench) -> Result<()> {
     let index_bytes = metadata_index.memory_bytes() as f64 / upsert_count as f64;
     // What planning a range over a distinct number per record costs the first time it is asked
     // (median of 21): listed where it holds at most half of the numbers, otherwise left to a walk.
-    let range_plans: Vec<(&str, f64, bool)> = ["score < 0.01", "score < 0.1", "score >= 0.5"]
+    let window = format!(
+        "at >= {} AND at < {}",
+        written_at(upsert_count / 2),
+        written_at(upsert_count / 2 + upsert_count / 100)
+    );
+    let range_plans: Vec<(&str, f64, bool)> = ["score < 0.01", "score < 0.1", "score >= 0.5", &window]
         .into_iter()
         .map(|text| -> Result<(&str, f64, bool)> {
             let filter = quiver_vector::filter::Filter::parse(text)?.context("a filter")?;
@@ -511,6 +516,15 @@ async fn filter_language_rows(
             format!("at >= {}", written_at(base.len() - base.len() / 100)),
             "1 % (the newest, a range over a distinct number per record)",
             Box::new(|n| written_at(n) >= written_at(base.len() - base.len() / 100)),
+        ),
+        (
+            format!(
+                "at >= {} AND at < {}",
+                written_at(base.len() / 2),
+                written_at(base.len() / 2 + base.len() / 100)
+            ),
+            "1 % (a window of two ranges over a distinct number per record)",
+            Box::new(|n| (base.len() / 2..base.len() / 2 + base.len() / 100).contains(&n)),
         ),
         (
             "score < 0.001".into(),

@@ -1,15 +1,15 @@
 //! An inverted index of the records' metadata: for each field reached through object keys alone (up to
 //! [`MAX_DEPTH`] keys deep), and each scalar value found there, the slots of the records holding it.
 //!
-//! A filter's tests (`=`, `!=`, `<`, `<=`, `>`, `>=`, `IN`, `NOT IN`, `CONTAINS`, `GLOB`, `NOT GLOB`,
-//! and `AND` / `OR` of them) are answered from it: the planner then knows exactly which records may
-//! pass instead of estimating how many from a sample, a selective filter scans only the listed slots
-//! instead of judging every record's metadata, and a walk through the graph tests a bit instead of
-//! reading metadata. A `GLOB` is matched against the field's distinct texts. Other tests (`HAS FIELD`,
-//! `NOT CONTAINS`, array positions, negations that would unite more than [`MAX_VALUES`] values'
-//! postings, and, the first time they are asked, a range over more than a quarter of a field's many
-//! distinct numbers and a `GLOB` that most of its many distinct texts match) are judged on each record's metadata
-//! as before; under an `AND` with an answered test, only on the records it lists.
+//! A filter's tests (`=`, `!=`, `<`, `<=`, `>`, `>=`, `IN`, `NOT IN`, `CONTAINS`, `GLOB`, `NOT GLOB`, and
+//! `AND` / `OR` of them) are answered from it: the planner then knows exactly which records may pass instead
+//! of estimating how many from a sample, a selective filter scans only the listed slots instead of judging
+//! every record's metadata, and a walk through the graph tests a bit instead of reading metadata. A `GLOB` is
+//! matched against the field's distinct texts; ranges on one field under an `AND` are listed as the window
+//! they make. Other tests (`HAS FIELD`, `NOT CONTAINS`, array positions, negations that would unite more than
+//! [`MAX_VALUES`] values' postings, and, the first time they are asked, a range over more than a quarter of a
+//! field's many distinct numbers and a `GLOB` that most of its many distinct texts match) are judged on each
+//! record's metadata as before; under an `AND` with an answered test, only on the records it lists.
 //!
 //! Slots are never reused, so a removed record's slot only ever leaves a posting: postings drop
 //! removed slots lazily, once they are half of it, and a listing may hold removed slots (which the
@@ -302,7 +302,40 @@ impl MetadataIndex {
             Filter::And(parts) => {
                 let mut planned: Vec<Listed<'_>> = Vec::with_capacity(parts.len());
                 let mut exact = true;
-                for part in parts {
+                // Ranges on one field are planned together, as the window they make (`at >= x AND
+                // at < y`): each side alone may hold most of the field's numbers where the window
+                // holds few.
+                let mut windowed = vec![false; parts.len()];
+                for (first, part) in parts.iter().enumerate() {
+                    let Some((path, mut window)) = numeric_range(part) else {
+                        continue;
+                    };
+                    if windowed[first] {
+                        continue;
+                    }
+                    let mut sides = 1;
+                    for (other, later) in parts.iter().enumerate().skip(first + 1) {
+                        if let Some((later_path, range)) = numeric_range(later)
+                            && later_path == path
+                        {
+                            window = narrowed(window, range);
+                            windowed[other] = true;
+                            sides += 1;
+                        }
+                    }
+                    if sides == 1 {
+                        continue;
+                    }
+                    windowed[first] = true;
+                    match self.field(path).map(|field| match field {
+                        Some(field) => listed_range(field, window, repeated),
+                        None => Some(nothing()),
+                    }) {
+                        Some(Some(listed)) => planned.push(listed),
+                        Some(None) | None => exact = false,
+                    }
+                }
+                for (part, _) in parts.iter().zip(&windowed).filter(|(_, windowed)| !**windowed) {
                     match self.planned(part, repeated) {
                         Some(listed) => {
                             exact &= listed.exact;
@@ -456,50 +489,119 @@ impl MetadataIndex {
         let (Literal::Number(bound), Some(field)) = (literal, field) else {
             return Some(nothing());
         };
-        let at = sortable(*bound);
-        // The range, and the rest of the field's numbers.
-        let (range, rest) = match op {
-            Comparison::Less => (
-                (Bound::Unbounded, Bound::Excluded(at)),
-                (Bound::Included(at), Bound::Unbounded),
-            ),
-            Comparison::LessOrEqual => (
-                (Bound::Unbounded, Bound::Included(at)),
-                (Bound::Excluded(at), Bound::Unbounded),
-            ),
-            Comparison::Greater => (
-                (Bound::Excluded(at), Bound::Unbounded),
-                (Bound::Unbounded, Bound::Included(at)),
-            ),
-            Comparison::GreaterOrEqual | Comparison::Equal | Comparison::NotEqual => (
-                (Bound::Included(at), Bound::Unbounded),
-                (Bound::Unbounded, Bound::Excluded(at)),
-            ),
-        };
-        let few = field.numbers.range(range).nth(MAX_VALUES).is_none();
-        if !few && !repeated {
-            // Three of the rest for each number in the range, until one side runs out.
-            let (mut inside, mut outside) = (field.numbers.range(range), field.numbers.range(rest));
-            let at_most_a_quarter = loop {
-                if inside.next().is_none() {
-                    break true;
-                }
-                if outside.by_ref().take(3).count() < 3 {
-                    break false;
-                }
-            };
-            if !at_most_a_quarter {
-                return None;
-            }
-        }
-        let postings = field
-            .numbers
-            .range(range)
-            .filter_map(|&number| field.values.get(&Key::Number(number)))
-            .map(posting_slots)
-            .collect();
-        Some(exactly(union(postings)))
+        listed_range(field, range_of(op, *bound), repeated)
     }
+}
+
+/// A range of sortable numbers, as `BTreeSet::range` takes it.
+type Range = (Bound<u64>, Bound<u64>);
+
+/// The numbers `op` `bound` passes (`op` one of `<`, `<=`, `>`, `>=`).
+fn range_of(op: Comparison, bound: f64) -> Range {
+    let at = sortable(bound);
+    match op {
+        Comparison::Less => (Bound::Unbounded, Bound::Excluded(at)),
+        Comparison::LessOrEqual => (Bound::Unbounded, Bound::Included(at)),
+        Comparison::Greater => (Bound::Excluded(at), Bound::Unbounded),
+        Comparison::GreaterOrEqual | Comparison::Equal | Comparison::NotEqual => {
+            (Bound::Included(at), Bound::Unbounded)
+        }
+    }
+}
+
+/// The field and range of a test `<`, `<=`, `>` or `>=` of a number.
+fn numeric_range(filter: &Filter) -> Option<(&[Segment], Range)> {
+    let Filter::Compare {
+        path,
+        op,
+        value: Literal::Number(bound),
+    } = filter
+    else {
+        return None;
+    };
+    match op {
+        Comparison::Less | Comparison::LessOrEqual | Comparison::Greater | Comparison::GreaterOrEqual => {
+            Some((path.as_slice(), range_of(*op, *bound)))
+        }
+        Comparison::Equal | Comparison::NotEqual => None,
+    }
+}
+
+/// The numbers in both ranges.
+fn narrowed(range: Range, other: Range) -> Range {
+    (tighter(range.0, other.0, true), tighter(range.1, other.1, false))
+}
+
+/// Of two lower bounds (`lower`) the higher, of two upper bounds the lower; at one value, the one that
+/// excludes it.
+fn tighter(left: Bound<u64>, right: Bound<u64>, lower: bool) -> Bound<u64> {
+    match (left, right) {
+        (Bound::Unbounded, bound) | (bound, Bound::Unbounded) => bound,
+        (Bound::Included(at) | Bound::Excluded(at), Bound::Included(other) | Bound::Excluded(other)) => {
+            let left_wins = if at == other {
+                matches!(left, Bound::Excluded(_))
+            } else {
+                (at > other) == lower
+            };
+            if left_wins { left } else { right }
+        }
+    }
+}
+
+/// Whether no number is in `range` (which `BTreeSet::range` would also refuse, by panicking, where its
+/// start lies past its end).
+fn is_empty(range: Range) -> bool {
+    match range {
+        (Bound::Included(low), Bound::Included(high)) => low > high,
+        (Bound::Included(low) | Bound::Excluded(low), Bound::Included(high) | Bound::Excluded(high)) => {
+            low >= high
+        }
+        _ => false,
+    }
+}
+
+/// The numbers of `field` below and above `range`.
+fn rest_of(field: &Field, range: Range) -> impl Iterator<Item = &u64> {
+    let flip = |bound: Bound<u64>| match bound {
+        Bound::Included(at) => Some(Bound::Excluded(at)),
+        Bound::Excluded(at) => Some(Bound::Included(at)),
+        Bound::Unbounded => None,
+    };
+    let below = flip(range.0).map(|end| field.numbers.range((Bound::Unbounded, end)));
+    let above = flip(range.1).map(|start| field.numbers.range((start, Bound::Unbounded)));
+    below.into_iter().flatten().chain(above.into_iter().flatten())
+}
+
+/// The slots of `field` holding a number in `range`; `None` where, the first time a filter is asked
+/// (not `repeated`), that is more than [`MAX_VALUES`] distinct numbers and more than about a quarter
+/// of the field's (see [`MetadataIndex::in_range`]).
+fn listed_range(field: &Field, range: Range, repeated: bool) -> Option<Listed<'_>> {
+    if is_empty(range) {
+        return Some(nothing());
+    }
+    let few = field.numbers.range(range).nth(MAX_VALUES).is_none();
+    if !few && !repeated {
+        // Three of the rest for each number in the range, until one side runs out.
+        let (mut inside, mut outside) = (field.numbers.range(range), rest_of(field, range));
+        let at_most_a_quarter = loop {
+            if inside.next().is_none() {
+                break true;
+            }
+            if outside.by_ref().take(3).count() < 3 {
+                break false;
+            }
+        };
+        if !at_most_a_quarter {
+            return None;
+        }
+    }
+    let postings = field
+        .numbers
+        .range(range)
+        .filter_map(|&number| field.values.get(&Key::Number(number)))
+        .map(posting_slots)
+        .collect();
+    Some(exactly(union(postings)))
 }
 
 fn posting_slots(posting: &Posting) -> Slots<'_> {
@@ -736,6 +838,48 @@ mod tests {
             plan(&index, "at != 10"),
             None,
             "a negation over many values is judged"
+        );
+    }
+
+    #[test]
+    fn ranges_on_one_field_are_listed_as_the_window_they_make() {
+        let count = 8 * MAX_VALUES;
+        let mut records: Vec<Value> = (0..count).map(|n| json!({"at": n, "price": n % 7})).collect();
+        records.push(json!({"at": "1000"}));
+        records.push(json!({"at": 1000.5}));
+        let index = index(&records);
+        let middle = count / 2;
+        for window in [
+            format!("at >= {middle} AND at < {}", middle + 100),
+            format!("at > {middle} AND at <= {}", middle + 1500),
+            format!("at < {} AND at >= {middle} AND price = 3", middle + 2000),
+            "at >= 1000 AND at <= 1001".to_owned(),
+            "at >= 1000 AND at > 1000 AND at <= 1002 AND at < 1002".to_owned(),
+            "at > 1000 AND at >= 1000 AND at < 1002 AND at <= 1002".to_owned(),
+            "at > 1000 AND at < 1001".to_owned(),
+            "at >= 10 AND at > 20 AND at < 2000 AND at <= 1500".to_owned(),
+            "at >= 500 AND at < 500".to_owned(),
+            "at > 500 AND at < 400".to_owned(),
+            "at >= 500 AND at <= 500".to_owned(),
+            "missing > 1 AND missing < 5".to_owned(),
+        ] {
+            assert_eq!(
+                plan(&index, &window),
+                Some((judged(&records, &window), true)),
+                "{window}"
+            );
+        }
+        let wide = format!("at > 10 AND at < {}", count - 10);
+        assert_eq!(
+            plan(&index, &wide),
+            None,
+            "{wide}: a window over most of the numbers"
+        );
+        let parsed = Filter::parse(&wide).unwrap().unwrap();
+        let listed = index.planned(&parsed, true).expect("asked again, it is listed");
+        assert_eq!(
+            (listed.slots.iter().collect::<Vec<_>>(), listed.exact),
+            (judged(&records, &wide), true)
         );
     }
 
