@@ -136,6 +136,18 @@ fn score_of(n: usize) -> f64 {
     ((n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 20) as f64 % 1_000_000.0 / 1_000_000.0
 }
 
+/// A window of 1 % of `count` records in the middle of the order of writing, by two ranges over `at`:
+/// the filter, and the record numbers it passes.
+fn middle_window(count: usize) -> (String, std::ops::Range<usize>) {
+    let numbers = count / 2..count / 2 + count / 100;
+    let filter = format!(
+        "at >= {} AND at < {}",
+        written_at(numbers.start),
+        written_at(numbers.end)
+    );
+    (filter, numbers)
+}
+
 /// Whether `slot` passes a filter that keeps one in `modulus`, picked by a hash of the slot: independent
 /// of insertion order and of the positions the planner samples.
 fn keeps(slot: usize, modulus: usize) -> bool {
@@ -330,12 +342,8 @@ pub(crate) async fn run(config: &Config, bench: VectorBench) -> Result<()> {
     }
     let index_bytes = metadata_index.memory_bytes() as f64 / upsert_count as f64;
     // What planning a range over a distinct number per record costs the first time it is asked
-    // (median of 21): listed where it holds at most half of the numbers, otherwise left to a walk.
-    let window = format!(
-        "at >= {} AND at < {}",
-        written_at(upsert_count / 2),
-        written_at(upsert_count / 2 + upsert_count / 100)
-    );
+    // (median of 21): listed where it holds at most a quarter of the numbers, otherwise left to a walk.
+    let (window, _) = middle_window(upsert_count);
     let range_plans: Vec<(&str, f64, bool)> = ["score < 0.01", "score < 0.1", "score >= 0.5", &window]
         .into_iter()
         .map(|text| -> Result<(&str, f64, bool)> {
@@ -410,7 +418,7 @@ pub(crate) async fn run(config: &Config, bench: VectorBench) -> Result<()> {
     }
     let (unfiltered_service, service_rows) = language;
     println!(
-        "through the service, {upsert_count} records with metadata {{cluster, tag: n % 10, shard: n % 100, part: n % 1000, name: r<n>}}: unfiltered {unfiltered_service:.0} QPS"
+        "through the service, {upsert_count} records with metadata {{cluster, tag: n % 10, shard: n % 100, part: n % 1000, name: r<n>, at: a number rising with n, score: a hashed number in [0, 1)}}: unfiltered {unfiltered_service:.0} QPS"
     );
     println!("metadata index: {index_bytes:.0} bytes per record (estimated from its capacities)");
     for (text, ms, listed) in &range_plans {
@@ -476,6 +484,7 @@ async fn filter_language_rows(
     type Truth<'a> = Box<dyn Fn(usize) -> bool + 'a>;
     let in_clusters =
         |modulus: usize, kept: bool| -> Truth<'_> { Box::new(move |n| keeps(clusters[n], modulus) == kept) };
+    let (window, window_numbers) = middle_window(base.len());
     let rows: Vec<(String, &'static str, Truth<'_>)> = vec![
         ("part = 7".into(), "0.1 %", Box::new(|n| n % 1000 == 7)),
         ("shard = 7".into(), "1 %", Box::new(|n| n % 100 == 7)),
@@ -518,13 +527,9 @@ async fn filter_language_rows(
             Box::new(|n| written_at(n) >= written_at(base.len() - base.len() / 100)),
         ),
         (
-            format!(
-                "at >= {} AND at < {}",
-                written_at(base.len() / 2),
-                written_at(base.len() / 2 + base.len() / 100)
-            ),
+            window,
             "1 % (a window of two ranges over a distinct number per record)",
-            Box::new(|n| (base.len() / 2..base.len() / 2 + base.len() / 100).contains(&n)),
+            Box::new(move |n| window_numbers.contains(&n)),
         ),
         (
             "score < 0.001".into(),
