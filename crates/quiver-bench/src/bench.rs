@@ -114,6 +114,9 @@ pub(crate) enum BenchCommand {
         /// filter-language rows; at most `--count`.
         #[arg(long, default_value_t = 20_000)]
         service_count: usize,
+        /// Rounds of the engine's filtered rows, alternating walks and regions; medians are reported.
+        #[arg(long, default_value_t = 3)]
+        filter_rounds: usize,
     },
     /// Durable publish throughput against a bare hyper server (same load, same run), delivery
     /// throughput to a local receiver, and publish-to-delivery latency at 1,000 msg/s.
@@ -427,9 +430,11 @@ pub(crate) async fn run(command: BenchCommand, config: &Config) -> Result<()> {
             peer_python,
             dir,
             service_count,
+            filter_rounds,
         } => {
             let bench = crate::bench_vector::VectorBench {
                 service_count,
+                filter_rounds,
                 count,
                 dimension,
                 queries,

@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use crate::dense::{DenseIndex, ExactIndex, TopK};
 use crate::filter::Filter;
-use crate::hnsw::{Hnsw, HnswParams};
+use crate::hnsw::{Hnsw, HnswParams, RegionSample, TrainedRegions};
 use crate::mapped::MappedFile;
 use crate::metadata_index::MetadataIndex;
 use crate::postings::Postings;
@@ -460,6 +460,21 @@ impl Namespace {
         self.dense.insert_many(&items, build_threads());
         self.graph_inserts += items.len() as u64;
         batch.len()
+    }
+
+    /// A sample of the graph's vectors to train regions on, where the graph wants them (see
+    /// [`Hnsw::wants_regions`]); the sample is copied, so training holds no lock.
+    pub fn region_sample(&self) -> Option<RegionSample> {
+        self.dense
+            .wants_regions()
+            .then(|| self.dense.region_sample())
+            .flatten()
+    }
+
+    /// Installs regions trained on a sample this namespace's graph gave (see
+    /// [`Hnsw::install_regions`]).
+    pub fn install_regions(&mut self, trained: TrainedRegions) {
+        self.dense.install_regions(trained);
     }
 
     /// Bytes the dense index holds.

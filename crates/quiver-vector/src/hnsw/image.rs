@@ -116,6 +116,8 @@ impl Hnsw {
             random_state: self.random_state,
             max_norm: self.max_norm,
             exact_traversal: self.exact_traversal,
+            regions: None,
+            regions_used: true,
         }
     }
 

@@ -13,6 +13,7 @@
 mod candidates;
 mod distances;
 mod image;
+mod regions;
 mod rows;
 mod search;
 
@@ -27,6 +28,7 @@ use candidates::{Accept, Near, Probe, Start};
 use rows::Rows;
 
 pub(crate) use image::Source;
+pub use regions::{REGIONS_FROM, RegionSample, TrainedRegions};
 
 /// Graph parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,6 +88,11 @@ pub struct Hnsw {
     /// but an overflowed or vanished copy would leave the graph's neighbour lists unrelated to the
     /// vectors.
     exact_traversal: bool,
+    /// The nodes partitioned by their nearest centre, for filtered searches (see `hnsw::regions`);
+    /// `None` until trained.
+    regions: Option<regions::Regions>,
+    /// Whether filtered searches read the regions (a benchmark compares both in one run).
+    regions_used: bool,
 }
 
 impl Hnsw {
@@ -111,6 +118,8 @@ impl Hnsw {
             random_state: 0x9E37_79B9_7F4A_7C15,
             max_norm: 0.0,
             exact_traversal: false,
+            regions: None,
+            regions_used: true,
         }
     }
 
@@ -295,13 +304,14 @@ impl Hnsw {
         for (layer, neighbour, list) in lists {
             self.set_neighbours(neighbour, layer, &list);
         }
-        for Chosen { node, .. } in chosen {
-            let level = self.levels[node as usize];
+        for Chosen { node, .. } in &chosen {
+            let level = self.levels[*node as usize];
             if self.entry.is_none() || level > self.max_level {
                 self.max_level = level;
-                self.entry = Some(node);
+                self.entry = Some(*node);
             }
         }
+        self.add_to_regions(chosen.iter().map(|chosen| chosen.node));
     }
 
     /// `neighbour`'s list on `layer` with `new` nodes added, pruned by the heuristic to its limit.
@@ -485,6 +495,7 @@ impl DenseIndex for Hnsw {
             + self.codes.bytes()
             + self.level0.len() * 4
             + self.levels.len() * 2
+            + self.regions.as_ref().map_or(0, regions::Regions::bytes)
             + self
                 .upper
                 .values()

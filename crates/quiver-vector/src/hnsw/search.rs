@@ -345,23 +345,45 @@ impl Hnsw {
                 }
                 scored.push(Near(self.probe_distance(probe, node), node));
             }
-            if k == 0 || scored.is_empty() {
-                return Vec::new();
-            }
-            let kth = k.min(scored.len());
-            scored.select_nth_unstable(kth - 1);
-            let within = scored[kth - 1].0 + 2.0 * self.code_error(&coded);
-            let head = (2 * k).min(scored.len());
-            scored.select_nth_unstable(head - 1);
-            let (nearest, rest) = scored.split_at(head);
-            let mut found = nearest.to_vec();
-            found.extend(rest.iter().filter(|near| near.0 < within));
-            found
+            self.within_band(&coded, k, scored)
         });
         if found.is_empty() {
             return Vec::new();
         }
         self.rerank_half(query, &half::pad_query(query), k, found)
+    }
+
+    /// Ranks the nodes an exhaustive or region search scored by their codes (`scored`, reordered) as
+    /// [`Hnsw::exact_among`] does.
+    pub(super) fn finish_scan(
+        &self,
+        query: &[f32],
+        coded: &int8::Query,
+        k: usize,
+        scored: &mut [Near],
+    ) -> Vec<(usize, f32)> {
+        let found = self.within_band(coded, k, scored);
+        if found.is_empty() {
+            return Vec::new();
+        }
+        self.rerank_half(query, &half::pad_query(query), k, found)
+    }
+
+    /// Of the nodes scored by their codes, the `2 k` best and any others within twice the codes'
+    /// error of the `k`-th best: those that can be among the `k` best.
+    fn within_band(&self, coded: &int8::Query, k: usize, scored: &mut [Near]) -> Vec<Near> {
+        if k == 0 || scored.is_empty() {
+            return Vec::new();
+        }
+        let kth = k.min(scored.len());
+        scored.select_nth_unstable(kth - 1);
+        let within = scored[kth - 1].0 + 2.0 * self.code_error(coded);
+        let head = (2 * k).min(scored.len());
+        scored.select_nth_unstable(head - 1);
+        let (nearest, rest) = scored.split_at(head);
+        let mut found = nearest.to_vec();
+        found.extend(rest.iter().filter(|near| near.0 < within));
+        found
     }
 
     /// The `k` best of `found` (ordered by half-precision distance) by f32 distance to `query`. The
@@ -435,6 +457,15 @@ impl Hnsw {
                 if selectivity < MIN_WALK_SELECTIVITY || passing <= (ef * self.params.m) as f64 {
                     return self.exact(&query, k, filter);
                 }
+                // A filter that keeps some regions of the space only (whole clusters) can leave the
+                // query's neighbourhood rejected, where a walk finds passing nodes only through
+                // rejected ones; the regions find them by their centres (see `hnsw::regions`), and a
+                // filter that keeps records at random stops after its own region and a few more.
+                if selectivity < MOSTLY_PASSING
+                    && let Some(found) = self.search_regions(&query, k, |node| filter(node as usize))
+                {
+                    return found;
+                }
                 walking(filter, selectivity)
             }
         };
@@ -478,6 +509,11 @@ impl Hnsw {
         }
         let members = listed.bitmap();
         let filter = |node: usize| bit(&members, node as u32) && (exact || accept(node));
+        if share < MOSTLY_PASSING
+            && let Some(found) = self.search_regions(&query, k, |node| filter(node as usize))
+        {
+            return found;
+        }
         // Seeds for a walk that starts in a rejected neighbourhood, as the planner's sample gives them:
         // listed nodes at pseudo-random positions. They are not judged: a seed is only a place to walk
         // from, and the walk judges it before returning it.

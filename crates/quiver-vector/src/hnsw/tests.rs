@@ -45,7 +45,7 @@ fn recall_of(
 }
 
 /// Parameters for a test graph: searched with `ef_search`, never exhaustively.
-fn search_params(ef_search: usize) -> HnswParams {
+pub(super) fn search_params(ef_search: usize) -> HnswParams {
     HnswParams {
         exact_below: 0,
         ef_search,
@@ -54,7 +54,12 @@ fn search_params(ef_search: usize) -> HnswParams {
 }
 
 /// Recall@10 of `queries` in `graph`, which holds `data`, against an exhaustive search.
-fn recall_in(graph: &Hnsw, data: &[Vec<f32>], accept: &dyn Fn(usize) -> bool, queries: &[Vec<f32>]) -> f64 {
+pub(super) fn recall_in(
+    graph: &Hnsw,
+    data: &[Vec<f32>],
+    accept: &dyn Fn(usize) -> bool,
+    queries: &[Vec<f32>],
+) -> f64 {
     let k = 10;
     let mut exact = ExactIndex::new(graph.similarity, graph.dimension);
     for (slot, vector) in data.iter().enumerate() {

@@ -1,0 +1,644 @@
+//! Regions: the graph's nodes partitioned by their nearest centre, about one centre per hundred nodes
+//! (k-means on a sample), which a filtered search reads region by region, the nearest centre first.
+//!
+//! A walk needs passing nodes near each step to move on. A filter that rejects whole regions of the
+//! space (one that keeps some clusters only) leaves a query in a rejected region with passing nodes
+//! that the graph reaches only through rejected ones, spread over several kept regions at near-equal
+//! distances; a beam fills with the nearest kept region before it reaches the others (measured in
+//! BENCHMARKS.md). Ranking regions by their centres does not depend on the graph's links: the search
+//! judges the members of the nearest regions, scores those that pass by their 8-bit codes, and stops
+//! once `PATIENCE` regions in a row holding passing nodes have not improved its `k` best. A filter
+//! that keeps records at random has its best passing records in the query's own region and stops after
+//! a few more; one that keeps whole clusters reads kept regions until the nearest are all read.
+//!
+//! Centres are trained on a copy of a sample ([`Hnsw::region_sample`], then [`RegionSample::train`],
+//! which reads no graph and so runs while the graph is in use), and installed with
+//! [`Hnsw::install_regions`]: sampled nodes keep the training's assignment, and every other node takes
+//! the nearest of the regions of its level-0 neighbours and of theirs, which costs a few dozen
+//! distances a node. Nodes inserted later join a region the same way. Regions are read only where
+//! their centres explain at least half of the sample's variance (`LEAST_EXPLAINED`): where a region
+//! mixes several clusters, a walk finds the nearest passing records better. Regions are not part of a snapshot: a loaded graph trains them
+//! again in the background (the indexer), and searches walk meanwhile.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use quiver_core::index::SimilarityFunction;
+
+use super::Hnsw;
+use super::candidates::{Near, Probe};
+use crate::int8;
+use crate::score::{dot, squared_distance};
+
+/// From this many live nodes on, a graph keeps regions (below it a walk or a scan serves every
+/// filter well enough, and training would cost more than it saves).
+pub const REGIONS_FROM: usize = 10_000;
+
+/// Nodes per region, about.
+const REGION_SIZE: usize = 100;
+
+/// The most regions: a search scores every centre, so their count bounds what a search pays first.
+const MOST_REGIONS: usize = 1_024;
+
+/// Sampled nodes per centre that k-means trains on.
+const SAMPLE_PER_CENTRE: usize = 16;
+
+/// Rounds of k-means (Lloyd's): centres settle within a few on clustered data.
+const ROUNDS: usize = 4;
+
+/// A region search stops once this many regions in a row, each holding passing nodes, left its `k`
+/// best as they were. Measured on the benchmark's clusters (100,000 x 384, 1,000 clusters), recall@10:
+/// 0.988 for a random 10 % filter (about 2,200 nodes judged), 0.982 for 10 % of whole clusters kept
+/// (about 21,000 judged) and 0.963 for half of them; 8 regions gave 0.948 and 0.942.
+const PATIENCE: usize = 16;
+
+/// The least share of the sample's variance (about its mean) the centres must explain for searches to
+/// read the regions. Regions help where the data is clustered at least as finely as they are: each
+/// then stands for a cluster, and its centre ranks its members. Where a region mixes several clusters
+/// (or the data has none), the nearest passing records are spread over regions whose centres do not
+/// rank them, and a walk finds them better: through the service at 20,000 of the benchmark's records
+/// (1,000 clusters, so five to a region) regions explained 0.15 and lost recall (0.853 where the walk
+/// had 0.964 for half of the clusters kept); at 100,000 (a cluster to a region) they explained 0.7.
+const LEAST_EXPLAINED: f32 = 0.5;
+
+/// A node no region holds yet.
+const NONE: u32 = u32::MAX;
+
+/// The graph's partition into regions.
+#[derive(Debug, Clone)]
+pub(crate) struct Regions {
+    /// The centres as ranked, `dimension` coordinates each: what nodes are assigned by.
+    exact: Vec<f32>,
+    /// The centres' 8-bit codes, which a query's codes score.
+    codes: int8::Codes,
+    /// By region: its nodes (deleted ones stay until the regions are trained again).
+    members: Vec<Vec<u32>>,
+    /// By node: its region, or [`NONE`].
+    region_of: Vec<u32>,
+    /// Live nodes when the regions were installed.
+    built_with: usize,
+    /// The share of the sample's variance the centres explain (see [`LEAST_EXPLAINED`]).
+    explained: f32,
+}
+
+impl Regions {
+    fn count(&self) -> usize {
+        self.members.len()
+    }
+
+    /// Bytes held.
+    pub(crate) fn bytes(&self) -> usize {
+        self.exact.len() * 4
+            + self.codes.bytes()
+            + self.region_of.len() * 4
+            + self.members.iter().map(|m| m.capacity() * 4 + 24).sum::<usize>()
+    }
+}
+
+/// Prepared vectors of sampled live nodes, copied out of the graph, that centres are trained on.
+#[derive(Debug)]
+pub struct RegionSample {
+    similarity: SimilarityFunction,
+    dimension: usize,
+    centres: usize,
+    nodes: Vec<u32>,
+    vectors: Vec<f32>,
+}
+
+/// Centres trained on a [`RegionSample`], with the region each sampled node was assigned to.
+#[derive(Debug)]
+pub struct TrainedRegions {
+    exact: Vec<f32>,
+    labels: Vec<(u32, u32)>,
+    explained: f32,
+}
+
+impl TrainedRegions {
+    /// The share of the sample's variance about its mean that the centres explain: 1 less the mean
+    /// squared distance of a sampled vector to its centre over its mean squared distance to the mean.
+    /// Searches read the regions from 0.5 on.
+    pub fn explained(&self) -> f32 {
+        self.explained
+    }
+}
+
+/// The distance that orders nodes and centres, between two prepared vectors.
+fn distance(similarity: SimilarityFunction, a: &[f32], b: &[f32]) -> f32 {
+    match similarity {
+        SimilarityFunction::Cosine | SimilarityFunction::DotProduct => -dot(a, b),
+        SimilarityFunction::Euclidean => squared_distance(a, b),
+    }
+}
+
+/// The centre nearest to `vector` among `centres` (`dimension` coordinates each), with its distance.
+fn nearest_centre(
+    similarity: SimilarityFunction,
+    centres: &[f32],
+    dimension: usize,
+    vector: &[f32],
+) -> (u32, f32) {
+    centres
+        .chunks_exact(dimension)
+        .enumerate()
+        .map(|(centre, coordinates)| (centre as u32, distance(similarity, coordinates, vector)))
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .unwrap_or((0, 0.0))
+}
+
+impl RegionSample {
+    /// K-means on the sample: centres from evenly spaced sampled nodes, then `ROUNDS` rounds of
+    /// assigning each sampled node to its nearest centre and moving each centre to its nodes' mean
+    /// (unit length for cosine). A centre left with no node moves to the sampled node farthest from
+    /// its own centre, so no region stays empty on purpose. CPU-bound, and reads no graph.
+    pub fn train(&self) -> TrainedRegions {
+        let (dimension, similarity) = (self.dimension, self.similarity);
+        let points = self.nodes.len();
+        let mut exact = Vec::with_capacity(self.centres * dimension);
+        for centre in 0..self.centres {
+            let point = centre * points / self.centres;
+            exact.extend_from_slice(&self.vectors[point * dimension..(point + 1) * dimension]);
+        }
+        let mut assigned = vec![(0_u32, 0.0_f32); points];
+        for round in 0..=ROUNDS {
+            for (point, slot) in assigned.iter_mut().enumerate() {
+                let vector = &self.vectors[point * dimension..(point + 1) * dimension];
+                *slot = nearest_centre(similarity, &exact, dimension, vector);
+            }
+            if round == ROUNDS {
+                break;
+            }
+            let mut sums = vec![0.0_f64; self.centres * dimension];
+            let mut counts = vec![0_usize; self.centres];
+            for (point, &(centre, _)) in assigned.iter().enumerate() {
+                let vector = &self.vectors[point * dimension..(point + 1) * dimension];
+                let sum = &mut sums[centre as usize * dimension..(centre as usize + 1) * dimension];
+                sum.iter_mut().zip(vector).for_each(|(s, &x)| *s += f64::from(x));
+                counts[centre as usize] += 1;
+            }
+            let mut farthest: Vec<usize> = (0..points).collect();
+            farthest.sort_unstable_by(|&a, &b| assigned[b].1.total_cmp(&assigned[a].1));
+            let mut reseeds = farthest.into_iter();
+            for centre in 0..self.centres {
+                let target = &mut exact[centre * dimension..(centre + 1) * dimension];
+                if counts[centre] == 0 {
+                    if let Some(point) = reseeds.next() {
+                        target.copy_from_slice(&self.vectors[point * dimension..(point + 1) * dimension]);
+                    }
+                    continue;
+                }
+                let sum = &sums[centre * dimension..(centre + 1) * dimension];
+                let count = counts[centre] as f64;
+                target
+                    .iter_mut()
+                    .zip(sum)
+                    .for_each(|(t, &s)| *t = (s / count) as f32);
+                if similarity == SimilarityFunction::Cosine {
+                    let length = crate::score::norm(target);
+                    if length > 0.0 {
+                        target.iter_mut().for_each(|t| *t /= length);
+                    }
+                }
+            }
+        }
+        let labels = self
+            .nodes
+            .iter()
+            .zip(&assigned)
+            .map(|(&node, &(centre, _))| (node, centre))
+            .collect();
+        let explained = self.explained(&exact, &assigned);
+        TrainedRegions {
+            exact,
+            labels,
+            explained,
+        }
+    }
+
+    /// The share of the sample's variance that `centres` explain, each point assigned as `assigned`.
+    fn explained(&self, centres: &[f32], assigned: &[(u32, f32)]) -> f32 {
+        let dimension = self.dimension;
+        let points = self.nodes.len().max(1) as f64;
+        let mut mean = vec![0.0_f64; dimension];
+        for vector in self.vectors.chunks_exact(dimension) {
+            mean.iter_mut()
+                .zip(vector)
+                .for_each(|(m, &x)| *m += f64::from(x) / points);
+        }
+        let mean: Vec<f32> = mean.into_iter().map(|m| m as f32).collect();
+        let (mut total, mut within) = (0.0_f64, 0.0_f64);
+        for (vector, &(centre, _)) in self.vectors.chunks_exact(dimension).zip(assigned) {
+            let centre = &centres[centre as usize * dimension..(centre as usize + 1) * dimension];
+            total += f64::from(squared_distance(vector, &mean));
+            within += f64::from(squared_distance(vector, centre));
+        }
+        if total > 0.0 {
+            (1.0 - within / total) as f32
+        } else {
+            0.0
+        }
+    }
+}
+
+impl Hnsw {
+    /// Whether the graph should train regions: it holds `REGIONS_FROM` live nodes or more, and has no
+    /// regions or has doubled since they were trained.
+    pub fn wants_regions(&self) -> bool {
+        self.live >= REGIONS_FROM
+            && self
+                .regions
+                .as_ref()
+                .is_none_or(|regions| self.live >= 2 * regions.built_with)
+    }
+
+    /// Copies the prepared vectors of up to `SAMPLE_PER_CENTRE` live nodes per centre, picked by a
+    /// hash of their number, for [`RegionSample::train`]; `None` for an empty graph.
+    pub fn region_sample(&self) -> Option<RegionSample> {
+        if self.live == 0 {
+            return None;
+        }
+        let centres = (self.live / REGION_SIZE).clamp(1, MOST_REGIONS);
+        let wanted = (centres * SAMPLE_PER_CENTRE).min(self.live);
+        // A node is sampled where a hash of its number falls below the sampled share of the 64-bit range.
+        let threshold = ((wanted as f64 / self.live as f64) * u64::MAX as f64) as u64;
+        let mut nodes = Vec::with_capacity(wanted + wanted / 8);
+        let mut vectors = Vec::with_capacity((wanted + wanted / 8) * self.dimension);
+        for node in 0..self.levels.len() {
+            let hash = (node as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            if self.deleted[node] || (wanted < self.live && hash > threshold) {
+                continue;
+            }
+            let scale = self.scale(node as u32);
+            nodes.push(node as u32);
+            vectors.extend(self.vector(node as u32).iter().map(|x| x * scale));
+        }
+        let centres = centres.min(nodes.len()).max(1);
+        Some(RegionSample {
+            similarity: self.similarity,
+            dimension: self.dimension,
+            centres,
+            nodes,
+            vectors,
+        })
+    }
+
+    /// Trains regions on the graph as it stands and installs them (a test's or a benchmark's way; the
+    /// indexer trains outside the namespace's lock).
+    pub fn train_regions(&mut self) -> Option<f32> {
+        let trained = self.region_sample()?.train();
+        let explained = trained.explained();
+        self.install_regions(trained);
+        Some(explained)
+    }
+
+    /// Installs `trained` regions: sampled nodes (still live) keep their training's region, every
+    /// other live node takes the nearest of its neighbours' regions (or of all where none of its
+    /// neighbours has one yet).
+    pub fn install_regions(&mut self, trained: TrainedRegions) {
+        let TrainedRegions {
+            exact,
+            labels,
+            explained,
+        } = trained;
+        let count = exact.len() / self.dimension.max(1);
+        if count == 0 {
+            return;
+        }
+        let mut codes = int8::Codes::new(self.dimension);
+        for centre in exact.chunks_exact(self.dimension) {
+            codes.push(centre);
+        }
+        let nodes = self.levels.len();
+        let mut region_of = vec![NONE; nodes];
+        for (node, region) in labels {
+            if self.is_live(node as usize) {
+                region_of[node as usize] = region;
+            }
+        }
+        self.regions = Some(Regions {
+            exact,
+            codes,
+            members: vec![Vec::new(); count],
+            region_of,
+            built_with: self.live,
+            explained,
+        });
+        for node in 0..nodes as u32 {
+            let assigned = self
+                .regions
+                .as_ref()
+                .is_some_and(|regions| regions.region_of[node as usize] != NONE);
+            if !assigned && self.is_live(node as usize) {
+                self.join_region(node);
+            }
+        }
+        if let Some(regions) = self.regions.as_mut() {
+            for (node, &region) in regions.region_of.iter().enumerate() {
+                if region != NONE {
+                    regions.members[region as usize].push(node as u32);
+                }
+            }
+        }
+    }
+
+    /// The region `node` joins: the nearest centre among the regions of its level-0 neighbours and of
+    /// theirs (all centres where none has one). Two hops find what comparing every centre finds on the
+    /// benchmark's data (the same recall in every filtered row) at a few dozen distances a node; one hop
+    /// missed a node's own cluster where no neighbour in it had a region yet.
+    fn choose_region(&self, regions: &Regions, node: u32) -> u32 {
+        let region_of = |neighbour: &u32| {
+            regions
+                .region_of
+                .get(*neighbour as usize)
+                .copied()
+                .filter(|&region| region != NONE)
+        };
+        let mut candidates: Vec<u32> = Vec::new();
+        for neighbour in self.neighbours(node, 0) {
+            candidates.extend(region_of(neighbour));
+            candidates.extend(self.neighbours(*neighbour, 0).iter().filter_map(region_of));
+        }
+        candidates.sort_unstable();
+        candidates.dedup();
+        let scale = self.scale(node);
+        let vector: Vec<f32> = self.vector(node).iter().map(|x| x * scale).collect();
+        let dimension = self.dimension;
+        if candidates.is_empty() {
+            return nearest_centre(self.similarity, &regions.exact, dimension, &vector).0;
+        }
+        candidates
+            .into_iter()
+            .map(|region| {
+                let centre = &regions.exact[region as usize * dimension..(region as usize + 1) * dimension];
+                (region, distance(self.similarity, centre, &vector))
+            })
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .map_or(0, |(region, _)| region)
+    }
+
+    /// Sets `node`'s region (during an install, members are gathered afterwards).
+    fn join_region(&mut self, node: u32) {
+        let Some(regions) = self.regions.as_ref() else {
+            return;
+        };
+        let region = self.choose_region(regions, node);
+        if let Some(regions) = self.regions.as_mut() {
+            if regions.region_of.len() <= node as usize {
+                regions.region_of.resize(node as usize + 1, NONE);
+            }
+            regions.region_of[node as usize] = region;
+        }
+    }
+
+    /// Whether filtered searches read the regions once trained (they do unless a benchmark says not).
+    pub fn use_regions(&mut self, used: bool) {
+        self.regions_used = used;
+    }
+
+    /// Adds nodes just linked into the graph to their regions, where the graph has regions.
+    pub(super) fn add_to_regions(&mut self, nodes: impl Iterator<Item = u32>) {
+        if self.regions.is_none() {
+            return;
+        }
+        for node in nodes {
+            self.join_region(node);
+            if let Some(regions) = self.regions.as_mut() {
+                let region = regions.region_of[node as usize];
+                regions.members[region as usize].push(node);
+            }
+        }
+    }
+
+    /// The `k` best live nodes that `accept` passes, read region by region from the centre nearest
+    /// to `query` (prepared), scored by their 8-bit codes, until `PATIENCE` regions holding passing
+    /// nodes in a row have not changed the `k` best; then ranked as an exhaustive search ranks
+    /// ([`Hnsw::finish_scan`]). `None` where the graph has no regions.
+    pub(super) fn search_regions(
+        &self,
+        query: &[f32],
+        k: usize,
+        accept: impl Fn(u32) -> bool,
+    ) -> Option<Vec<(usize, f32)>> {
+        let regions = self
+            .regions
+            .as_ref()
+            .filter(|regions| self.regions_used && regions.explained >= LEAST_EXPLAINED)?;
+        let coded = int8::Query::new(query);
+        let probe = Probe::Int8(&coded);
+        let centres: Vec<Reverse<Near>> = (0..regions.count())
+            .map(|region| {
+                let (code, scale, squared_norm) = regions.codes.get(region);
+                let distance = match self.similarity {
+                    SimilarityFunction::Cosine | SimilarityFunction::DotProduct => -coded.dot(code, scale),
+                    SimilarityFunction::Euclidean => coded.squared_distance(code, scale, squared_norm),
+                };
+                Reverse(Near(distance, region as u32))
+            })
+            .collect();
+        let mut nearest_first = BinaryHeap::from(centres);
+        let mut scored: Vec<Near> = Vec::new();
+        let mut passing: Vec<u32> = Vec::new();
+        let mut best: BinaryHeap<Near> = BinaryHeap::with_capacity(k + 1);
+        let mut unchanged = 0;
+        while let Some(Reverse(Near(_, region))) = nearest_first.pop() {
+            passing.clear();
+            for &node in &regions.members[region as usize] {
+                if !self.deleted[node as usize] && accept(node) {
+                    self.probe_prefetch(probe, node);
+                    passing.push(node);
+                }
+            }
+            if passing.is_empty() {
+                continue;
+            }
+            let mut improved = false;
+            for &node in &passing {
+                let distance = self.probe_distance(probe, node);
+                scored.push(Near(distance, node));
+                if best.len() < k || best.peek().is_some_and(|worst| distance < worst.0) {
+                    best.push(Near(distance, node));
+                    if best.len() > k {
+                        best.pop();
+                    }
+                    improved = true;
+                }
+            }
+            unchanged = if improved { 0 } else { unchanged + 1 };
+            if best.len() >= k && unchanged >= PATIENCE {
+                break;
+            }
+        }
+        Some(self.finish_scan(query, &coded, k, &mut scored))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dense::DenseIndex;
+    use crate::hnsw::tests::{recall_in, search_params};
+
+    /// 5,000 unit vectors of 32 dimensions around 50 random centres (100 each, cluster `slot % 50`),
+    /// and 100 queries around the same centres: a cluster for each of the graph's regions.
+    fn many_clusters() -> (Vec<Vec<f32>>, Vec<Vec<f32>>) {
+        around_centres(50, 0.25)
+    }
+
+    /// 5,000 unit vectors of 32 dimensions around `clusters` random centres (cluster `slot %
+    /// clusters`), each coordinate moved by up to `noise` / 2, and 100 queries around the same centres.
+    fn around_centres(clusters: usize, noise: f32) -> (Vec<Vec<f32>>, Vec<Vec<f32>>) {
+        let mut state = 17_u64;
+        let mut next = move || {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            ((state >> 33) as f64 / (1u64 << 31) as f64) as f32 - 0.5
+        };
+        let centres: Vec<Vec<f32>> = (0..clusters).map(|_| (0..32).map(|_| next()).collect()).collect();
+        let mut around = |centre: &[f32]| {
+            let v: Vec<f32> = centre.iter().map(|c| c + noise * next()).collect();
+            let n = crate::score::norm(&v);
+            v.iter().map(|x| x / n).collect::<Vec<f32>>()
+        };
+        let data = (0..5_000).map(|i| around(&centres[i % clusters])).collect();
+        let queries = (0..100).map(|i| around(&centres[(i * 7) % clusters])).collect();
+        (data, queries)
+    }
+
+    fn graph_of(data: &[Vec<f32>]) -> Hnsw {
+        let mut graph = Hnsw::new(SimilarityFunction::Cosine, 32, search_params(64));
+        for (slot, vector) in data.iter().enumerate() {
+            graph.insert(slot, vector);
+        }
+        graph
+    }
+
+    /// Whether `slot`'s cluster is among those a filter keeping one in `modulus` keeps.
+    fn kept(slot: usize, modulus: usize) -> bool {
+        ((slot % 50) as u64)
+            .wrapping_mul(0x9E37_79B9)
+            .is_multiple_of(modulus as u64)
+    }
+
+    #[test]
+    fn filters_that_keep_whole_clusters_find_their_nearest_records_through_the_regions() {
+        let (data, queries) = many_clusters();
+        let mut graph = graph_of(&data);
+        let explained = graph.train_regions().expect("trained");
+        assert!(explained >= LEAST_EXPLAINED, "explained {explained}");
+        let regions = graph.regions.as_ref().expect("trained");
+        assert_eq!(regions.count(), 50, "a centre per hundred nodes");
+        for modulus in [10, 4, 2] {
+            let accept = |slot: usize| kept(slot, modulus);
+            let recall = recall_in(&graph, &data, &accept, &queries);
+            assert!(
+                recall >= 0.95,
+                "one cluster in {modulus} kept: recall@10 {recall}"
+            );
+        }
+        // Records kept at random are found in the query's own region and the few after it.
+        let accept = |slot: usize| slot % 10 == 3;
+        let recall = recall_in(&graph, &data, &accept, &queries);
+        assert!(recall >= 0.95, "one record in ten kept: recall@10 {recall}");
+    }
+
+    #[test]
+    fn regions_that_explain_little_of_the_data_are_not_read() {
+        // Far more clusters than regions, each wide: a region mixes many.
+        let (data, queries) = around_centres(1_000, 1.0);
+        let mut graph = graph_of(&data);
+        let explained = graph.train_regions().expect("trained");
+        assert!(explained < LEAST_EXPLAINED, "explained {explained}");
+        let prepared = crate::dense::ExactIndex::prepare(graph.similarity, &queries[0]);
+        assert!(graph.search_regions(&prepared, 10, |_| true).is_none());
+        let accept = |slot: usize| slot % 10 == 3;
+        let recall = recall_in(&graph, &data, &accept, &queries);
+        assert!(recall >= 0.95, "walked: recall@10 {recall}");
+    }
+
+    #[test]
+    fn a_region_search_stops_once_further_regions_no_longer_change_its_best() {
+        let (data, queries) = many_clusters();
+        let mut graph = graph_of(&data);
+        graph.train_regions();
+        let judged = std::cell::Cell::new(0_usize);
+        for query in &queries {
+            let prepared = crate::dense::ExactIndex::prepare(graph.similarity, query);
+            let hits = graph
+                .search_regions(&prepared, 10, |node| {
+                    judged.set(judged.get() + 1);
+                    node % 2 == 0
+                })
+                .expect("trained");
+            assert_eq!(hits.len(), 10);
+            assert!(hits.iter().all(|(slot, _)| slot % 2 == 0), "only passing records");
+        }
+        let per_query = judged.get() / queries.len();
+        // Without the stop every region is read (5,000 judged); with it, the first and `PATIENCE`
+        // more at least (1,700 of 50 regions of 100).
+        assert!(
+            (1_700..4_000).contains(&per_query),
+            "half the records pass: judged {per_query} of 5,000 a query"
+        );
+    }
+
+    #[test]
+    fn nodes_inserted_after_training_join_a_region_and_removed_ones_are_never_returned() {
+        let (data, queries) = many_clusters();
+        let mut graph = Hnsw::new(SimilarityFunction::Cosine, 32, search_params(64));
+        for (slot, vector) in data.iter().enumerate().take(2_000) {
+            graph.insert(slot, vector);
+        }
+        // Trained on a copy while the graph grows, as the indexer trains outside the lock.
+        let sample = graph.region_sample().expect("a sample");
+        for (slot, vector) in data.iter().enumerate().skip(2_000).take(1_000) {
+            graph.insert(slot, vector);
+        }
+        graph.install_regions(sample.train());
+        for (slot, vector) in data.iter().enumerate().skip(3_000) {
+            graph.insert(slot, vector);
+        }
+        for slot in (0..5_000).step_by(7) {
+            graph.remove(slot);
+        }
+        let regions = graph.regions.as_ref().expect("installed");
+        let mut members: Vec<u32> = regions.members.iter().flatten().copied().collect();
+        members.sort_unstable();
+        assert_eq!(
+            members,
+            (0..5_000).collect::<Vec<u32>>(),
+            "every node in one region, once"
+        );
+        for (node, &region) in regions.region_of.iter().enumerate() {
+            assert!(regions.members[region as usize].contains(&(node as u32)));
+        }
+        let accept = |slot: usize| !slot.is_multiple_of(7) && kept(slot, 4);
+        for query in &queries {
+            let hits = graph.search(query, 10, &|slot| kept(slot, 4));
+            assert!(hits.iter().all(|(slot, _)| accept(*slot)), "no removed record");
+        }
+        let recall = recall_in(&graph, &data, &accept, &queries);
+        assert!(recall >= 0.95, "recall@10 {recall}");
+    }
+
+    #[test]
+    fn a_graph_wants_regions_from_its_size_on_and_again_once_it_has_doubled() {
+        let mut graph = Hnsw::new(SimilarityFunction::Euclidean, 2, search_params(16));
+        let point = |slot: usize| [(slot % 100) as f32, (slot / 100) as f32];
+        for slot in 0..REGIONS_FROM - 1 {
+            graph.insert(slot, &point(slot));
+        }
+        assert!(!graph.wants_regions(), "below the size");
+        graph.insert(REGIONS_FROM - 1, &point(REGIONS_FROM - 1));
+        assert!(graph.wants_regions());
+        graph.train_regions();
+        assert!(!graph.wants_regions(), "just trained");
+        assert_eq!(
+            graph.regions.as_ref().map(Regions::count),
+            Some(REGIONS_FROM / REGION_SIZE)
+        );
+        for slot in REGIONS_FROM..2 * REGIONS_FROM {
+            graph.insert(slot, &point(slot));
+        }
+        assert!(graph.wants_regions(), "doubled");
+    }
+}
