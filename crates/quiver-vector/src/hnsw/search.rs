@@ -569,7 +569,7 @@ impl Hnsw {
     }
 
     /// How far a distance by the codes strays from the f32 one (see [`int8::Query::typical_error`]).
-    fn code_error(&self, coded: &int8::Query) -> f32 {
+    pub(super) fn code_error(&self, coded: &int8::Query) -> f32 {
         let error = coded.typical_error(self.codes.largest_scale());
         match self.similarity {
             SimilarityFunction::Cosine | SimilarityFunction::DotProduct => error,
