@@ -13,6 +13,7 @@
 mod candidates;
 mod distances;
 mod image;
+mod partition;
 mod regions;
 mod rows;
 mod search;
@@ -28,7 +29,7 @@ use candidates::{Accept, Near, Probe, Start};
 use rows::Rows;
 
 pub(crate) use image::Source;
-pub use regions::{REGIONS_FROM, RegionSample, TrainedRegions};
+pub use partition::{REGIONS_FROM, RegionSample, TrainedRegions};
 
 /// Graph parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,7 +91,7 @@ pub struct Hnsw {
     exact_traversal: bool,
     /// The nodes partitioned by their nearest centre, for filtered searches (see `hnsw::regions`);
     /// `None` until trained.
-    regions: Option<regions::Regions>,
+    regions: Option<partition::Regions>,
     /// Whether filtered searches read the regions (a benchmark compares both in one run).
     regions_used: bool,
 }
@@ -495,7 +496,7 @@ impl DenseIndex for Hnsw {
             + self.codes.bytes()
             + self.level0.len() * 4
             + self.levels.len() * 2
-            + self.regions.as_ref().map_or(0, regions::Regions::bytes)
+            + self.regions.as_ref().map_or(0, partition::Regions::bytes)
             + self
                 .upper
                 .values()
