@@ -60,6 +60,22 @@ pub(super) fn recall_in(
     accept: &dyn Fn(usize) -> bool,
     queries: &[Vec<f32>],
 ) -> f64 {
+    recall_by(graph, data, accept, queries, &|query| {
+        graph.search(query, 10, accept)
+    })
+}
+
+/// A search's answer to a query: slots and scores, best first.
+pub(super) type Search<'a> = &'a dyn Fn(&[f32]) -> Vec<(usize, f32)>;
+
+/// Recall@10 of `search` (a query's ten best slots) against exhaustive search of `data` through `accept`.
+pub(super) fn recall_by(
+    graph: &Hnsw,
+    data: &[Vec<f32>],
+    accept: &dyn Fn(usize) -> bool,
+    queries: &[Vec<f32>],
+    search: Search<'_>,
+) -> f64 {
     let k = 10;
     let mut exact = ExactIndex::new(graph.similarity, graph.dimension);
     for (slot, vector) in data.iter().enumerate() {
@@ -72,8 +88,7 @@ pub(super) fn recall_in(
             .into_iter()
             .map(|(s, _)| s)
             .collect();
-        found += graph
-            .search(query, k, accept)
+        found += search(query)
             .into_iter()
             .filter(|(s, _)| truth.contains(s))
             .count();
