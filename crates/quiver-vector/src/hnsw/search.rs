@@ -30,7 +30,15 @@ use crate::{half, int8};
 const MIN_WALK_SELECTIVITY: f64 = 0.02;
 
 /// How many nodes ahead a scan or a re-ranking loads the vectors it reads next.
-const AHEAD: usize = 4;
+pub(super) const AHEAD: usize = 4;
+
+/// Below [`MIN_WALK_SELECTIVITY`], a filter that the planner's whole sample finds passing at least this
+/// share is searched through the regions, where the graph reads them, instead of scanned: a scan judges
+/// every node, and a region search stops once the nearest regions stop improving its best. Measured on
+/// the benchmark's clusters (100,000 x 384): a random 1 % filter 1.0x to 1.1x the unfiltered QPS through
+/// the regions (recall@10 0.983) against a scan's 0.55x; a random 0.1 % filter reads nearly every
+/// region, 0.5x against a scan's 0.7x.
+const REGIONS_FROM_SHARE: f64 = 0.005;
 
 /// A filtered walk that starts at a rejected node also starts from this many of the planner's sampled
 /// passing nodes, the nearest.
@@ -452,9 +460,18 @@ impl Hnsw {
                 // The planner: exhaustive search costs one distance per passing record; a walk costs
                 // about `ef * m` distances whatever the filter, once enough records pass to walk on.
                 let walk_from = MIN_WALK_SELECTIVITY.max((ef * self.params.m) as f64 / self.live as f64);
-                let selectivity = self.selectivity(filter, walk_from, &mut sampled);
+                // Where regions can serve a filter that passes too few to walk, its share below the
+                // walk's is measured on the whole sample: a scan would judge every node anyway.
+                let regions = self.regions_readable();
+                let selectivity = self.selectivity(filter, walk_from, regions, &mut sampled);
                 let passing = selectivity * self.live as f64;
                 if selectivity < MIN_WALK_SELECTIVITY || passing <= (ef * self.params.m) as f64 {
+                    if regions
+                        && selectivity >= REGIONS_FROM_SHARE
+                        && let Some(found) = self.search_regions(&query, k, |node| filter(node as usize))
+                    {
+                        return found;
+                    }
                     return self.exact(&query, k, filter);
                 }
                 // A filter that keeps some regions of the space only (whole clusters) can leave the
@@ -606,8 +623,15 @@ impl Hnsw {
     /// sample stops early, from 128 slots on, once the share is clearly (three standard errors) above or
     /// below `decides`, the share where the planner turns from scanning to walking: a filter is judged
     /// on far fewer slots when the choice is plain, which matters when judging one reads metadata.
-    /// The sampled nodes that pass are added to `passed`.
-    fn selectivity(&self, accept: &dyn Fn(usize) -> bool, decides: f64, passed: &mut Vec<u32>) -> f64 {
+    /// The sampled nodes that pass are added to `passed`. With `whole_below`, a share clearly below
+    /// `decides` does not stop the sample (the planner then tells a scan from a region search).
+    fn selectivity(
+        &self,
+        accept: &dyn Fn(usize) -> bool,
+        decides: f64,
+        whole_below: bool,
+        passed: &mut Vec<u32>,
+    ) -> f64 {
         const SAMPLE: usize = 1024;
         const FIRST_LOOK: usize = 128;
         let nodes = self.levels.len();
@@ -629,7 +653,7 @@ impl Hnsw {
             if live >= FIRST_LOOK && live % 64 == 0 {
                 let share = passing as f64 / live as f64;
                 let error = (share * (1.0 - share) / live as f64).sqrt();
-                if share - 3.0 * error > decides || share + 3.0 * error < decides {
+                if share - 3.0 * error > decides || (!whole_below && share + 3.0 * error < decides) {
                     break;
                 }
             }
@@ -666,19 +690,25 @@ mod tests {
             judged.set(judged.get() + 1);
             passes
         };
-        let every = graph.selectivity(&|_| counted(true), 0.05, &mut Vec::new());
+        let every = graph.selectivity(&|_| counted(true), 0.05, false, &mut Vec::new());
         assert_eq!(
             (every, judged.replace(0)),
             (1.0, 128),
             "all pass: decided at the first look"
         );
-        let none = graph.selectivity(&|_| counted(false), 0.05, &mut Vec::new());
+        let none = graph.selectivity(&|_| counted(false), 0.05, false, &mut Vec::new());
         assert_eq!(
             (none, judged.replace(0)),
             (0.0, 128),
             "none pass: decided at the first look"
         );
-        let near = graph.selectivity(&|slot| counted(slot % 20 == 0), 0.05, &mut Vec::new());
+        let none = graph.selectivity(&|_| counted(false), 0.05, true, &mut Vec::new());
+        assert_eq!(
+            (none, judged.replace(0)),
+            (0.0, 1_024),
+            "none pass, and the share below is wanted: sampled whole"
+        );
+        let near = graph.selectivity(&|slot| counted(slot % 20 == 0), 0.05, false, &mut Vec::new());
         assert_eq!(
             judged.get(),
             1_024,
