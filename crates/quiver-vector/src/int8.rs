@@ -194,8 +194,10 @@ impl Query {
 #[inline]
 fn dot_codes(query: &[i16], code: &[i8]) -> i64 {
     #[cfg(target_arch = "x86_64")]
-    if simd::has_avx2() {
-        return simd::dot256(query, code);
+    match simd::kernel() {
+        simd::Kernel::Avx512 => return simd::dot512(query, code),
+        simd::Kernel::Avx2 => return simd::dot256(query, code),
+        simd::Kernel::Portable => {}
     }
     portable_dot(query, code)
 }
@@ -212,19 +214,74 @@ fn portable_dot(query: &[i16], code: &[i8]) -> i64 {
 #[expect(unsafe_code, reason = "SIMD intrinsics behind runtime feature detection")]
 mod simd {
     use std::arch::x86_64::{
-        __m128i, __m256i, _mm_add_epi64, _mm_cvtsi128_si64, _mm_loadu_si128, _mm_unpackhi_epi64,
+        __m128i, __m256i, __m512i, _mm_add_epi64, _mm_cvtsi128_si64, _mm_loadu_si128, _mm_unpackhi_epi64,
         _mm256_add_epi32, _mm256_add_epi64, _mm256_castsi256_si128, _mm256_cvtepi8_epi16,
         _mm256_cvtepi32_epi64, _mm256_extracti128_si256, _mm256_loadu_si256, _mm256_madd_epi16,
-        _mm256_setzero_si256,
+        _mm256_setzero_si256, _mm512_add_epi32, _mm512_add_epi64, _mm512_castsi512_si256,
+        _mm512_cvtepi8_epi16, _mm512_cvtepi32_epi64, _mm512_extracti64x4_epi64, _mm512_loadu_si512,
+        _mm512_madd_epi16, _mm512_reduce_add_epi64, _mm512_setzero_si512,
     };
 
     use super::{LANES, STEPS_PER_SUM};
 
-    /// Whether the CPU has AVX2 (checked once).
+    /// The widest kernel this CPU runs.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub(super) enum Kernel {
+        /// A step in one instruction of each kind: AVX-512F and BW (16-bit lanes).
+        Avx512,
+        /// A step in two of each: AVX2.
+        Avx2,
+        /// The plain loop.
+        Portable,
+    }
+
+    /// Which kernel to use (checked once).
     #[inline]
-    pub(super) fn has_avx2() -> bool {
-        static AVX2: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        *AVX2.get_or_init(|| is_x86_feature_detected!("avx2"))
+    pub(super) fn kernel() -> Kernel {
+        static KERNEL: std::sync::OnceLock<Kernel> = std::sync::OnceLock::new();
+        *KERNEL.get_or_init(|| {
+            if is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw") {
+                Kernel::Avx512
+            } else if is_x86_feature_detected!("avx2") {
+                Kernel::Avx2
+            } else {
+                Kernel::Portable
+            }
+        })
+    }
+
+    /// As `dot_avx2`, a 32-coordinate step in one widening, one multiply-add and one add: half the
+    /// instructions, and so about half the time of a code already in the cache.
+    #[target_feature(enable = "avx512f,avx512bw")]
+    fn dot_avx512(query: &[i16], code: &[i8]) -> i64 {
+        let steps = query.len().min(code.len()) / LANES;
+        let (pq, pc) = (query.as_ptr().cast::<__m512i>(), code.as_ptr().cast::<__m256i>());
+        let mut total = 0_i64;
+        let mut from = 0;
+        while from < steps {
+            let until = steps.min(from + STEPS_PER_SUM);
+            let mut sum = _mm512_setzero_si512();
+            // SAFETY: step `s` reads query[32s..32s+32] (one 64-byte load) and code[32s..32s+32] (one
+            // 32-byte load); `s < steps` keeps both inside their slices.
+            unsafe {
+                for step in from..until {
+                    let widened = _mm512_cvtepi8_epi16(_mm256_loadu_si256(pc.add(step)));
+                    sum = _mm512_add_epi32(sum, _mm512_madd_epi16(_mm512_loadu_si512(pq.add(step)), widened));
+                }
+            }
+            // Each lane holds two products a step, as each lane of `dot_avx2`'s sums does.
+            let low = _mm512_cvtepi32_epi64(_mm512_castsi512_si256(sum));
+            let high = _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64::<1>(sum));
+            total += _mm512_reduce_add_epi64(_mm512_add_epi64(low, high));
+            from = until;
+        }
+        total
+    }
+
+    #[inline]
+    pub(super) fn dot512(query: &[i16], code: &[i8]) -> i64 {
+        // SAFETY: callers check `kernel()` first.
+        unsafe { dot_avx512(query, code) }
     }
 
     #[target_feature(enable = "avx2")]
@@ -268,7 +325,7 @@ mod simd {
 
     #[inline]
     pub(super) fn dot256(query: &[i16], code: &[i8]) -> i64 {
-        // SAFETY: callers check `has_avx2()` first.
+        // SAFETY: callers check `kernel()` first; an AVX-512 CPU has AVX2.
         unsafe { dot_avx2(query, code) }
     }
 }
@@ -286,11 +343,22 @@ mod tests {
             let scale = quantize_into(&vector, &mut code);
             assert_eq!(code.len(), code_len(dimension));
             let rounded = Query::new(&query);
-            assert_eq!(
-                dot_codes(&rounded.codes, &code),
-                portable_dot(&rounded.codes, &code),
-                "kernel at {dimension}"
-            );
+            let plain = portable_dot(&rounded.codes, &code);
+            assert_eq!(dot_codes(&rounded.codes, &code), plain, "kernel at {dimension}");
+            #[cfg(target_arch = "x86_64")]
+            {
+                let kernel = simd::kernel();
+                if kernel != simd::Kernel::Portable {
+                    assert_eq!(simd::dot256(&rounded.codes, &code), plain, "AVX2 at {dimension}");
+                }
+                if kernel == simd::Kernel::Avx512 {
+                    assert_eq!(
+                        simd::dot512(&rounded.codes, &code),
+                        plain,
+                        "AVX-512 at {dimension}"
+                    );
+                }
+            }
             let exact: f32 = query.iter().zip(&vector).map(|(q, x)| q * x).sum();
             let l1: f32 = query.iter().map(|q| q.abs()).sum();
             // Half a step of each vector coordinate, plus the query's own (far smaller) rounding.
@@ -313,6 +381,10 @@ mod tests {
             let scale = quantize_into(&ones, &mut code);
             let query = Query::new(&ones);
             assert_eq!(dot_codes(&query.codes, &code), dimension as i64 * 8_191 * 127);
+            #[cfg(target_arch = "x86_64")]
+            if simd::kernel() != simd::Kernel::Portable {
+                assert_eq!(simd::dot256(&query.codes, &code), dimension as i64 * 8_191 * 127);
+            }
             let dot = query.dot(&code, scale);
             assert!(
                 (dot - dimension as f32).abs() < 1e-3 * dimension as f32,

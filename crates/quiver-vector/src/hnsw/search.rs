@@ -386,7 +386,12 @@ impl Hnsw {
         let kth = k.min(scored.len());
         scored.select_nth_unstable(kth - 1);
         let within = scored[kth - 1].0 + 2.0 * self.code_error(coded);
+        // Where the band holds `2 k` or more, the `2 k` best are among them: one pass finds all.
         let head = (2 * k).min(scored.len());
+        let band: Vec<Near> = scored.iter().filter(|near| near.0 < within).copied().collect();
+        if band.len() >= head {
+            return band;
+        }
         scored.select_nth_unstable(head - 1);
         let (nearest, rest) = scored.split_at(head);
         let mut found = nearest.to_vec();
