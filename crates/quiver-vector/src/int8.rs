@@ -118,6 +118,14 @@ impl Codes {
         )
     }
 
+    /// Starts loading `node`'s code and its scale, which lie in separate arrays: a search that
+    /// loaded the code ahead and the scale only when scoring waited on the scale's line.
+    #[inline]
+    pub fn prefetch(&self, node: usize) {
+        crate::score::prefetch(&self.bytes[node * self.len..(node + 1) * self.len]);
+        crate::score::prefetch(&self.scales[node..=node]);
+    }
+
     /// Bytes held.
     pub fn bytes(&self) -> usize {
         self.bytes.len() + self.scales.len() * std::mem::size_of::<(f32, f32)>()

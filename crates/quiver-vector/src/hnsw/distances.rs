@@ -49,7 +49,7 @@ impl Hnsw {
     pub(super) fn probe_prefetch(&self, probe: Probe<'_>, node: u32) {
         match probe {
             Probe::Half(_) => crate::score::prefetch(self.packed(node)),
-            Probe::Int8(_) => crate::score::prefetch(self.codes.get(node as usize).0),
+            Probe::Int8(_) => self.codes.prefetch(node as usize),
         }
     }
 

@@ -198,12 +198,19 @@ impl Hnsw {
         ((-uniform.ln() * self.level_multiplier).floor() as usize).min(16) as u8
     }
 
-    /// Greedy descent on one level from `current`, with a padded query.
+    /// Starts loading `node`'s level-0 neighbour list.
+    #[inline]
+    fn prefetch_neighbours(&self, node: u32) {
+        let start = node as usize * self.stride();
+        crate::score::prefetch(&self.level0[start..start + self.stride()]);
+    }
+
+    /// Greedy descent on one level from `current`, with a padded query; each step's neighbours are
+    /// scored with their copies loaded a few ahead, as on level 0.
     fn greedy(&self, probe: Probe<'_>, mut current: Near, level: u8) -> Near {
         loop {
             let mut improved = false;
-            for &neighbour in self.neighbours(current.1, level) {
-                let distance = self.probe_distance(probe, neighbour);
+            for Near(distance, neighbour) in self.probe_distances(probe, self.neighbours(current.1, level)) {
                 if distance < current.0 {
                     current = Near(distance, neighbour);
                     improved = true;

@@ -257,6 +257,13 @@ impl Hnsw {
                 if nearest.0 > worst {
                     break;
                 }
+                // The node most likely expanded next is the nearest candidate left: its neighbour list
+                // loads while this node's neighbours are scored.
+                if level == 0
+                    && let Some(Reverse(next)) = candidates.peek()
+                {
+                    self.prefetch_neighbours(next.1);
+                }
                 // Gather the unvisited neighbours, then score them through `probe_distances` (loading
                 // all of their codes at once, up to 2 m nodes of several lines each, asked for more
                 // lines than a core keeps in flight: 1.02x to 1.24x the QPS, measured unfiltered).
@@ -411,8 +418,8 @@ impl Hnsw {
         found
     }
 
-    /// The `k` best of `found` (ordered by half-precision distance) by f32 distance to `query`. The
-    /// first `2 k` are always re-ranked; after them, each next candidate while its half-precision
+    /// The `k` best of `found` (ordered by half-precision distance; in any order where it holds no
+    /// more than `2 k`) by f32 distance to `query`. The first `2 k` are always re-ranked; after them, each next candidate while its half-precision
     /// distance is within what rounding to half precision can get wrong of the `k`-th best so far, so a
     /// run of near ties (near-parallel vectors) cannot hide the true nearest behind its look-alikes.
     fn rerank(&self, query: &[f32], k: usize, found: &[Near]) -> Vec<(usize, f32)> {
@@ -613,7 +620,9 @@ impl Hnsw {
 
     /// [`Hnsw::rerank`] of `found` (ranked by their codes) after ranking them by their half-precision
     /// copies, since the re-ranking's band is what half precision gets wrong. Loads the copies a few
-    /// nodes ahead.
+    /// nodes ahead. Where `found` holds no more than the `2 k` that are always re-ranked (a beam of 16
+    /// for 10 answers), the half-precision ranking would choose nothing, and is skipped: at ef 16 it
+    /// read 12 cache lines a candidate for an order the f32 distances then replace.
     fn rerank_half(
         &self,
         query: &[f32],
@@ -621,6 +630,9 @@ impl Hnsw {
         k: usize,
         mut found: Vec<Near>,
     ) -> Vec<(usize, f32)> {
+        if found.len() <= 2 * k {
+            return self.rerank(query, k, &found);
+        }
         found
             .iter()
             .take(AHEAD)

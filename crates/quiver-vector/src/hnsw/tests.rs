@@ -356,3 +356,37 @@ fn deleted_nodes_are_never_returned() {
     assert_eq!(hits.len(), 20);
     assert!(hits.iter().all(|(slot, _)| slot % 2 == 1));
 }
+
+#[test]
+fn a_beam_no_longer_than_twice_the_answers_returns_them_by_their_exact_scores() {
+    // At ef 16 for 10 answers the whole beam goes to the f32 vectors, in the codes' order: the answer
+    // must still come best first, with the scores an exhaustive search gives.
+    let data = clustered(5_000, 24, 7);
+    for similarity in [
+        SimilarityFunction::Cosine,
+        SimilarityFunction::Euclidean,
+        SimilarityFunction::DotProduct,
+    ] {
+        let mut graph = Hnsw::new(similarity, 24, search_params(16));
+        let mut exact = ExactIndex::new(similarity, 24);
+        for (slot, vector) in data.iter().enumerate() {
+            graph.insert(slot, vector);
+            exact.insert(slot, vector);
+        }
+        for query in clustered(50, 24, 99) {
+            let found = graph.search_all(&query, 10);
+            assert_eq!(found.len(), 10);
+            assert!(
+                found.windows(2).all(|pair| pair[0].1 >= pair[1].1),
+                "{similarity}: best first"
+            );
+            for (slot, score) in found {
+                let (_, exact_score) = exact.search(&query, 1, &|s| s == slot)[0];
+                assert!(
+                    (score - exact_score).abs() <= 1e-5 * exact_score.abs().max(1.0),
+                    "{similarity}: slot {slot} scored {score}, exactly {exact_score}"
+                );
+            }
+        }
+    }
+}
