@@ -257,16 +257,14 @@ impl Hnsw {
                 if nearest.0 > worst {
                     break;
                 }
-                // The node most likely expanded next is the nearest candidate left: its neighbour list
-                // loads while this node's neighbours are scored.
+                // The nearest candidate left is likely expanded next: its list loads meanwhile.
                 if level == 0
                     && let Some(Reverse(next)) = candidates.peek()
                 {
                     self.prefetch_neighbours(next.1);
                 }
                 // Gather the unvisited neighbours, then score them through `probe_distances` (loading
-                // all of their codes at once, up to 2 m nodes of several lines each, asked for more
-                // lines than a core keeps in flight: 1.02x to 1.24x the QPS, measured unfiltered).
+                // all their codes at once asked for more lines than a core keeps in flight).
                 fresh.clear();
                 bridges.clear();
                 // The node's passing neighbourhood: passing neighbours, then up to `through_limit`
@@ -620,9 +618,7 @@ impl Hnsw {
 
     /// [`Hnsw::rerank`] of `found` (ranked by their codes) after ranking them by their half-precision
     /// copies, since the re-ranking's band is what half precision gets wrong. Loads the copies a few
-    /// nodes ahead. Where `found` holds no more than the `2 k` that are always re-ranked (a beam of 16
-    /// for 10 answers), the half-precision ranking would choose nothing, and is skipped: at ef 16 it
-    /// read 12 cache lines a candidate for an order the f32 distances then replace.
+    /// nodes ahead; skipped where `found` holds no more than the `2 k` always re-ranked (ef 16 for 10).
     fn rerank_half(
         &self,
         query: &[f32],
