@@ -416,8 +416,8 @@ impl Hnsw {
         found
     }
 
-    /// The `k` best of `found` (ordered by half-precision distance; in any order where it holds no
-    /// more than `2 k`) by f32 distance to `query`. The first `2 k` are always re-ranked; after them, each next candidate while its half-precision
+    /// The `k` best of `found` (by half-precision distance, or any order up to `2 k`) by f32 distance.
+    /// The first `2 k` are always re-ranked; after them, each next one while its half-precision
     /// distance is within what rounding to half precision can get wrong of the `k`-th best so far, so a
     /// run of near ties (near-parallel vectors) cannot hide the true nearest behind its look-alikes.
     fn rerank(&self, query: &[f32], k: usize, found: &[Near]) -> Vec<(usize, f32)> {
