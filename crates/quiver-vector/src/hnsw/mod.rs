@@ -14,6 +14,7 @@ mod candidates;
 mod distances;
 mod image;
 mod partition;
+mod read_ahead;
 mod regions;
 mod rows;
 mod search;

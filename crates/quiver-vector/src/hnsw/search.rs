@@ -21,6 +21,7 @@ use quiver_core::index::SimilarityFunction;
 
 use super::Hnsw;
 use super::candidates::{Accept, Near, Probe, Start};
+use super::read_ahead::Trial;
 use crate::dense::{ExactIndex, TopK};
 use crate::score::{norm, prefetch};
 use crate::slots::{Slots, bit};
@@ -29,7 +30,7 @@ use crate::{half, int8};
 /// Below this share of passing records a walk, even through bridges, cannot find enough of them nearby.
 const MIN_WALK_SELECTIVITY: f64 = 0.02;
 
-/// How many nodes ahead a scan or a re-ranking loads the vectors it reads next.
+/// How many nodes ahead a re-ranking loads the vectors it reads next (codes: see `read_ahead`).
 const AHEAD: usize = 4;
 
 /// Below [`MIN_WALK_SELECTIVITY`], a filter that the planner's whole sample finds passing at least this
@@ -263,8 +264,8 @@ impl Hnsw {
                 {
                     self.prefetch_neighbours(next.1);
                 }
-                // Gather the unvisited neighbours, then score them through `probe_distances` (loading
-                // all their codes at once asked for more lines than a core keeps in flight).
+                // Gather the unvisited neighbours, then score them through `probe_distances`, which
+                // loads their codes a few nodes ahead (see `read_ahead`).
                 fresh.clear();
                 bridges.clear();
                 // The node's passing neighbourhood: passing neighbours, then up to `through_limit`
@@ -358,24 +359,6 @@ impl Hnsw {
             return Vec::new();
         }
         self.rerank_half(query, &half::pad_query(query), k, found)
-    }
-
-    /// The code distances from `probe` to `nodes`, in their order, each node's code loaded `AHEAD`
-    /// nodes before it is scored: loading many at once asks for more lines than a core keeps in flight.
-    pub(super) fn probe_distances<'a>(
-        &'a self,
-        probe: Probe<'a>,
-        nodes: &'a [u32],
-    ) -> impl Iterator<Item = Near> + 'a {
-        for &node in nodes.iter().take(AHEAD) {
-            self.probe_prefetch(probe, node);
-        }
-        nodes.iter().enumerate().map(move |(position, &node)| {
-            if let Some(&later) = nodes.get(position + AHEAD) {
-                self.probe_prefetch(probe, later);
-            }
-            Near(self.probe_distance(probe, node), node)
-        })
     }
 
     /// Ranks the nodes an exhaustive or region search scored by their codes (`scored`, reordered) as
@@ -577,6 +560,7 @@ impl Hnsw {
         let Some(entry) = self.entry else {
             return Vec::new();
         };
+        let _timed = Trial::begin(self.codes.bytes());
         let padded = half::pad_query(query);
         let coded = int8::Query::new(query);
         let probe = Probe::Int8(&coded);
