@@ -372,12 +372,12 @@ mod tests {
     /// 5,000 unit vectors of 32 dimensions around 50 random centres (100 each, cluster `slot % 50`),
     /// and 100 queries around the same centres: a cluster for each of the graph's regions.
     fn many_clusters() -> (Vec<Vec<f32>>, Vec<Vec<f32>>) {
-        around_centres(50, 0.25)
+        around_centres(50, 0.25, 5_000)
     }
 
-    /// 5,000 unit vectors of 32 dimensions around `clusters` random centres (cluster `slot %
+    /// `count` unit vectors of 32 dimensions around `clusters` random centres (cluster `slot %
     /// clusters`), each coordinate moved by up to `noise` / 2, and 100 queries around the same centres.
-    fn around_centres(clusters: usize, noise: f32) -> (Vec<Vec<f32>>, Vec<Vec<f32>>) {
+    fn around_centres(clusters: usize, noise: f32, count: usize) -> (Vec<Vec<f32>>, Vec<Vec<f32>>) {
         let mut state = 17_u64;
         let mut next = move || {
             state = state
@@ -391,7 +391,7 @@ mod tests {
             let n = crate::score::norm(&v);
             v.iter().map(|x| x / n).collect::<Vec<f32>>()
         };
-        let data = (0..5_000).map(|i| around(&centres[i % clusters])).collect();
+        let data = (0..count).map(|i| around(&centres[i % clusters])).collect();
         let queries = (0..100).map(|i| around(&centres[(i * 7) % clusters])).collect();
         (data, queries)
     }
@@ -489,9 +489,42 @@ mod tests {
     }
 
     #[test]
+    fn a_long_listing_is_searched_through_the_regions_instead_of_scanned() {
+        // 20,000 nodes: a listing of 4,500 (22.5 %) is short for its share (4,500 x 0.225 is within
+        // ef * m, 1,024), which a graph without regions scans; with regions, a scan of it costs more
+        // than reading the regions near the query.
+        let (data, queries) = around_centres(200, 0.25, 20_000);
+        let params = crate::hnsw::HnswParams {
+            ef_construction: 64,
+            ..search_params(64)
+        };
+        let mut graph = Hnsw::new(SimilarityFunction::Cosine, 32, params);
+        let items: Vec<(usize, &[f32])> = data.iter().map(Vec::as_slice).enumerate().collect();
+        graph.insert_many(&items, 2);
+        graph.train_regions().expect("trained");
+        let passes = |slot: usize| slot % 40 < 9;
+        let listed: Vec<u32> = (0..20_000_u32).filter(|&slot| passes(slot as usize)).collect();
+        let listed = crate::slots::Slots::List(listed.as_slice().into());
+        let judged = std::cell::Cell::new(0_usize);
+        let search = |query: &[f32]| {
+            graph.search_listed(query, 10, &listed, false, &|slot| {
+                judged.set(judged.get() + 1);
+                passes(slot)
+            })
+        };
+        let recall = recall_by(&graph, &data, &passes, &queries, &search);
+        assert!(recall >= 0.95, "recall@10 {recall}");
+        let per_query = judged.get() / queries.len();
+        assert!(
+            per_query < 4_500 / 2,
+            "judged {per_query} of 4,500 listed a query: a scan"
+        );
+    }
+
+    #[test]
     fn regions_that_explain_little_of_the_data_are_not_read() {
         // Far more clusters than regions, each wide: a region mixes many.
-        let (data, queries) = around_centres(1_000, 1.0);
+        let (data, queries) = around_centres(1_000, 1.0, 5_000);
         let mut graph = graph_of(&data);
         let explained = graph.train_regions().expect("trained");
         assert!(explained < LEAST_EXPLAINED, "explained {explained}");
