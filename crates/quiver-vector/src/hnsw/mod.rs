@@ -13,6 +13,7 @@
 mod candidates;
 mod distances;
 mod image;
+mod marks;
 mod partition;
 mod read_ahead;
 mod regions;
