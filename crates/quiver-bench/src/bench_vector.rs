@@ -290,7 +290,7 @@ pub(crate) async fn run(config: &Config, bench: VectorBench) -> Result<()> {
             graph.use_regions(use_regions);
             for ((_, passing, filtered_truth), row) in passing_of.iter().zip(filtered.iter_mut()) {
                 let accept = |slot: usize| passing[slot];
-                let (qps, results) = timed_queries(|q| graph.search(q, k, &accept), &queries);
+                let (qps, results) = timed_queries(|q| graph.search_with(q, k, &accept), &queries);
                 let found = recall(&results, filtered_truth);
                 if use_regions {
                     row.regions_qps.push(qps);

@@ -378,7 +378,7 @@ impl Namespace {
                 Some(listed) => self
                     .dense
                     .search_listed(query, k, &listed.slots, listed.exact, &judge),
-                None => self.dense.search(query, k, &judge),
+                None => self.dense.search_with(query, k, &judge),
             },
             None => self.dense.search_all(query, k),
         };

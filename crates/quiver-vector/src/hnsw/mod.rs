@@ -495,7 +495,7 @@ impl DenseIndex for Hnsw {
     }
 
     fn search_all(&self, query: &[f32], k: usize) -> Vec<(usize, f32)> {
-        self.search_planned(query, k, None)
+        self.search_planned::<dyn Fn(usize) -> bool>(query, k, None)
     }
 
     fn memory_bytes(&self) -> usize {

@@ -389,12 +389,26 @@ impl Hnsw {
         }
     }
 
-    /// Searches with an optional filter: without one, no selectivity estimate is needed.
-    pub(super) fn search_planned(
+    /// Up to `k` nodes that `accept` passes, nearest first, as [`crate::dense::DenseIndex::search`], with `accept`
+    /// of its own type: a scan or a region search that judges every node calls it inline, about a
+    /// nanosecond a node less than through a pointer (the namespace's judge comes this way).
+    pub fn search_with<F: Fn(usize) -> bool>(
         &self,
         query: &[f32],
         k: usize,
-        filter: Option<&dyn Fn(usize) -> bool>,
+        accept: &F,
+    ) -> Vec<(usize, f32)> {
+        self.search_planned(query, k, Some(accept))
+    }
+
+    /// Searches with an optional filter: without one, no selectivity estimate is needed. Generic over
+    /// the filter's type, so that a scan and a region search, which judge node after node, call a
+    /// filter of a known type inline rather than through a pointer (a `dyn` filter works as before).
+    pub(super) fn search_planned<F: Fn(usize) -> bool + ?Sized>(
+        &self,
+        query: &[f32],
+        k: usize,
+        filter: Option<&F>,
     ) -> Vec<(usize, f32)> {
         if k == 0 || self.live == 0 {
             return Vec::new();
@@ -408,7 +422,9 @@ impl Hnsw {
         }
         // Passing nodes the planner's sample found: seeds for a filtered walk (see `search_level`).
         let mut sampled = Vec::new();
-        let accept = match filter {
+        // The walk and the planner's sample judge few nodes: they take the filter through a pointer.
+        let judge = filter.map(|filter| move |node: usize| filter(node));
+        let accept = match judge.as_ref() {
             None => Accept::Live,
             Some(filter) => {
                 // The planner: exhaustive search costs one distance per passing record; a walk costs

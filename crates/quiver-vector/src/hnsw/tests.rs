@@ -400,3 +400,32 @@ fn a_beam_no_longer_than_twice_the_answers_returns_them_by_their_exact_scores() 
         }
     }
 }
+
+#[test]
+fn a_filter_of_its_own_type_finds_what_the_same_filter_through_a_pointer_finds() {
+    let data = clustered(5_000, 24, 7);
+    let mut graph = Hnsw::new(SimilarityFunction::Cosine, 24, search_params(64));
+    for (slot, vector) in data.iter().enumerate() {
+        graph.insert(slot, vector);
+    }
+    graph.remove(40);
+    // One in 1,000 (a scan), one in 7 (a filtered walk), nine in ten (a walk through rejected nodes).
+    for modulus in [1_000, 7] {
+        let kept = |slot: usize| slot.is_multiple_of(modulus);
+        let dropped = |slot: usize| !slot.is_multiple_of(modulus);
+        for query in clustered(20, 24, 99) {
+            assert_eq!(
+                graph.search_with(&query, 10, &kept),
+                graph.search(&query, 10, &kept),
+                "1 in {modulus} kept"
+            );
+            assert_eq!(
+                graph.search_with(&query, 10, &dropped),
+                graph.search(&query, 10, &dropped),
+                "1 in {modulus} dropped"
+            );
+        }
+    }
+    let answer = graph.search_with(&clustered(1, 24, 99)[0], 10, &|slot| slot == 40);
+    assert!(answer.is_empty(), "the one passing node is removed: {answer:?}");
+}
