@@ -63,17 +63,4 @@ impl Hnsw {
             SimilarityFunction::Euclidean => squared_distance(query, candidate),
         }
     }
-
-    /// Exact f32 distance between two nodes.
-    #[inline]
-    pub(super) fn node_distance(&self, a: u32, b: u32) -> f32 {
-        match self.similarity {
-            SimilarityFunction::Cosine => {
-                -dot(self.vector(a), self.vector(b)) * self.scale(a) * self.scale(b)
-            }
-            SimilarityFunction::DotProduct | SimilarityFunction::Euclidean => {
-                self.distance(self.vector(a), b)
-            }
-        }
-    }
 }

@@ -225,21 +225,30 @@ impl Hnsw {
     }
 
     /// The neighbour-selection heuristic: keep a candidate only if it is closer to the new node than
-    /// to every neighbour already kept (keeps the graph navigable across clusters).
+    /// to every neighbour already kept (keeps the graph navigable across clusters). A candidate is
+    /// compared with the kept neighbours as the build ranks it (its half-precision copy against each
+    /// kept neighbour's vector as ranked, made once per kept neighbour): the search that found the
+    /// candidate has just read its copy, where its f32 vector, twice the bytes, would come from
+    /// memory, and the two threads of a build share that memory's bandwidth.
     fn select(&self, candidates: &[Near], keep: usize) -> Vec<u32> {
-        let mut chosen: Vec<Near> = Vec::with_capacity(keep);
+        let width = half::padded(self.dimension);
+        let mut chosen: Vec<u32> = Vec::with_capacity(keep);
+        let mut kept_padded: Vec<f32> = Vec::with_capacity(keep * width);
         for candidate in candidates {
             if chosen.len() >= keep {
                 break;
             }
-            let dominated = chosen
-                .iter()
-                .any(|kept| self.node_distance(candidate.1, kept.1) < candidate.0);
+            let dominated = kept_padded
+                .chunks_exact(width)
+                .any(|kept| self.traversal_distance(kept, candidate.1) < candidate.0);
             if !dominated {
-                chosen.push(*candidate);
+                chosen.push(candidate.1);
+                let (start, scale) = (kept_padded.len(), self.scale(candidate.1));
+                kept_padded.extend(self.vector(candidate.1).iter().map(|x| x * scale));
+                kept_padded.resize(start + width, 0.0);
             }
         }
-        chosen.into_iter().map(|near| near.1).collect()
+        chosen
     }
 
     /// The neighbours a new node links to on each of its levels, from the top: the heuristic's pick
