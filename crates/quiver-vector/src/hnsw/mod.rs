@@ -1,8 +1,8 @@
 //! An HNSW graph (Malkov and Yashunin) over flat arrays: the vectors as written, in chunks
 //! (`hnsw::rows`), which are the namespace's only f32 copy (cosine ranks them through each one's
 //! inverse norm, so a fetch returns exactly what was written); packed half-precision copies of the
-//! vectors as ranked (unit length for cosine), which the build walks by and which rank a query's
-//! candidates ([`crate::half`]); 8-bit copies, which a query walks and a filtered scan scores by
+//! vectors as ranked (unit length for cosine), which rank the build's beams and a query's candidates
+//! ([`crate::half`]); 8-bit copies, which the build and queries walk and a filtered scan scores by
 //! ([`crate::int8`]); level-0 neighbour lists in one `Vec<u32>` with a fixed stride; and per-thread
 //! search buffers reused across searches. Deleted nodes stay in the graph as waypoints and are never
 //! returned.
@@ -258,20 +258,31 @@ impl Hnsw {
     fn choose(&self, node: u32, prepared: &[f32], peers: &[u32]) -> Chosen {
         let level = self.levels[node as usize];
         let padded = half::pad_query(prepared);
+        let coded = int8::Query::new(prepared);
+        // The search walks by the 8-bit codes, as a query does (half the bytes of the halves a node,
+        // and memory is what the two threads of a build share), and its beam is ranked again by the
+        // halves for the heuristic, which so ranks as it did when the build walked by the halves. A
+        // graph holding vectors the halves cannot hold walks by the f32 vectors (`traversal_distance`).
+        let probe = if self.exact_traversal {
+            Probe::Half(&padded)
+        } else {
+            Probe::Int8(&coded)
+        };
         let mut layers = Vec::with_capacity(level as usize + 1);
         let mut current = self
             .entry
-            .map(|entry| Near(self.traversal_distance(&padded, entry), entry));
+            .map(|entry| Near(self.probe_distance(probe, entry), entry));
         if let Some(start) = current.as_mut() {
             for upper in (level + 1..=self.max_level).rev() {
-                *start = self.greedy(Probe::Half(&padded), *start, upper);
+                *start = self.greedy(probe, *start, upper);
             }
         }
+        let mut beam: Vec<u32> = Vec::new();
         for layer in (0..=level).rev() {
             let mut candidates = match current {
                 Some(start) if layer <= self.max_level => {
-                    let found = self.search_level(
-                        Probe::Half(&padded),
+                    let mut found = self.search_level(
+                        probe,
                         Start::at(start),
                         self.params.ef_construction,
                         layer,
@@ -279,6 +290,13 @@ impl Hnsw {
                     );
                     if let Some(nearest) = found.first() {
                         current = Some(*nearest);
+                    }
+                    if let Probe::Int8(_) = probe {
+                        beam.clear();
+                        beam.extend(found.iter().map(|near| near.1));
+                        found.clear();
+                        found.extend(self.probe_distances(Probe::Half(&padded), &beam));
+                        found.sort_unstable();
                     }
                     found
                 }
@@ -306,7 +324,7 @@ impl Hnsw {
     /// heuristic, once for all the nodes of the batch that chose it; the prunings read the graph only,
     /// so they run on `threads` threads.
     fn link_all(&mut self, chosen: Vec<Chosen>, threads: usize) {
-        let mut back: Vec<(u8, u32, u32)> = Vec::new();
+        let mut back: Vec<BackLink> = Vec::new();
         for Chosen { node, layers } in &chosen {
             for (layer, neighbours) in layers {
                 self.set_neighbours(*node, *layer, neighbours);
@@ -314,13 +332,21 @@ impl Hnsw {
             }
         }
         back.sort_unstable();
-        let groups: Vec<&[(u8, u32, u32)]> = back.chunk_by(|a, b| (a.0, a.1) == (b.0, b.1)).collect();
+        let groups: Vec<&[BackLink]> = back.chunk_by(|a, b| (a.0, a.1) == (b.0, b.1)).collect();
         let graph = &*self;
-        let lists: Vec<(u8, u32, Vec<u32>)> = in_parallel(&groups, threads, |group| {
-            let (layer, neighbour) = (group[0].0, group[0].1);
-            graph.grown_list(neighbour, layer, group.iter().map(|&(_, _, node)| node))
+        // A pruning costs a few microseconds: the threads take them in blocks, so that handing them
+        // out (one shared counter) and gathering them cost less than the prunings.
+        let blocks: Vec<&[&[BackLink]]> = groups.chunks(PRUNINGS_PER_CLAIM).collect();
+        let lists: Vec<Vec<(u8, u32, Vec<u32>)>> = in_parallel(&blocks, threads, |block| {
+            block
+                .iter()
+                .map(|group| {
+                    let (layer, neighbour) = (group[0].0, group[0].1);
+                    graph.grown_list(neighbour, layer, group.iter().map(|&(_, _, node)| node))
+                })
+                .collect()
         });
-        for (layer, neighbour, list) in lists {
+        for (layer, neighbour, list) in lists.into_iter().flatten() {
             self.set_neighbours(neighbour, layer, &list);
         }
         for Chosen { node, .. } in &chosen {
@@ -470,6 +496,12 @@ fn in_parallel<T: Sync, R: Send>(items: &[T], threads: usize, work: impl Fn(&T) 
 
 /// The most nodes [`Hnsw::insert_many`] searches for at once.
 const MAX_BATCH: usize = 64;
+
+/// A link to add back from a neighbour to a new node that chose it: (layer, neighbour, new node).
+type BackLink = (u8, u32, u32);
+
+/// How many neighbour lists a thread of [`Hnsw::link_all`] takes to prune at once.
+const PRUNINGS_PER_CLAIM: usize = 32;
 
 /// The neighbours a new node chose on each of its levels (see `Hnsw::choose`), from the top.
 struct Chosen {
