@@ -85,7 +85,7 @@ impl Hnsw {
 
     /// Installs `trained` regions: sampled nodes (still live) keep their training's region, every
     /// other live node takes the nearest of its neighbours' regions (or of all where none of its
-    /// neighbours has one yet).
+    /// neighbours has one yet). The mapped snapshot pages this reads are let go after.
     pub fn install_regions(&mut self, trained: TrainedRegions) {
         let TrainedRegions {
             exact,
@@ -133,6 +133,10 @@ impl Hnsw {
             };
             self.enter_region(node, region, &vector);
         }
+        // Every node's vector was read once: where they lie in mapped snapshot files, those pages
+        // would stay counted in the process's resident memory (a whole f32 copy) until the kernel
+        // needs them back, as after a load.
+        self.release_mapped_pages();
     }
 
     /// `node`'s vector as the graph ranks it (a cosine graph's vectors are stored with their norm

@@ -389,9 +389,10 @@ impl Hnsw {
         }
     }
 
-    /// Up to `k` nodes that `accept` passes, nearest first, as [`crate::dense::DenseIndex::search`], with `accept`
-    /// of its own type: a scan or a region search that judges every node calls it inline, about a
-    /// nanosecond a node less than through a pointer (the namespace's judge comes this way).
+    /// Up to `k` nodes that `accept` passes, nearest first, as [`crate::dense::DenseIndex::search`],
+    /// with `accept` of its own type: a scan or a region search that judges node after node calls it
+    /// inline (a cheap filter's 0.1 % scan of 100,000 nodes took 41 us a query where the call through
+    /// a pointer took 126 us; BENCHMARKS.md). The namespace's judge comes this way.
     pub fn search_with<F: Fn(usize) -> bool>(
         &self,
         query: &[f32],
