@@ -409,7 +409,8 @@ fn a_filter_of_its_own_type_finds_what_the_same_filter_through_a_pointer_finds()
         graph.insert(slot, vector);
     }
     graph.remove(40);
-    // One in 1,000 (a scan), one in 7 (a filtered walk), nine in ten (a walk through rejected nodes).
+    // Kept: one in 1,000 (a scan) and one in 7 (a filtered walk); dropped: the rest, most of the graph
+    // (a walk through rejected nodes).
     for modulus in [1_000, 7] {
         let kept = |slot: usize| slot.is_multiple_of(modulus);
         let dropped = |slot: usize| !slot.is_multiple_of(modulus);
