@@ -155,13 +155,24 @@ impl Hnsw {
         self.inverse_norms.get(node as usize).copied().unwrap_or(1.0)
     }
 
+    /// `node`'s vector as the graph ranks it (a cosine graph's vectors are stored with their norm
+    /// apart).
+    fn prepared(&self, node: u32) -> impl Iterator<Item = f32> + '_ {
+        let scale = self.scale(node);
+        self.vector(node).iter().map(move |x| x * scale)
+    }
+
+    /// Appends `node`'s vector as ranked to `out`, padded for the half-precision kernels.
+    fn extend_padded_prepared(&self, node: u32, out: &mut Vec<f32>) {
+        let start = out.len();
+        out.extend(self.prepared(node));
+        out.resize(start + half::padded(self.dimension), 0.0);
+    }
+
     /// `node`'s vector as ranked, padded for the half-precision kernels.
     fn padded_prepared(&self, node: u32) -> Vec<f32> {
-        let scale = self.scale(node);
-        let mut padded = half::pad_query(self.vector(node));
-        if scale != 1.0 {
-            padded.iter_mut().for_each(|x| *x *= scale);
-        }
+        let mut padded = Vec::with_capacity(half::padded(self.dimension));
+        self.extend_padded_prepared(node, &mut padded);
         padded
     }
 
@@ -243,9 +254,7 @@ impl Hnsw {
                 .any(|kept| self.traversal_distance(kept, candidate.1) < candidate.0);
             if !dominated {
                 chosen.push(candidate.1);
-                let (start, scale) = (kept_padded.len(), self.scale(candidate.1));
-                kept_padded.extend(self.vector(candidate.1).iter().map(|x| x * scale));
-                kept_padded.resize(start + width, 0.0);
+                self.extend_padded_prepared(candidate.1, &mut kept_padded);
             }
         }
         chosen

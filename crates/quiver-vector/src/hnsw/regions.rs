@@ -139,13 +139,6 @@ impl Hnsw {
         self.release_mapped_pages();
     }
 
-    /// `node`'s vector as the graph ranks it (a cosine graph's vectors are stored with their norm
-    /// apart).
-    fn prepared(&self, node: u32) -> impl Iterator<Item = f32> + '_ {
-        let scale = self.scale(node);
-        self.vector(node).iter().map(move |x| x * scale)
-    }
-
     /// Puts `node` (its prepared `vector`) in `region`: its region, the region's members, and the
     /// region's radius widened to reach it.
     fn enter_region(&mut self, node: u32, region: u32, vector: &[f32]) {
