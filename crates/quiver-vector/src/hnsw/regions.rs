@@ -282,11 +282,21 @@ impl Hnsw {
                 }
             }
             passing.clear();
-            passing.extend(
-                regions.members[region as usize]
+            // As a scan judges (`Hnsw::exact`): sixteen verdicts gathered in a mask before any is acted
+            // on, and only a passing member's deletion looked up (a removed member may be judged).
+            for members in regions.members[region as usize].chunks(16) {
+                let mut mask = members
                     .iter()
-                    .filter(|&&node| !self.deleted[node as usize] && accept(node)),
-            );
+                    .enumerate()
+                    .fold(0_u32, |mask, (at, &node)| mask | (u32::from(accept(node)) << at));
+                while mask != 0 {
+                    let node = members[mask.trailing_zeros() as usize];
+                    mask &= mask - 1;
+                    if !self.deleted[node as usize] {
+                        passing.push(node);
+                    }
+                }
+            }
             unchanged_read += 1;
             if passing.is_empty() {
                 continue;
