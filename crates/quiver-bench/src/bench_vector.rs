@@ -528,7 +528,22 @@ async fn filter_language_rows(
 ) -> Result<(f64, Vec<ServiceRow>)> {
     let stop = tokio_util::sync::CancellationToken::new();
     let indexer = tokio::spawn(Arc::clone(vectors).run_indexer(stop.clone()));
-    while vectors.info(index).await?.pending_vector_count > 0 {
+    // The rows measure the index as a server serves it once its indexer has caught up: every vector
+    // in the graph and the regions trained. The indexer trains them after its last chunk, so stopping
+    // it as soon as nothing was pending could leave them untrained, and the rows would then walk.
+    let settling = Instant::now();
+    loop {
+        let counts = vectors
+            .loaded_counts()
+            .into_iter()
+            .find(|counts| counts.index == index.id);
+        if counts.is_some_and(|counts| counts.pending == 0 && counts.regions_due == 0) {
+            break;
+        }
+        anyhow::ensure!(
+            settling.elapsed() < std::time::Duration::from_secs(600),
+            "the indexer had not indexed every vector and trained the regions after 10 minutes"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     stop.cancel();

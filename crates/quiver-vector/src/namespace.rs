@@ -471,6 +471,11 @@ impl Namespace {
             .flatten()
     }
 
+    /// Whether the graph is due to train regions (see [`Hnsw::wants_regions`]).
+    pub fn wants_regions(&self) -> bool {
+        self.dense.wants_regions()
+    }
+
     /// Installs regions trained on a sample this namespace's graph gave (see
     /// [`Hnsw::install_regions`]).
     pub fn install_regions(&mut self, trained: TrainedRegions) {

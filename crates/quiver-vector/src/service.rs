@@ -733,6 +733,7 @@ impl Vectors {
                     vectors: namespaces.values().map(Namespace::len).sum(),
                     pending: namespaces.values().map(Namespace::pending_len).sum(),
                     memory_bytes: namespaces.values().map(Namespace::dense_memory_bytes).sum(),
+                    regions_due: namespaces.values().filter(|n| n.wants_regions()).count(),
                 }
             })
             .collect()
@@ -750,6 +751,9 @@ pub struct LoadedCounts {
     pub pending: usize,
     /// Bytes its dense vectors and graphs hold.
     pub memory_bytes: usize,
+    /// Namespaces whose graph is due to train its regions for filtered searches: the indexer trains
+    /// them once it has nothing pending.
+    pub regions_due: usize,
 }
 
 #[cfg(test)]
