@@ -16,7 +16,7 @@ use quiver_core::{IndexId, SystemClock};
 use quiver_server::Config;
 use quiver_store::SqliteVectorStore;
 use quiver_vector::dense::{DenseIndex, ExactIndex};
-use quiver_vector::hnsw::{Hnsw, HnswParams};
+use quiver_vector::hnsw::{Hnsw, HnswParams, INSERT_BATCH};
 use quiver_vector::record::{IndexSpec, Record};
 use quiver_vector::service::{IndexRef, Vectors};
 
@@ -214,7 +214,7 @@ pub(crate) async fn run(config: &Config, bench: VectorBench) -> Result<()> {
     }
     let build_rate = bench.count as f64 / started.elapsed().as_secs_f64();
 
-    // The same build on two threads, in chunks of 64 as the background indexer takes them.
+    // The same build on two threads, in batches as the background indexer takes them.
     let mut parallel = Hnsw::new(SimilarityFunction::DotProduct, bench.dimension, params);
     let items: Vec<(usize, &[f32])> = base
         .iter()
@@ -222,7 +222,7 @@ pub(crate) async fn run(config: &Config, bench: VectorBench) -> Result<()> {
         .map(|(slot, v)| (slot, v.as_slice()))
         .collect();
     let started = Instant::now();
-    for chunk in items.chunks(64) {
+    for chunk in items.chunks(INSERT_BATCH) {
         parallel.insert_many(chunk, 2);
     }
     let parallel_rate = bench.count as f64 / started.elapsed().as_secs_f64();

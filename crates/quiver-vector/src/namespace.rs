@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use crate::dense::{DenseIndex, ExactIndex, TopK};
 use crate::filter::Filter;
-use crate::hnsw::{Hnsw, HnswParams, RegionSample, TrainedRegions};
+use crate::hnsw::{Batch, Hnsw, HnswParams, Linking, RegionSample, TrainedRegions};
 use crate::mapped::MappedFile;
 use crate::metadata_index::MetadataIndex;
 use crate::postings::Postings;
@@ -137,8 +137,11 @@ pub struct Namespace {
     order: BTreeMap<u64, usize>,
     dense: Hnsw,
     similarity: SimilarityFunction,
-    /// Slots whose dense vector is not in the graph yet, in slot order.
+    /// Slots whose dense vector is not in the graph yet, in slot order (those of a batch in flight
+    /// too, until it is linked).
     pending: Vec<usize>,
+    /// A batch appended to the graph but not linked yet (see [`Namespace::begin_indexing`]).
+    in_flight: Option<Batch>,
     /// The sparse vectors' inverted index.
     postings: Postings,
     /// The metadata's inverted index, for filters.
@@ -177,6 +180,7 @@ impl Namespace {
             dense: Hnsw::new(spec.similarity, spec.dimension, HnswParams::default()),
             similarity: spec.similarity,
             pending: Vec::new(),
+            in_flight: None,
             postings: Postings::default(),
             metadata_index: MetadataIndex::default(),
             recent_listings: RecentListings::default(),
@@ -447,19 +451,80 @@ impl Namespace {
         self.pending.len()
     }
 
-    /// Moves up to `limit` pending vectors into the graph; returns how many it took.
+    /// Moves up to `limit` pending vectors into the graph, batch after batch; returns how many it
+    /// took.
     pub fn index_pending(&mut self, limit: usize) -> usize {
-        let take = limit.min(self.pending.len());
-        let batch: Vec<usize> = self.pending.drain(..take).collect();
-        // The graph takes the vectors: the records no longer hold their own copies.
-        let vectors: Vec<(usize, Box<[f32]>)> = batch
+        let mut taken = 0;
+        while taken < limit && self.begin_indexing(limit - taken) {
+            let linking = self.choose_indexing().expect("a batch was begun");
+            taken += self.finish_indexing(linking);
+        }
+        taken
+    }
+
+    /// The first of the three steps that move a batch of pending vectors (at most `limit`, and what
+    /// [`Hnsw::batch_size`] allows) into the graph, which the indexer takes under different locks:
+    /// this one appends them to the graph, where no search finds them yet; the records keep their
+    /// vectors and stay pending (so queries still scan them) until [`Namespace::finish_indexing`].
+    /// Whether a batch was begun (none where nothing is pending). A batch left in flight (its
+    /// namespace moved before it was finished) is finished first.
+    pub fn begin_indexing(&mut self, limit: usize) -> bool {
+        if self.in_flight.is_some()
+            && let Some(linking) = self.choose_indexing()
+        {
+            self.finish_indexing(linking);
+        }
+        let size = self.dense.batch_size(limit.min(self.pending.len()));
+        if size == 0 {
+            return false;
+        }
+        let entries = &self.entries;
+        let items: Vec<(usize, &[f32])> = self.pending[..size]
             .iter()
-            .filter_map(|&slot| Some((slot, self.entries[slot].as_mut()?.vector.take()?)))
+            .map(|&slot| {
+                let vector = entries[slot].as_ref().and_then(|entry| entry.vector.as_deref());
+                (
+                    slot,
+                    vector.expect("a pending slot holds a record with its vector"),
+                )
+            })
             .collect();
-        let items: Vec<(usize, &[f32])> = vectors.iter().map(|(slot, vector)| (*slot, &**vector)).collect();
-        self.dense.insert_many(&items, build_threads());
-        self.graph_inserts += items.len() as u64;
-        batch.len()
+        self.in_flight = Some(self.dense.append_batch(&items, false));
+        true
+    }
+
+    /// The second step: the batch in flight chooses its neighbours (on every core). Reads only, so the
+    /// indexer runs it under the read lock and queries run meanwhile. `None` where no batch is in
+    /// flight.
+    pub fn choose_indexing(&self) -> Option<Linking> {
+        let batch = self.in_flight.as_ref()?;
+        Some(self.dense.choose_batch(batch, build_threads()))
+    }
+
+    /// The last step: links the batch in flight as `linking` (chosen for it) says, and moves its
+    /// records out of the pending list; the graph then holds their vectors, and searches find them.
+    /// A record removed while its batch was in flight stays a deleted node. Returns how many of the
+    /// batch's records were still pending (none where no batch is in flight: `linking` was chosen for
+    /// a namespace this one replaced).
+    pub fn finish_indexing(&mut self, linking: Linking) -> usize {
+        let Some(batch) = self.in_flight.take() else {
+            return 0;
+        };
+        self.dense.link_batch(linking, build_threads());
+        // The batch was a prefix of the pending list, which since then has only lost slots (removed
+        // records) and gained later ones (new records): what is left of the batch is still a prefix.
+        let last = batch.slots().last().unwrap_or(0);
+        let still = self.pending.partition_point(|&slot| slot <= last);
+        for &slot in &self.pending[..still] {
+            self.dense.make_live(slot);
+            // The graph holds the vector now: the record no longer keeps its own copy.
+            if let Some(entry) = self.entries[slot].as_mut() {
+                entry.vector = None;
+            }
+        }
+        self.pending.drain(..still);
+        self.graph_inserts += still as u64;
+        still
     }
 
     /// A sample of the graph's vectors to train regions on, where the graph wants them (see
@@ -763,5 +828,38 @@ mod tests {
         namespace.put(record("b", vec![3.0]));
         assert_eq!(namespace.pending_len(), 1, "a replaced record is pending once");
         assert_eq!(namespace.index_pending(10), 1);
+    }
+
+    #[test]
+    fn a_batch_in_flight_is_found_once_and_its_removed_records_stay_out() {
+        let mut namespace = Namespace::new(&dense(2, SimilarityFunction::Euclidean));
+        for i in 0..4_096_u16 {
+            let point = vec![f32::from(i % 64), f32::from(i / 64)];
+            namespace.put(record(&format!("v{i}"), point));
+        }
+        assert_eq!(namespace.index_pending(4_032), 4_032);
+        // The last row of the grid (y = 63) is appended to the graph, not linked yet.
+        assert!(namespace.begin_indexing(usize::MAX));
+        assert_eq!(namespace.pending_len(), 64, "a batch in flight stays pending");
+        assert_eq!(
+            namespace.nearest_ids(&[63.0, 63.4], 3),
+            ["v4095", "v4094", "v4031"],
+            "a record in flight is scanned once, and never also returned by the graph"
+        );
+        // One record of the batch is removed, another replaced, while the batch is in flight.
+        assert!(namespace.remove("v4094"));
+        namespace.put(record("v4095", vec![-10.0, -10.0]));
+        let linking = namespace.choose_indexing().expect("a batch is in flight");
+        assert_eq!(namespace.finish_indexing(linking), 62);
+        assert_eq!(namespace.pending_len(), 1, "the replacement is pending");
+        assert_eq!(
+            namespace.nearest_ids(&[60.3, 63.4], 2),
+            ["v4092", "v4093"],
+            "the batch's records are found in the graph"
+        );
+        assert_eq!(namespace.nearest_ids(&[63.0, 63.4], 2), ["v4031", "v4030"]);
+        assert_eq!(namespace.nearest_ids(&[-10.0, -10.0], 1), ["v4095"]);
+        assert_eq!(namespace.index_pending(10), 1);
+        assert_eq!(namespace.len(), 4_095);
     }
 }

@@ -13,6 +13,7 @@ use tokio::sync::Mutex;
 
 use crate::error::VectorError;
 use crate::filter::Filter;
+use crate::hnsw::{INSERT_BATCH, Linking};
 use crate::namespace::Namespace;
 use crate::record::{IndexSpec, Record, SparseVector, StoredRecord};
 use crate::store::{Change, VectorStore};
@@ -134,8 +135,40 @@ pub struct Vectors {
     snapshots: Option<crate::snapshot::Snapshots>,
 }
 
-/// Vectors moved into a graph per write-lock hold, so queries never wait long behind the indexer.
-const INDEXING_CHUNK: usize = 64;
+/// Moves a batch of each namespace's pending vectors into its graph (see
+/// [`Namespace::begin_indexing`]): appended under the write lock, their neighbours chosen under the
+/// read lock (queries run meanwhile; writes wait), linked under the write lock. Returns how many
+/// vectors were moved.
+fn index_batch(namespaces: &RwLock<BTreeMap<String, Namespace>>) -> usize {
+    let begun: Vec<String> = write(namespaces)
+        .iter_mut()
+        .filter_map(|(name, namespace)| namespace.begin_indexing(INSERT_BATCH).then(|| name.clone()))
+        .collect();
+    if begun.is_empty() {
+        return 0;
+    }
+    let chosen: Vec<(String, Linking)> = {
+        let namespaces = read(namespaces);
+        begun
+            .into_iter()
+            .filter_map(|name| {
+                let linking = namespaces.get(&name)?.choose_indexing()?;
+                Some((name, linking))
+            })
+            .collect()
+    };
+    // A namespace dropped or replaced meanwhile has no batch in flight and takes nothing; one renamed
+    // finishes its batch when it next begins one.
+    let mut namespaces = write(namespaces);
+    chosen
+        .into_iter()
+        .map(|(name, linking)| {
+            namespaces
+                .get_mut(&name)
+                .map_or(0, |n| n.finish_indexing(linking))
+        })
+        .sum()
+}
 
 impl std::fmt::Debug for Vectors {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -212,14 +245,8 @@ impl Vectors {
                         return;
                     }
                     let chunk_state = Arc::clone(&state);
-                    let indexed = tokio::task::spawn_blocking(move || {
-                        let mut namespaces = write(&chunk_state.namespaces);
-                        namespaces
-                            .values_mut()
-                            .map(|n| n.index_pending(INDEXING_CHUNK))
-                            .sum::<usize>()
-                    })
-                    .await;
+                    let indexed =
+                        tokio::task::spawn_blocking(move || index_batch(&chunk_state.namespaces)).await;
                     let indexed = match indexed {
                         Ok(indexed) => indexed,
                         Err(error) => {

@@ -319,7 +319,7 @@ impl Hnsw {
                     .map(|&peer| Near(self.traversal_distance(&padded, peer), peer)),
             );
             if candidates.len() > searched {
-                candidates.sort_unstable();
+                candidates = merge_sorted(candidates, searched);
             }
             // A new node links to `m` neighbours on every level, as in the paper and hnswlib; level-0 lists
             // grow to twice that through the links others make to it.
@@ -394,8 +394,9 @@ impl Hnsw {
     }
 
     /// Makes room for `slot` (and the unused slots before it) and stores its vector, its
-    /// half-precision copy and its level; returns the vector as ranked (scaled for cosine).
-    fn append(&mut self, slot: usize, vector: &[f32]) -> Vec<f32> {
+    /// half-precision copy and its level; returns the vector as ranked (scaled for cosine). A node
+    /// appended not `live` counts as deleted (no search returns it) until [`Hnsw::make_live`].
+    fn append(&mut self, slot: usize, vector: &[f32], live: bool) -> Vec<f32> {
         assert!(slot >= self.levels.len(), "HNSW slots are never reused");
         let is_cosine = self.similarity == SimilarityFunction::Cosine;
         // Scaled as `derive_halves` scales a loaded graph's vectors, so both make the same halves.
@@ -423,8 +424,10 @@ impl Hnsw {
         if is_cosine {
             self.inverse_norms[slot] = scale;
         }
-        self.deleted[slot] = false;
-        self.live += 1;
+        if live {
+            self.deleted[slot] = false;
+            self.live += 1;
+        }
         self.max_norm = self.max_norm.max(norm(&prepared));
         self.exact_traversal |= !half::holds(&prepared);
         let level = self.random_level();
@@ -438,8 +441,9 @@ impl Hnsw {
     /// Inserts many vectors on `threads` threads, in batches: each node of a batch chooses its
     /// neighbours in parallel (`Hnsw::choose`: a search of the graph as it stands, and the batch's
     /// earlier nodes), then the batch is linked (`Hnsw::link_all`: lists written on one thread, the
-    /// prunings of grown lists in parallel). A batch is at most 1/16 of the graph (and `MAX_BATCH`), so
-    /// a small graph grows one node at a time. One thread inserts one vector after the other.
+    /// prunings of grown lists in parallel). A batch is at most 1/16 of the graph (and
+    /// [`INSERT_BATCH`]), so a small graph grows one node at a time. One thread inserts one vector
+    /// after the other.
     pub fn insert_many(&mut self, items: &[(usize, &[f32])], threads: usize) {
         if threads <= 1 {
             for &(slot, vector) in items {
@@ -449,22 +453,97 @@ impl Hnsw {
         }
         let mut at = 0;
         while at < items.len() {
-            let size = (self.live / 16).clamp(1, MAX_BATCH).min(items.len() - at);
-            let batch: Vec<(u32, Vec<f32>)> = items[at..at + size]
-                .iter()
-                .map(|&(slot, vector)| (slot as u32, self.append(slot, vector)))
-                .collect();
+            let size = self.batch_size(items.len() - at);
+            let batch = self.append_batch(&items[at..at + size], true);
             at += size;
-            let nodes: Vec<u32> = batch.iter().map(|(node, _)| *node).collect();
-            let graph = &*self;
-            let positions: Vec<usize> = (0..size).collect();
-            let chosen = in_parallel(&positions, threads, |&position| {
-                let (node, prepared) = &batch[position];
-                graph.choose(*node, prepared, &nodes[..position])
-            });
-            self.link_all(chosen, threads);
+            let chosen = self.choose_batch(&batch, threads);
+            self.link_batch(chosen, threads);
         }
     }
+
+    /// How many of `wanted` vectors the next batch takes: at most 1/16 of the graph's live nodes (at
+    /// least one) and [`INSERT_BATCH`].
+    pub fn batch_size(&self, wanted: usize) -> usize {
+        (self.live / 16).clamp(1, INSERT_BATCH).min(wanted)
+    }
+
+    /// The first step of inserting a batch (see [`Hnsw::insert_many`]): its vectors are stored, with
+    /// their levels, but nothing links to them yet. Not `live`, they count as deleted until
+    /// [`Hnsw::make_live`], so a search (which cannot reach them yet) never scans them either: the
+    /// caller still serves them from where they were before.
+    pub fn append_batch(&mut self, items: &[(usize, &[f32])], live: bool) -> Batch {
+        let nodes = items
+            .iter()
+            .map(|&(slot, vector)| (slot as u32, self.append(slot, vector, live)))
+            .collect();
+        Batch {
+            nodes,
+            appended_at: self.levels.len(),
+        }
+    }
+
+    /// The second step: each node of `batch` chooses its neighbours, on `threads` threads. Reads the
+    /// graph only, so searches run meanwhile. Nothing but the batch's own nodes may be appended between
+    /// [`Hnsw::append_batch`] and this (removals may).
+    pub fn choose_batch(&self, batch: &Batch, threads: usize) -> Linking {
+        assert_eq!(
+            batch.appended_at,
+            self.levels.len(),
+            "a batch is chosen in the graph it was appended to"
+        );
+        let nodes: Vec<u32> = batch.nodes.iter().map(|(node, _)| *node).collect();
+        let positions: Vec<usize> = (0..nodes.len()).collect();
+        let chosen = in_parallel(&positions, threads, |&position| {
+            let (node, prepared) = &batch.nodes[position];
+            self.choose(*node, prepared, &nodes[..position])
+        });
+        Linking {
+            chosen,
+            appended_at: batch.appended_at,
+        }
+    }
+
+    /// The last step: links the batch's nodes as they chose, on `threads` threads.
+    pub fn link_batch(&mut self, linking: Linking, threads: usize) {
+        assert_eq!(
+            linking.appended_at,
+            self.levels.len(),
+            "a batch is linked in the graph it was appended to"
+        );
+        self.link_all(linking.chosen, threads);
+    }
+
+    /// Counts a node appended not live (see [`Hnsw::append_batch`]) as live: searches return it.
+    pub fn make_live(&mut self, slot: usize) {
+        if let Some(deleted) = self.deleted.get_mut(slot)
+            && *deleted
+        {
+            *deleted = false;
+            self.live += 1;
+        }
+    }
+}
+
+/// A batch's nodes, stored but not linked: each with its vector as ranked.
+#[derive(Debug)]
+pub struct Batch {
+    nodes: Vec<(u32, Vec<f32>)>,
+    /// The graph's node count once the batch was appended.
+    appended_at: usize,
+}
+
+impl Batch {
+    /// The batch's slots, in order.
+    pub fn slots(&self) -> impl Iterator<Item = usize> + '_ {
+        self.nodes.iter().map(|(node, _)| *node as usize)
+    }
+}
+
+/// The neighbours a batch's nodes chose, to be linked.
+#[derive(Debug)]
+pub struct Linking {
+    chosen: Vec<Chosen>,
+    appended_at: usize,
 }
 
 /// `work` on each of `items` on up to `threads` threads, each taking the next item not yet taken (so a
@@ -503,8 +582,11 @@ fn in_parallel<T: Sync, R: Send>(items: &[T], threads: usize, work: impl Fn(&T) 
     done.into_iter().map(|(_, answer)| answer).collect()
 }
 
-/// The most nodes [`Hnsw::insert_many`] searches for at once.
-const MAX_BATCH: usize = 64;
+/// The most nodes a batch of [`Hnsw::insert_many`] searches for at once. Larger batches spend less of
+/// a build waiting at the start and end of each parallel step (128 builds 5-7 % faster than 64 on two
+/// threads, BENCHMARKS.md); the background indexer holds the write lock only to append and to link a
+/// batch, not while it searches.
+pub const INSERT_BATCH: usize = 128;
 
 /// A link to add back from a neighbour to a new node that chose it: (layer, neighbour, new node).
 type BackLink = (u8, u32, u32);
@@ -513,9 +595,32 @@ type BackLink = (u8, u32, u32);
 const PRUNINGS_PER_CLAIM: usize = 32;
 
 /// The neighbours a new node chose on each of its levels (see `Hnsw::choose`), from the top.
+#[derive(Debug)]
 struct Chosen {
     node: u32,
     layers: Vec<(u8, Vec<u32>)>,
+}
+
+/// `candidates` sorted, where those before `sorted` are sorted already (a search's, with a batch's peers
+/// after them): the rest are sorted and merged in, which costs a fraction of sorting them all again
+/// (the same order: `Near`'s is total).
+fn merge_sorted(mut candidates: Vec<Near>, sorted: usize) -> Vec<Near> {
+    candidates[sorted..].sort_unstable();
+    let (left, right) = candidates.split_at(sorted);
+    let mut merged = Vec::with_capacity(candidates.len());
+    let (mut i, mut j) = (0, 0);
+    while i < left.len() && j < right.len() {
+        if left[i] <= right[j] {
+            merged.push(left[i]);
+            i += 1;
+        } else {
+            merged.push(right[j]);
+            j += 1;
+        }
+    }
+    merged.extend_from_slice(&left[i..]);
+    merged.extend_from_slice(&right[j..]);
+    merged
 }
 
 /// 1 over `vector`'s norm, and 1 for a zero vector (which cosine ranks as it is, as `prepare` leaves it).
@@ -526,7 +631,7 @@ fn inverse_norm(vector: &[f32]) -> f32 {
 
 impl DenseIndex for Hnsw {
     fn insert(&mut self, slot: usize, vector: &[f32]) {
-        let prepared = self.append(slot, vector);
+        let prepared = self.append(slot, vector, true);
         let chosen = self.choose(slot as u32, &prepared, &[]);
         self.link_all(vec![chosen], 1);
     }
