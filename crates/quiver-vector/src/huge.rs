@@ -57,30 +57,63 @@ fn whole_pages<T>(values: &Vec<T>) -> Option<(usize, usize)> {
 }
 
 #[cfg(target_os = "linux")]
-#[expect(
-    unsafe_code,
-    reason = "MADV_HUGEPAGE on memory the vector owns changes how it is backed, never what it holds"
-)]
 fn advise<T>(values: &Vec<T>) {
     let Some((start, length)) = whole_pages(values) else {
         return;
     };
-    // SAFETY: the range lies inside `values`' own allocation, and MADV_HUGEPAGE only sets how the
-    // kernel backs the pages; their contents, and every other mapping, are unchanged.
-    let advised = unsafe {
-        rustix::mm::madvise(
-            start as *mut std::ffi::c_void,
-            length,
-            rustix::mm::Advice::LinuxHugepage,
-        )
-    };
-    if let Err(error) = advised {
+    if let Err(error) = backing_advice(start, length, rustix::mm::Advice::LinuxHugepage) {
         tracing::debug!(%error, "the kernel declined huge pages for a graph array");
     }
 }
 
+/// `madvise` with `advice`, which must be one that only changes how the pages of the range are
+/// backed, never what they hold (huge pages; populating them as a write would, without writing).
+#[cfg(target_os = "linux")]
+#[expect(
+    unsafe_code,
+    reason = "advice that changes how memory is backed, never what it holds"
+)]
+fn backing_advice(start: usize, length: usize, advice: rustix::mm::Advice) -> rustix::io::Result<()> {
+    // SAFETY: MADV_HUGEPAGE only sets how the kernel backs the pages; MADV_POPULATE_WRITE only faults
+    // them in as a write would, without writing (present pages keep their contents, fresh anonymous
+    // ones read as the zeros they read as before). A range that is not mapped is refused with an
+    // error. No memory anyone holds changes.
+    unsafe { rustix::mm::madvise(start as *mut std::ffi::c_void, length, advice) }
+}
+
 #[cfg(not(target_os = "linux"))]
 fn advise<T>(_values: &Vec<T>) {}
+
+/// Backs the room for the next `count` values after `values`' last one with memory now, so that
+/// appending them later does not stop for page faults: a build calls this on a thread that has time
+/// while another would otherwise wait for the one that appends (the kernel zeroes each fresh page,
+/// 2 MiB at a time on huge pages). Nothing `values` holds changes; where the kernel cannot (before
+/// Linux 5.14), the pages come at first write as before.
+pub(crate) fn prefault<T>(values: &Vec<T>, count: usize) {
+    let start = values.as_ptr() as usize + values.len() * size_of::<T>();
+    let end = values.as_ptr() as usize + values.capacity() * size_of::<T>();
+    let wanted_end = end.min(start.saturating_add(count.saturating_mul(size_of::<T>())));
+    // Whole pages: from the page the next value starts in (its used part stays as it is) to the last
+    // page that ends inside the allocation.
+    let first = start - start % SMALL_PAGE;
+    let last = wanted_end - wanted_end % SMALL_PAGE;
+    if last > first {
+        populate(first, last - first);
+    }
+}
+
+/// The smallest page size of the targets Quiver builds for.
+const SMALL_PAGE: usize = 4096;
+
+#[cfg(target_os = "linux")]
+fn populate(start: usize, length: usize) {
+    if let Err(error) = backing_advice(start, length, rustix::mm::Advice::LinuxPopulateWrite) {
+        tracing::trace!(%error, "the kernel did not back a graph array's next pages ahead");
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn populate(_start: usize, _length: usize) {}
 
 #[cfg(test)]
 mod tests {
@@ -100,6 +133,35 @@ mod tests {
         assert_eq!(values.capacity(), room, "enough room already: nothing moves");
         reserve(&mut values, 10 * room);
         assert!(values.capacity() >= 1_000 + 10 * room);
+    }
+
+    /// Bytes this process has resident.
+    #[cfg(target_os = "linux")]
+    fn resident_bytes() -> usize {
+        let statm = std::fs::read_to_string("/proc/self/statm").expect("statm is readable");
+        let pages: usize = statm
+            .split_whitespace()
+            .nth(1)
+            .and_then(|p| p.parse().ok())
+            .expect("statm's second field");
+        pages * SMALL_PAGE
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn prefaulting_backs_the_room_ahead_and_changes_no_value() {
+        let mut values: Vec<u32> = Vec::with_capacity(16 << 20);
+        values.extend(0..1_000);
+        let before = resident_bytes();
+        prefault(&values, 8 << 20);
+        let grown = resident_bytes() - before;
+        assert!(grown >= 30 << 20, "32 MiB ahead are backed, {grown} bytes grew");
+        assert!(grown < 40 << 20, "no more than asked for: {grown} bytes grew");
+        assert_eq!(values, (0..1_000).collect::<Vec<_>>());
+        values.extend(1_000..2_000);
+        assert_eq!(values, (0..2_000).collect::<Vec<_>>());
+        prefault(&values, usize::MAX);
+        prefault(&Vec::<u32>::new(), 10);
     }
 
     #[test]

@@ -99,6 +99,17 @@ impl Codes {
         self.bytes[node * self.len..(node + 1) * self.len].copy_from_slice(&code);
     }
 
+    /// Makes room for `nodes` more nodes' codes.
+    pub fn reserve(&mut self, nodes: usize) {
+        crate::huge::reserve(&mut self.bytes, nodes * self.len);
+        self.scales.reserve(nodes);
+    }
+
+    /// Backs the room for the next `nodes` codes with memory now (see [`crate::huge::prefault`]).
+    pub fn prefault(&self, nodes: usize) {
+        crate::huge::prefault(&self.bytes, nodes * self.len);
+    }
+
     /// Appends the next node's code.
     pub fn push(&mut self, prepared: &[f32]) {
         crate::huge::reserve(&mut self.bytes, self.len);

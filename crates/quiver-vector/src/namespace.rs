@@ -478,6 +478,11 @@ impl Namespace {
         if size == 0 {
             return false;
         }
+        // Room for the whole backlog at once, so its appends never move the graph's arrays.
+        if let Some(&last) = self.pending.last() {
+            self.dense
+                .reserve((last + 1).saturating_sub(self.dense.node_count()));
+        }
         let entries = &self.entries;
         let items: Vec<(usize, &[f32])> = self.pending[..size]
             .iter()

@@ -485,6 +485,10 @@ impl Hnsw {
     /// The second step: each node of `batch` chooses its neighbours, on `threads` threads. Reads the
     /// graph only, so searches run meanwhile. Nothing but the batch's own nodes may be appended between
     /// [`Hnsw::append_batch`] and this (removals may).
+    ///
+    /// The first thread to start backs the room for the next batches with memory first: the kernel
+    /// zeroes fresh pages, and a build on several threads would otherwise wait while the one thread
+    /// that appends takes those faults.
     pub fn choose_batch(&self, batch: &Batch, threads: usize) -> Linking {
         assert_eq!(
             batch.appended_at,
@@ -492,15 +496,46 @@ impl Hnsw {
             "a batch is chosen in the graph it was appended to"
         );
         let nodes: Vec<u32> = batch.nodes.iter().map(|(node, _)| *node).collect();
-        let positions: Vec<usize> = (0..nodes.len()).collect();
-        let chosen = in_parallel(&positions, threads, |&position| {
+        // `None` stands for the prefault, taken first.
+        let steps: Vec<Option<usize>> = std::iter::once(None)
+            .filter(|_| threads > 1)
+            .chain((0..nodes.len()).map(Some))
+            .collect();
+        let chosen = in_parallel(&steps, threads, |&step| {
+            let Some(position) = step else {
+                self.prefault(PREFAULT_AHEAD);
+                return None;
+            };
             let (node, prepared) = &batch.nodes[position];
-            self.choose(*node, prepared, &nodes[..position])
+            Some(self.choose(*node, prepared, &nodes[..position]))
         });
         Linking {
-            chosen,
+            chosen: chosen.into_iter().flatten().collect(),
             appended_at: batch.appended_at,
         }
+    }
+
+    /// Makes room for `nodes` more nodes, so a backlog's appends never move the arrays (a growing
+    /// array is copied to one twice its size, into fresh pages). Memory is only backed as it is
+    /// written (or prefaulted just ahead of that).
+    pub fn reserve(&mut self, nodes: usize) {
+        let stride = self.stride();
+        crate::huge::reserve(&mut self.level0, nodes * stride);
+        crate::huge::reserve(&mut self.halves, nodes * self.half_words);
+        self.codes.reserve(nodes);
+        self.levels.reserve(nodes);
+        self.deleted.reserve(nodes);
+        if self.similarity == SimilarityFunction::Cosine {
+            self.inverse_norms.reserve(nodes);
+        }
+    }
+
+    /// Backs the room for the next `nodes` nodes' arrays with memory (see [`crate::huge::prefault`]).
+    fn prefault(&self, nodes: usize) {
+        crate::huge::prefault(&self.level0, nodes * self.stride());
+        crate::huge::prefault(&self.halves, nodes * self.half_words);
+        self.codes.prefault(nodes);
+        self.vectors.prefault(nodes);
     }
 
     /// The last step: links the batch's nodes as they chose, on `threads` threads.
@@ -587,6 +622,9 @@ fn in_parallel<T: Sync, R: Send>(items: &[T], threads: usize, work: impl Fn(&T) 
 /// threads, BENCHMARKS.md); the background indexer holds the write lock only to append and to link a
 /// batch, not while it searches.
 pub const INSERT_BATCH: usize = 128;
+
+/// Nodes past the last whose room a batch's choices back with memory: the next two batches'.
+const PREFAULT_AHEAD: usize = 2 * INSERT_BATCH;
 
 /// A link to add back from a neighbour to a new node that chose it: (layer, neighbour, new node).
 type BackLink = (u8, u32, u32);

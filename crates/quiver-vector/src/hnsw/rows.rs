@@ -91,6 +91,16 @@ impl Rows {
         }
     }
 
+    /// Backs the room for the next `nodes` vectors in the last chunk with memory now (see
+    /// [`crate::huge::prefault`]); a chunk not allocated yet is not.
+    pub(super) fn prefault(&self, nodes: usize) {
+        if self.len & CHUNK_MASK != 0
+            && let Some(Chunk::Owned(last)) = self.chunks.last()
+        {
+            crate::huge::prefault(last, nodes * self.dimension);
+        }
+    }
+
     /// Appends the next node's vector.
     pub(super) fn push(&mut self, vector: &[f32]) {
         debug_assert_eq!(vector.len(), self.dimension);
