@@ -106,7 +106,7 @@ impl Codes {
     }
 
     /// Backs the room for the next `nodes` codes with memory now (see [`crate::huge::prefault`]).
-    pub fn prefault(&self, nodes: usize) {
+    pub(crate) fn prefault(&self, nodes: usize) {
         crate::huge::prefault(&self.bytes, nodes * self.len);
     }
 
