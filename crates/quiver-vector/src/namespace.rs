@@ -508,9 +508,9 @@ impl Namespace {
 
     /// The last step: links the batch in flight as `linking` (chosen for it) says, and moves its
     /// records out of the pending list; the graph then holds their vectors, and searches find them.
-    /// A record removed while its batch was in flight stays a deleted node. Returns how many of the
-    /// batch's records were still pending (none where no batch is in flight: `linking` was chosen for
-    /// a namespace this one replaced).
+    /// A record removed while its batch was in flight stays a deleted node. Returns how many vectors
+    /// the batch took from the pending list (none where no batch is in flight: `linking` was chosen
+    /// for a namespace this one replaced).
     pub fn finish_indexing(&mut self, linking: Linking) -> usize {
         let Some(batch) = self.in_flight.take() else {
             return 0;
@@ -529,7 +529,7 @@ impl Namespace {
         }
         self.pending.drain(..still);
         self.graph_inserts += still as u64;
-        still
+        batch.slots().count()
     }
 
     /// A sample of the graph's vectors to train regions on, where the graph wants them (see
@@ -855,8 +855,9 @@ mod tests {
         assert!(namespace.remove("v4094"));
         namespace.put(record("v4095", vec![-10.0, -10.0]));
         let linking = namespace.choose_indexing().expect("a batch is in flight");
-        assert_eq!(namespace.finish_indexing(linking), 62);
+        assert_eq!(namespace.finish_indexing(linking), 64);
         assert_eq!(namespace.pending_len(), 1, "the replacement is pending");
+        assert_eq!(namespace.len(), 4_095);
         assert_eq!(
             namespace.nearest_ids(&[60.3, 63.4], 2),
             ["v4092", "v4093"],

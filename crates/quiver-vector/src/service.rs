@@ -135,10 +135,24 @@ pub struct Vectors {
     snapshots: Option<crate::snapshot::Snapshots>,
 }
 
+/// Moves up to [`INSERT_BATCH`] of each namespace's pending vectors into its graph, a batch at a time
+/// (a small graph takes small batches, see [`crate::hnsw::Hnsw::batch_size`]); returns how many vectors left the
+/// pending lists.
+fn index_chunk(namespaces: &RwLock<BTreeMap<String, Namespace>>) -> usize {
+    let mut moved = 0;
+    loop {
+        let batch = index_batch(namespaces);
+        moved += batch;
+        if batch == 0 || moved >= INSERT_BATCH {
+            return moved;
+        }
+    }
+}
+
 /// Moves a batch of each namespace's pending vectors into its graph (see
 /// [`Namespace::begin_indexing`]): appended under the write lock, their neighbours chosen under the
 /// read lock (queries run meanwhile; writes wait), linked under the write lock. Returns how many
-/// vectors were moved.
+/// vectors left the pending lists.
 fn index_batch(namespaces: &RwLock<BTreeMap<String, Namespace>>) -> usize {
     let begun: Vec<String> = write(namespaces)
         .iter_mut()
@@ -246,7 +260,7 @@ impl Vectors {
                     }
                     let chunk_state = Arc::clone(&state);
                     let indexed =
-                        tokio::task::spawn_blocking(move || index_batch(&chunk_state.namespaces)).await;
+                        tokio::task::spawn_blocking(move || index_chunk(&chunk_state.namespaces)).await;
                     let indexed = match indexed {
                         Ok(indexed) => indexed,
                         Err(error) => {

@@ -756,15 +756,17 @@ async fn acknowledged_vectors_are_queryable_at_once_and_the_graph_catches_up() {
         .map(|h| h["id"].as_str().unwrap())
         .collect();
     assert_eq!(ids, ["v0", "v1", "v2"]);
+    // Polled at most 500 times a second, within the index's rate limit (1,000 requests a second),
+    // for up to 30 s.
     let mut pending = u64::MAX;
-    for _ in 0..5_000 {
+    for _ in 0..15_000 {
         let info = ok(&server, &idx, "/info", Value::Null).await;
         assert_eq!(info["vectorCount"], 3000);
         pending = info["pendingVectorCount"].as_u64().unwrap();
         if pending == 0 {
             break;
         }
-        tokio::task::yield_now().await;
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
     }
     assert_eq!(pending, 0, "the background indexer drained the pending vectors");
     let hits = ok(&server, &idx, "/query", json!({"vector": [1.0, 0.0], "topK": 3})).await;
