@@ -13,7 +13,6 @@ use tokio::sync::Mutex;
 
 use crate::error::VectorError;
 use crate::filter::Filter;
-use crate::hnsw::{INSERT_BATCH, Linking};
 use crate::namespace::Namespace;
 use crate::record::{IndexSpec, Record, SparseVector, StoredRecord};
 use crate::store::{Change, VectorStore};
@@ -23,6 +22,7 @@ pub use crate::query::{Fusion, Hit, Query, QueryInput, SemanticWeight, Weighting
 
 mod checks;
 mod feed;
+mod indexing;
 mod namespaces;
 mod reads;
 mod regions;
@@ -135,55 +135,6 @@ pub struct Vectors {
     snapshots: Option<crate::snapshot::Snapshots>,
 }
 
-/// Moves up to [`INSERT_BATCH`] of each namespace's pending vectors into its graph, a batch at a time
-/// (a small graph takes small batches, see [`crate::hnsw::Hnsw::batch_size`]); returns how many vectors left the
-/// pending lists.
-fn index_chunk(namespaces: &RwLock<BTreeMap<String, Namespace>>) -> usize {
-    let mut moved = 0;
-    loop {
-        let batch = index_batch(namespaces);
-        moved += batch;
-        if batch == 0 || moved >= INSERT_BATCH {
-            return moved;
-        }
-    }
-}
-
-/// Moves a batch of each namespace's pending vectors into its graph (see
-/// [`Namespace::begin_indexing`]): appended under the write lock, their neighbours chosen under the
-/// read lock (queries run meanwhile; writes wait), linked under the write lock. Returns how many
-/// vectors left the pending lists.
-fn index_batch(namespaces: &RwLock<BTreeMap<String, Namespace>>) -> usize {
-    let begun: Vec<String> = write(namespaces)
-        .iter_mut()
-        .filter_map(|(name, namespace)| namespace.begin_indexing(INSERT_BATCH).then(|| name.clone()))
-        .collect();
-    if begun.is_empty() {
-        return 0;
-    }
-    let chosen: Vec<(String, Linking)> = {
-        let namespaces = read(namespaces);
-        begun
-            .into_iter()
-            .filter_map(|name| {
-                let linking = namespaces.get(&name)?.choose_indexing()?;
-                Some((name, linking))
-            })
-            .collect()
-    };
-    // A namespace dropped or replaced meanwhile has no batch in flight and takes nothing; one renamed
-    // finishes its batch when it next begins one.
-    let mut namespaces = write(namespaces);
-    chosen
-        .into_iter()
-        .map(|(name, linking)| {
-            namespaces
-                .get_mut(&name)
-                .map_or(0, |n| n.finish_indexing(linking))
-        })
-        .sum()
-}
-
 impl std::fmt::Debug for Vectors {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Vectors").finish_non_exhaustive()
@@ -260,7 +211,8 @@ impl Vectors {
                     }
                     let chunk_state = Arc::clone(&state);
                     let indexed =
-                        tokio::task::spawn_blocking(move || index_chunk(&chunk_state.namespaces)).await;
+                        tokio::task::spawn_blocking(move || indexing::index_chunk(&chunk_state.namespaces))
+                            .await;
                     let indexed = match indexed {
                         Ok(indexed) => indexed,
                         Err(error) => {
