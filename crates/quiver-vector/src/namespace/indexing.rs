@@ -18,9 +18,10 @@ impl Namespace {
     }
 
     /// The first of the three steps that move a batch of pending vectors (at most `limit`, and what
-    /// [`crate::hnsw::Hnsw::batch_size`] allows) into the graph, which the indexer takes under different locks:
-    /// this one appends them to the graph, where no search finds them yet; the records keep their
-    /// vectors and stay pending (so queries still scan them) until [`Namespace::finish_indexing`].
+    /// [`crate::hnsw::Hnsw::batch_size`] allows) into the graph, which the indexer takes under
+    /// different locks: this one appends them to the graph, where no search finds them yet; the
+    /// records keep their vectors and stay pending (so queries still scan them) until
+    /// [`Namespace::finish_indexing`].
     /// Whether a batch was begun (none where nothing is pending). A batch left in flight (its
     /// namespace moved before it was finished) is finished first.
     pub fn begin_indexing(&mut self, limit: usize) -> bool {
