@@ -618,10 +618,9 @@ fn in_parallel<T: Sync, R: Send>(items: &[T], threads: usize, work: impl Fn(&T) 
 }
 
 /// The most nodes a batch of [`Hnsw::insert_many`] searches for at once. Larger batches spend less of
-/// a build waiting at the start and end of each parallel step (on a Zen 4 instance 128 built 5-7 %
-/// faster than 64 on two threads; on Zen 2 the difference was within the noise, and 256 gained
-/// nothing: BENCHMARKS.md); the background indexer holds the write lock only to append and to link a
-/// batch, not while it searches.
+/// a build waiting at the start and end of each parallel step (128 built 2-9 % faster than 64 on two
+/// threads of a Zen 2 instance, 5-7 % on Zen 4; 256 gained nothing: BENCHMARKS.md); the background
+/// indexer holds the write lock only to append and to link a batch, not while it searches.
 pub const INSERT_BATCH: usize = 128;
 
 /// Nodes past the last whose room a batch's choices back with memory: the next two batches'.
