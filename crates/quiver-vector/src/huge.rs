@@ -160,6 +160,8 @@ mod tests {
         assert_eq!(values, (0..1_000).collect::<Vec<_>>());
         values.extend(1_000..2_000);
         assert_eq!(values, (0..2_000).collect::<Vec<_>>());
+        // Asking past the allocation, or of an empty vector, backs nothing outside it and does not
+        // panic.
         prefault(&values, usize::MAX);
         prefault(&Vec::<u32>::new(), 10);
     }

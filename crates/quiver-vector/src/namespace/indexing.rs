@@ -22,6 +22,7 @@ impl Namespace {
     /// different locks: this one appends them to the graph, where no search finds them yet; the
     /// records keep their vectors and stay pending (so queries still scan them) until
     /// [`Namespace::finish_indexing`].
+    ///
     /// Whether a batch was begun (none where nothing is pending). A batch left in flight (its
     /// namespace moved before it was finished) is finished first.
     pub fn begin_indexing(&mut self, limit: usize) -> bool {

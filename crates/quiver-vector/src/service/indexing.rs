@@ -10,8 +10,8 @@ use crate::namespace::Namespace;
 use super::{read, write};
 
 /// Moves up to [`INSERT_BATCH`] of each namespace's pending vectors into its graph, a batch at a time
-/// (a small graph takes small batches, see [`crate::hnsw::Hnsw::batch_size`]); returns how many vectors left the
-/// pending lists.
+/// (a small graph takes small batches, see [`crate::hnsw::Hnsw::batch_size`]); returns how many
+/// vectors the batches took from the pending lists (0 once nothing is pending).
 pub(super) fn index_chunk(namespaces: &RwLock<BTreeMap<String, Namespace>>) -> usize {
     let mut moved = 0;
     loop {
@@ -26,7 +26,7 @@ pub(super) fn index_chunk(namespaces: &RwLock<BTreeMap<String, Namespace>>) -> u
 /// Moves a batch of each namespace's pending vectors into its graph (see
 /// [`Namespace::begin_indexing`]): appended under the write lock, their neighbours chosen under the
 /// read lock (queries run meanwhile; writes wait), linked under the write lock. Returns how many
-/// vectors left the pending lists.
+/// vectors the batches took from the pending lists, those removed while in flight included.
 fn index_batch(namespaces: &RwLock<BTreeMap<String, Namespace>>) -> usize {
     let begun: Vec<String> = write(namespaces)
         .iter_mut()
