@@ -30,6 +30,7 @@ use super::partition::{
     LEAST_EXPLAINED, MOST_REGIONS, NONE, PATIENCE, PATIENCE_NODES, PATIENCE_READ, REGION_SIZE, REGIONS_FROM,
     RegionSample, Regions, SAMPLE_PER_CENTRE, TrainedRegions, distance, nearest_centre,
 };
+use super::search::keep_head;
 use crate::int8;
 use crate::score::squared_distance;
 
@@ -232,17 +233,15 @@ impl Hnsw {
         let regions = self.regions.as_ref().filter(|_| self.regions_readable())?;
         let coded = int8::Query::new(query);
         let probe = Probe::Int8(&coded);
-        let mut centres: Vec<Near> = (0..regions.count())
-            .map(|region| {
-                let (code, scale, squared_norm) = regions.codes.get(region);
-                let distance = match self.similarity {
-                    SimilarityFunction::Cosine | SimilarityFunction::DotProduct => -coded.dot(code, scale),
-                    SimilarityFunction::Euclidean => coded.squared_distance(code, scale, squared_norm),
-                };
-                Near(distance, region as u32)
-            })
-            .collect();
-        let nearest_first = NearestFirst::new(&mut centres);
+        let centres = (0..regions.count()).map(|region| {
+            let (code, scale, squared_norm) = regions.codes.get(region);
+            let distance = match self.similarity {
+                SimilarityFunction::Cosine | SimilarityFunction::DotProduct => -coded.dot(code, scale),
+                SimilarityFunction::Euclidean => coded.squared_distance(code, scale, squared_norm),
+            };
+            Near(distance, region as u32)
+        });
+        let nearest_first = NearestFirst::new(centres);
         // How near a region's nodes can lie, from its centre's distance and its radius: a dot product
         // gains at most |q| r on the centre's (Cauchy-Schwarz), a distance loses at most r. The
         // centre's distance comes from codes, as do the nodes' distances it is compared with: each
@@ -259,6 +258,7 @@ impl Hnsw {
         let mut scored: Vec<Near> = Vec::new();
         let mut passing: Vec<u32> = Vec::new();
         let mut best: BinaryHeap<Near> = BinaryHeap::with_capacity(k + 1);
+        let mut head: BinaryHeap<Near> = BinaryHeap::with_capacity(2 * k + 1);
         // Regions holding passing nodes, regions read (empty ones too) and passing nodes scored,
         // since the `k` best last changed.
         let (mut unchanged, mut unchanged_read, mut unchanged_nodes) = (0, 0, 0);
@@ -304,6 +304,7 @@ impl Hnsw {
             let mut improved = false;
             for Near(distance, node) in self.probe_distances(probe, &passing) {
                 scored.push(Near(distance, node));
+                keep_head(&mut head, 2 * k, Near(distance, node));
                 if best.len() < k || best.peek().is_some_and(|worst| distance < worst.0) {
                     best.push(Near(distance, node));
                     if best.len() > k {
@@ -318,7 +319,7 @@ impl Hnsw {
                 (unchanged, unchanged_nodes) = (unchanged + 1, unchanged_nodes + passing.len());
             }
         }
-        Some(self.finish_scan(query, &coded, k, &mut scored))
+        Some(self.finish_scan(query, &coded, k, head, &scored))
     }
 }
 
@@ -326,18 +327,23 @@ impl Hnsw {
 /// so the nearest [`NearestFirst::HEAD`] are sorted first, and each further run, twice as long as the
 /// one before, only once the search reads into it (a heap's pops cost more than one sort where a
 /// search reads every region, and sorting every centre costs more than a search that reads few).
-struct NearestFirst<'a> {
-    centres: &'a mut [Near],
+/// Each centre is one integer key that orders as [`Near`] does (distance by `total_cmp`, then
+/// region): comparing a key is one instruction where comparing a `Near` branches twice, and the
+/// sorting took a sixth of a whole-cluster region search's time (BENCHMARKS.md, session 34).
+struct NearestFirst {
+    keys: Vec<u64>,
     next: usize,
     sorted: usize,
 }
 
-impl<'a> NearestFirst<'a> {
+impl NearestFirst {
     const HEAD: usize = 64;
 
-    fn new(centres: &'a mut [Near]) -> NearestFirst<'a> {
+    fn new(centres: impl Iterator<Item = Near>) -> NearestFirst {
         let mut nearest_first = NearestFirst {
-            centres,
+            keys: centres
+                .map(|Near(distance, region)| key(distance, region))
+                .collect(),
             next: 0,
             sorted: 0,
         };
@@ -347,7 +353,7 @@ impl<'a> NearestFirst<'a> {
 
     /// Sorts the nearest `count` centres not sorted yet into place after those that are.
     fn sort_next(&mut self, count: usize) {
-        let rest = &mut self.centres[self.sorted..];
+        let rest = &mut self.keys[self.sorted..];
         let count = count.min(rest.len());
         if count < rest.len() {
             rest.select_nth_unstable(count);
@@ -357,14 +363,34 @@ impl<'a> NearestFirst<'a> {
     }
 }
 
-impl Iterator for NearestFirst<'_> {
+/// A key whose integer order is `Near(distance, region)`'s order: the distance's bits made to order as
+/// `f32::total_cmp` orders (negative values' bits all flipped, positive values' sign bit set) above
+/// the region.
+fn key(distance: f32, region: u32) -> u64 {
+    let bits = distance.to_bits();
+    let ordered = if bits >> 31 == 1 { !bits } else { bits | 1 << 31 };
+    u64::from(ordered) << 32 | u64::from(region)
+}
+
+/// The `Near` a [`key`] stands for.
+fn near(key: u64) -> Near {
+    let ordered = (key >> 32) as u32;
+    let bits = if ordered >> 31 == 1 {
+        ordered & !(1 << 31)
+    } else {
+        !ordered
+    };
+    Near(f32::from_bits(bits), key as u32)
+}
+
+impl Iterator for NearestFirst {
     type Item = Near;
 
     fn next(&mut self) -> Option<Near> {
         if self.next == self.sorted {
             self.sort_next(self.sorted);
         }
-        let near = self.centres.get(self.next).copied();
+        let near = self.keys.get(self.next).copied().map(near);
         self.next += 1;
         near
     }
@@ -451,12 +477,17 @@ mod tests {
     #[test]
     fn centres_come_nearest_first_however_many_are_read() {
         for count in [0_u32, 5, 64, 65, 200, 1_000] {
-            let mut centres: Vec<Near> = (0..count)
-                .map(|region| Near((region.wrapping_mul(2_654_435_761) % 997) as f32, region))
+            // Negative and positive distances, zeros of both signs, and ties broken by the region.
+            let centres: Vec<Near> = (0..count)
+                .map(|region| {
+                    let distance = (region.wrapping_mul(2_654_435_761) % 997) as f32 - 498.0;
+                    Near(if distance == 0.0 { -0.0 } else { distance / 7.0 }, region)
+                })
+                .chain([Near(0.0, count), Near(f32::MIN, count + 1), Near(3.5, count + 2)])
                 .collect();
             let mut sorted = centres.clone();
             sorted.sort_unstable();
-            let read: Vec<Near> = NearestFirst::new(&mut centres).collect();
+            let read: Vec<Near> = NearestFirst::new(centres.into_iter()).collect();
             assert_eq!(read, sorted, "{count} centres");
         }
     }
