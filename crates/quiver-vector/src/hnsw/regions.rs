@@ -302,16 +302,10 @@ impl Hnsw {
                 continue;
             }
             let mut improved = false;
-            for Near(distance, node) in self.probe_distances(probe, &passing) {
-                scored.push(Near(distance, node));
-                keep_head(&mut head, 2 * k, Near(distance, node));
-                if best.len() < k || best.peek().is_some_and(|worst| distance < worst.0) {
-                    best.push(Near(distance, node));
-                    if best.len() > k {
-                        best.pop();
-                    }
-                    improved = true;
-                }
+            for near in self.probe_distances(probe, &passing) {
+                scored.push(near);
+                keep_head(&mut head, 2 * k, near);
+                improved |= keep_head(&mut best, k, near);
             }
             if improved {
                 (unchanged, unchanged_read, unchanged_nodes) = (0, 0, 0);
@@ -328,8 +322,9 @@ impl Hnsw {
 /// one before, only once the search reads into it (a heap's pops cost more than one sort where a
 /// search reads every region, and sorting every centre costs more than a search that reads few).
 /// Each centre is one integer key that orders as [`Near`] does (distance by `total_cmp`, then
-/// region): comparing a key is one instruction where comparing a `Near` branches twice, and the
-/// sorting took a sixth of a whole-cluster region search's time (BENCHMARKS.md, session 34).
+/// region): comparing a key is one instruction where comparing a `Near` branches twice (sorting
+/// `Near`s, here and in the band's selections, took 18 % of a whole-cluster region search's samples;
+/// BENCHMARKS.md, session 34).
 struct NearestFirst {
     keys: Vec<u64>,
     next: usize,

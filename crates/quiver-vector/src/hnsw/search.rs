@@ -334,7 +334,7 @@ impl Hnsw {
     /// Of the nodes scored by their codes (`scored`, every one; `head`, the `2 k` best of them as
     /// [`keep_head`] keeps them), the `2 k` best and any others within twice the codes' error of the
     /// `k`-th best: those that can be among the `k` best. The head kept as nodes are scored spares two
-    /// selections over all of them, a tenth of a whole-cluster region search's time (2,500 scored).
+    /// selections over all of them, a tenth of a whole-cluster region search's samples (2,079 scored).
     fn within_band(
         &self,
         coded: &int8::Query,
@@ -648,14 +648,19 @@ impl Hnsw {
     }
 }
 
-/// Keeps `near` in `head` (the `room` best scored so far, the worst on top) where it is among them.
-pub(super) fn keep_head(head: &mut BinaryHeap<Near>, room: usize, near: Near) {
+/// Keeps `near` in `head` (the `room` best scored so far, the worst on top) where it is among them,
+/// and says whether it is.
+pub(super) fn keep_head(head: &mut BinaryHeap<Near>, room: usize, near: Near) -> bool {
     if head.len() < room {
         head.push(near);
-    } else if let Some(mut worst) = head.peek_mut()
-        && near < *worst
-    {
-        *worst = near;
+        return true;
+    }
+    match head.peek_mut() {
+        Some(mut worst) if near < *worst => {
+            *worst = near;
+            true
+        }
+        _ => false,
     }
 }
 
