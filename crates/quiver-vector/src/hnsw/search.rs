@@ -98,7 +98,8 @@ thread_local! {
 /// Scratch left by the threads a parallel step spawned ([`with_spare_scratch`]), for the next step's.
 static SPARE_SCRATCH: Mutex<Vec<Scratch>> = Mutex::new(Vec::new());
 
-/// The most scratch kept spare: one a lane past the first of two parallel builds at once.
+/// The most scratch kept spare: enough for the spawned lanes of a few parallel steps at once (a step
+/// on two threads spawns one).
 const MOST_SPARE: usize = 4;
 
 /// Runs `work` on a thread spawned for one parallel step with the scratch an earlier step's thread
