@@ -603,7 +603,7 @@ fn in_parallel<T: Sync, R: Send>(items: &[T], threads: usize, work: impl Fn(&T) 
     };
     let mut done: Vec<(usize, R)> = std::thread::scope(|scope| {
         let others: Vec<_> = (1..lanes)
-            .map(|_| scope.spawn(|| search::with_spare_scratch(lane)))
+            .map(|_| scope.spawn(|| Hnsw::with_spare_scratch(lane)))
             .collect();
         let mut done = lane();
         for other in others {
