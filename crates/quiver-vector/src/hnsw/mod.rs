@@ -18,6 +18,7 @@ mod partition;
 mod read_ahead;
 mod regions;
 mod rows;
+mod scratch;
 mod search;
 
 use std::collections::HashMap;
