@@ -1,9 +1,23 @@
 //! The vector REST API through real HTTP, with tokens from the management API.
 
 use quiver_testkit::TestServer;
-use quiver_testkit::calls::{call, dense, ok, send_with_text as send};
+use quiver_testkit::calls::{VectorIndex, call, dense, ok, send_with_text as send};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
+
+/// The index's info once the background indexer has no vector pending, as a client waits for it:
+/// polled at most 500 times a second, within the index's rate limit, for up to 30 s.
+async fn info_once_indexed(server: &TestServer, idx: &VectorIndex) -> Value {
+    let mut info = Value::Null;
+    for _ in 0..15_000 {
+        info = ok(server, idx, "/info", Value::Null).await;
+        if info["pendingVectorCount"] == 0 {
+            return info;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+    }
+    panic!("vectors still pending after 30 s: {info}");
+}
 
 #[tokio::test]
 async fn upserted_vectors_are_queried_with_normalised_scores_and_requested_parts() {
@@ -325,17 +339,7 @@ async fn update_overwrites_or_patches_and_reports_missing_ids() {
     let (status, error, _) = call(&server, &idx, "/update", json!({"id": "u", "vector": [1.0]})).await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{error}");
     // The updated vector reaches the graph without another write to wake the indexer.
-    let mut pending = u64::MAX;
-    for _ in 0..5_000 {
-        pending = ok(&server, &idx, "/info", Value::Null).await["pendingVectorCount"]
-            .as_u64()
-            .unwrap();
-        if pending == 0 {
-            break;
-        }
-        tokio::task::yield_now().await;
-    }
-    assert_eq!(pending, 0, "the update was indexed");
+    info_once_indexed(&server, &idx).await;
 }
 
 #[tokio::test]
@@ -373,6 +377,9 @@ async fn namespaces_are_created_on_write_listed_counted_renamed_reset_and_delete
         "queries stay inside their namespace"
     );
 
+    // Indexing runs in the background, so a client waits for it before reading counts that
+    // say nothing is pending.
+    info_once_indexed(&server, &idx).await;
     let (_, info, _) = send(server.vector(&idx.token, Method::GET, "/info")).await;
     let info = &info["result"];
     assert_eq!(info["vectorCount"], 4);
@@ -756,19 +763,11 @@ async fn acknowledged_vectors_are_queryable_at_once_and_the_graph_catches_up() {
         .map(|h| h["id"].as_str().unwrap())
         .collect();
     assert_eq!(ids, ["v0", "v1", "v2"]);
-    // Polled at most 500 times a second, within the index's rate limit (1,000 requests a second),
-    // for up to 30 s.
-    let mut pending = u64::MAX;
-    for _ in 0..15_000 {
-        let info = ok(&server, &idx, "/info", Value::Null).await;
-        assert_eq!(info["vectorCount"], 3000);
-        pending = info["pendingVectorCount"].as_u64().unwrap();
-        if pending == 0 {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
-    }
-    assert_eq!(pending, 0, "the background indexer drained the pending vectors");
+    let info = info_once_indexed(&server, &idx).await;
+    assert_eq!(
+        info["vectorCount"], 3000,
+        "the background indexer drained the pending vectors"
+    );
     let hits = ok(&server, &idx, "/query", json!({"vector": [1.0, 0.0], "topK": 3})).await;
     let ids: Vec<&str> = hits
         .as_array()
