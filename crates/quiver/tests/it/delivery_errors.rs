@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use quiver_testkit::calls::{publish, send};
+use quiver_testkit::poll::until;
 use quiver_testkit::{Receiver, Reply, TestServer};
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
@@ -50,17 +51,14 @@ async fn a_delivery_whose_signing_keys_cannot_be_read_is_put_off_never_sent_unsi
     let put_off = format!(
         "SELECT COUNT(*) FROM events WHERE message_id = '{message_id}' AND state = 'ERROR' AND detail LIKE '%signing keys%'"
     );
-    let mut logged = 0;
-    for _ in 0..2_000 {
+    let logged = until("the put-off attempt logged", WAIT, || async {
         let connection = rusqlite::Connection::open(server.data_dir().join("queue.db")).unwrap();
-        logged = connection
+        let logged = connection
             .query_row(&put_off, [], |row| row.get::<_, i64>(0))
             .unwrap();
-        if logged > 0 {
-            break;
-        }
-        tokio::task::yield_now().await;
-    }
+        (logged > 0).then_some(logged)
+    })
+    .await;
     assert_eq!(logged, 1, "the attempt was put off and logged");
     assert!(receiver.requests().is_empty(), "nothing went out unsigned");
 

@@ -7,6 +7,7 @@ use base64::engine::general_purpose::{STANDARD, URL_SAFE, URL_SAFE_NO_PAD};
 use quiver_core::Clock;
 use quiver_queue::signing::hmac_sha256;
 use quiver_testkit::calls::{publish, send};
+use quiver_testkit::poll::until;
 use quiver_testkit::{Receiver, RecordedRequest, Reply, TestServer};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
@@ -99,14 +100,11 @@ async fn the_events_log_shows_a_delivered_message_s_life_in_order() {
     let (_, published) = publish(&server, &receiver.url("/ok"), &[], "x").await;
     let message_id = published["messageId"].as_str().unwrap();
     receiver.wait_for(1, WAIT).await;
-    let mut events = events_of(&server, message_id).await;
-    for _ in 0..200 {
-        if events.len() >= 3 {
-            break;
-        }
-        tokio::task::yield_now().await;
-        events = events_of(&server, message_id).await;
-    }
+    let events = until("the delivery's outcome in the log", WAIT, || async {
+        let events = events_of(&server, message_id).await;
+        (events.len() >= 3).then_some(events)
+    })
+    .await;
     assert_eq!(states(&events), ["CREATED", "ACTIVE", "DELIVERED"]);
     assert_eq!(events[2]["responseStatus"], 200);
     assert_eq!(events[0]["url"], receiver.url("/ok"));
@@ -153,16 +151,18 @@ async fn failures_are_retried_after_the_default_backoff_then_delivered() {
     assert_eq!(third.header("upstash-retried"), Some("2"));
 }
 
-/// Waits (on the server's own progress, not on time) until the message has `retried` retries scheduled.
+/// Waits until the message has `retried` retries scheduled.
 async fn wait_for_retried(server: &TestServer, message_id: &str, retried: u64) -> Value {
-    for _ in 0..2_000 {
-        let (status, message) = send(server.queue(Method::GET, &format!("/v2/messages/{message_id}"))).await;
-        if status == StatusCode::OK && message["retried"] == retried {
-            return message;
-        }
-        tokio::task::yield_now().await;
-    }
-    panic!("message {message_id} never reached {retried} retries");
+    until(
+        &format!("message {message_id} reaching {retried} retries"),
+        WAIT,
+        || async {
+            let (status, message) =
+                send(server.queue(Method::GET, &format!("/v2/messages/{message_id}"))).await;
+            (status == StatusCode::OK && message["retried"] == retried).then_some(message)
+        },
+    )
+    .await
 }
 
 #[tokio::test]
@@ -255,14 +255,15 @@ async fn exhausted_retries_go_to_the_dead_letter_queue_which_can_be_read_retried
 }
 
 pub(crate) async fn wait_for_dead_letter(server: &TestServer, message_id: &str) -> Value {
-    for _ in 0..2_000 {
-        let (_, page) = send(server.queue(Method::GET, &format!("/v2/dlq?messageId={message_id}"))).await;
-        if let Some(dead) = page["messages"].as_array().and_then(|m| m.first()) {
-            return dead.clone();
-        }
-        tokio::task::yield_now().await;
-    }
-    panic!("message {message_id} never reached the dead letter queue");
+    until(
+        &format!("message {message_id} reaching the dead letter queue"),
+        WAIT,
+        || async {
+            let (_, page) = send(server.queue(Method::GET, &format!("/v2/dlq?messageId={message_id}"))).await;
+            page["messages"].as_array().and_then(|m| m.first()).cloned()
+        },
+    )
+    .await
 }
 
 #[tokio::test]

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use quiver_testkit::calls::send;
+use quiver_testkit::poll::until;
 use quiver_testkit::{Receiver, TestServer};
 use reqwest::{Method, StatusCode};
 use serde_json::json;
@@ -30,13 +31,11 @@ async fn the_next_message_waits_for_the_current_ones_retries() {
     enqueue(&server, "orders", &receiver.url("/o"), "second").await;
 
     receiver.wait_for(1, WAIT).await;
-    for _ in 0..2_000 {
+    until("the first message's retry scheduled", WAIT, || async {
         let (_, message) = send(server.queue(Method::GET, &format!("/v2/messages/{first}"))).await;
-        if message["retried"] == 1 {
-            break;
-        }
-        tokio::task::yield_now().await;
-    }
+        (message["retried"] == 1).then_some(())
+    })
+    .await;
     let (_, queue) = send(server.queue(Method::GET, "/v2/queues/orders")).await;
     assert_eq!(
         queue["lag"], 2,

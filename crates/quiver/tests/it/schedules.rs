@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use quiver_core::Timestamp;
 use quiver_testkit::calls::send;
+use quiver_testkit::poll::until;
 use quiver_testkit::{Receiver, TestServer};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
@@ -34,16 +35,13 @@ async fn schedule(server: &TestServer, id: &str) -> Value {
     record
 }
 
-/// Waits (on the server's progress) until the schedule's last firing is recorded as `fired_at`.
+/// Waits until the schedule's last firing is recorded as `fired_at`.
 async fn wait_fired(server: &TestServer, id: &str, fired_at: i64) -> Value {
-    for _ in 0..2_000 {
+    until(&format!("schedule {id} firing at {fired_at}"), WAIT, || async {
         let record = schedule(server, id).await;
-        if record["lastScheduleTime"] == fired_at {
-            return record;
-        }
-        tokio::task::yield_now().await;
-    }
-    panic!("schedule {id} did not fire at {fired_at}");
+        (record["lastScheduleTime"] == fired_at).then_some(record)
+    })
+    .await
 }
 
 #[tokio::test]
@@ -111,15 +109,11 @@ async fn a_schedule_fires_on_its_cron_and_reports_every_field() {
     let message_id = states.keys().next().unwrap().clone();
     let state = &states[&message_id];
     assert!(state == "IN_PROGRESS" || state == "SUCCESS", "{state}");
-    let mut delivered_state = state.clone();
-    for _ in 0..2_000 {
-        if delivered_state == "SUCCESS" {
-            break;
-        }
-        tokio::task::yield_now().await;
-        delivered_state = schedule(&server, &id).await["lastScheduleStates"][&message_id].clone();
-    }
-    assert_eq!(delivered_state, "SUCCESS", "the firing's message was delivered");
+    // The firing's message is delivered.
+    until("the firing's message delivered", WAIT, || async {
+        (schedule(&server, &id).await["lastScheduleStates"][&message_id] == "SUCCESS").then_some(())
+    })
+    .await;
     let (_, message_events) =
         send(server.queue(Method::GET, &format!("/v2/events?messageId={message_id}"))).await;
     assert_eq!(message_events["events"][0]["scheduleId"], id.as_str());

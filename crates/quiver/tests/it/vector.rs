@@ -2,21 +2,22 @@
 
 use quiver_testkit::TestServer;
 use quiver_testkit::calls::{VectorIndex, call, dense, ok, send_with_text as send};
+use quiver_testkit::poll::until;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 /// The index's info once the background indexer has no vector pending, as a client waits for it:
-/// polled at most 500 times a second, within the index's rate limit, for up to 30 s.
+/// polled within the index's rate limit, for up to 30 s.
 async fn info_once_indexed(server: &TestServer, idx: &VectorIndex) -> Value {
-    let mut info = Value::Null;
-    for _ in 0..15_000 {
-        info = ok(server, idx, "/info", Value::Null).await;
-        if info["pendingVectorCount"] == 0 {
-            return info;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
-    }
-    panic!("vectors still pending after 30 s: {info}");
+    until(
+        "no vector pending",
+        std::time::Duration::from_secs(30),
+        || async {
+            let info = ok(server, idx, "/info", Value::Null).await;
+            (info["pendingVectorCount"] == 0).then_some(info)
+        },
+    )
+    .await
 }
 
 #[tokio::test]

@@ -6,6 +6,7 @@ use std::time::Duration;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use quiver_testkit::calls::send;
+use quiver_testkit::poll::until;
 use quiver_testkit::{Receiver, Reply, TestServer};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
@@ -412,15 +413,16 @@ async fn the_dlq_lists_only_workflow_messages_with_source_workflow() {
 }
 
 async fn workflow_dead_letters(server: &TestServer, expected: usize) -> Vec<Value> {
-    for _ in 0..2_000 {
-        let (_, page) = send(server.queue(Method::GET, "/v2/dlq?source=workflow")).await;
-        let messages = page["messages"].as_array().unwrap().clone();
-        if messages.len() == expected {
-            return messages;
-        }
-        tokio::task::yield_now().await;
-    }
-    panic!("the workflow DLQ never held {expected} dead letters");
+    until(
+        &format!("the workflow DLQ holding {expected} dead letters"),
+        WAIT,
+        || async {
+            let (_, page) = send(server.queue(Method::GET, "/v2/dlq?source=workflow")).await;
+            let messages = page["messages"].as_array().unwrap().clone();
+            (messages.len() == expected).then_some(messages)
+        },
+    )
+    .await
 }
 
 async fn run_state(server: &TestServer, run: &str) -> Value {
@@ -442,15 +444,10 @@ async fn a_dead_lettered_step_fails_its_run_which_can_be_restarted_resumed_or_de
     let created_at = dead["workflowCreatedAt"]
         .as_i64()
         .expect("the run's creation time");
-    let mut state = Value::Null;
-    for _ in 0..2_000 {
-        state = run_state(&server, "wfr_broken").await;
-        if state == "RUN_FAILED" {
-            break;
-        }
-        tokio::task::yield_now().await;
-    }
-    assert_eq!(state, "RUN_FAILED");
+    until("the run failed", WAIT, || async {
+        (run_state(&server, "wfr_broken").await == "RUN_FAILED").then_some(())
+    })
+    .await;
     let (_, by_time) = send(server.queue(
         Method::GET,
         &format!("/v2/workflows/dlq?workflowCreatedAt={created_at}&workflowRunId=wfr_broken"),
@@ -587,15 +584,11 @@ async fn a_failed_failure_callback_is_reported_on_its_steps_dead_letter_and_can_
         ],
     )
     .await;
-    let mut dead = Value::Null;
-    for _ in 0..2_000 {
-        dead = workflow_dead_letters(&server, 1).await.remove(0);
-        if dead["failureCallbackInfo"]["state"] == "CALLBACK_FAIL" {
-            break;
-        }
-        tokio::task::yield_now().await;
-    }
-    assert_eq!(dead["failureCallbackInfo"]["state"], "CALLBACK_FAIL", "{dead}");
+    let dead = until("the failure callback failed", WAIT, || async {
+        let dead = workflow_dead_letters(&server, 1).await.remove(0);
+        (dead["failureCallbackInfo"]["state"] == "CALLBACK_FAIL").then_some(dead)
+    })
+    .await;
     assert_eq!(dead["failureCallbackInfo"]["responseStatus"], 500);
     assert_eq!(dead["failureCallbackInfo"]["responseBody"], "still down");
     let (_, all) = send(server.queue(Method::GET, "/v2/dlq")).await;
@@ -625,15 +618,11 @@ async fn a_failed_failure_callback_is_reported_on_its_steps_dead_letter_and_can_
         send(server.queue(Method::POST, &format!("/v2/workflows/dlq/callback/{dlq_id}"))).await;
     assert_eq!(status, StatusCode::OK, "{retried}");
     assert_eq!(retried["workflowRunId"], "wfr_doomed");
-    let mut state = Value::Null;
-    for _ in 0..2_000 {
-        state = workflow_dead_letters(&server, 1).await[0]["failureCallbackInfo"]["state"].clone();
-        if state == "CALLBACK_SUCCESS" {
-            break;
-        }
-        tokio::task::yield_now().await;
-    }
-    assert_eq!(state, "CALLBACK_SUCCESS");
+    until("the failure callback sent again succeeded", WAIT, || async {
+        let state = workflow_dead_letters(&server, 1).await[0]["failureCallbackInfo"]["state"].clone();
+        (state == "CALLBACK_SUCCESS").then_some(())
+    })
+    .await;
     let callback = receiver
         .requests()
         .into_iter()
@@ -704,13 +693,8 @@ async fn a_failure_callback_in_progress_can_be_cancelled_and_its_late_answer_cha
     receiver.respond_with(Reply::status(200));
     let (status, _) = send(server.queue(Method::POST, &path)).await;
     assert_eq!(status, StatusCode::OK);
-    let mut last = Value::Null;
-    for _ in 0..2_000 {
-        last = state().await;
-        if last == "CALLBACK_SUCCESS" {
-            break;
-        }
-        tokio::task::yield_now().await;
-    }
-    assert_eq!(last, "CALLBACK_SUCCESS");
+    until("the callback sent again succeeded", WAIT, || async {
+        (state().await == "CALLBACK_SUCCESS").then_some(())
+    })
+    .await;
 }
