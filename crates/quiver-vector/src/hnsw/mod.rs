@@ -20,6 +20,7 @@ mod regions;
 mod rows;
 mod scratch;
 mod search;
+mod skim;
 
 use std::collections::HashMap;
 
