@@ -285,8 +285,8 @@ impl Hnsw {
             }
             passing.clear();
             let members = &regions.members[region as usize];
-            let skimmed = skim.allowed();
-            let (mut first_passed, mut passed) = (0, 0);
+            let may_skim = skim.allowed();
+            let (mut first_passed, mut passed, mut skimmed) = (0, 0, false);
             // As a scan judges (`Hnsw::exact`): sixteen verdicts gathered in a mask before any is acted
             // on, and only a passing member's deletion looked up (a removed member may be judged).
             for (chunk, members) in members.chunks(16).enumerate() {
@@ -296,7 +296,8 @@ impl Hnsw {
                     .fold(0_u32, |mask, (at, &node)| mask | (u32::from(accept(node)) << at));
                 if chunk == 0 {
                     first_passed = mask.count_ones();
-                    if first_passed == 0 && skimmed {
+                    skimmed = first_passed == 0 && may_skim;
+                    if skimmed {
                         break;
                     }
                 }
@@ -309,7 +310,7 @@ impl Hnsw {
                     }
                 }
             }
-            if first_passed == 0 && skimmed {
+            if skimmed {
                 skim.skipped();
             } else {
                 skim.judged(first_passed, passed, members.len());
