@@ -247,18 +247,22 @@ pub(crate) async fn run(config: &Config, bench: VectorBench) -> Result<()> {
     graph.set_ef_search(64);
     // Each row is measured with regions trained (what a graph of this size keeps once the indexer has
     // trained them) and walked as before, in alternating rounds of the same run; medians are reported.
-    let rows: [(&str, usize, bool, bool); 8] = [
-        ("0.1 %", 1_000, false, true),
-        ("1 %", 100, false, true),
-        ("10 %", 10, false, true),
-        ("50 %", 2, false, true),
-        ("1 % (whole clusters kept)", 100, true, true),
-        ("10 % (whole clusters kept)", 10, true, true),
-        ("50 % (whole clusters kept)", 2, true, true),
-        ("90 % (10 % of clusters dropped)", 10, true, false),
+    // The last two keep whole clusters and, besides, records scattered over every cluster (a filter
+    // such as `category = 'x' OR pinned = true`): a record in 100 and a record in 1,000.
+    let rows: [(&str, usize, bool, bool, Option<usize>); 10] = [
+        ("0.1 %", 1_000, false, true, None),
+        ("1 %", 100, false, true, None),
+        ("10 %", 10, false, true, None),
+        ("50 %", 2, false, true, None),
+        ("1 % (whole clusters kept)", 100, true, true, None),
+        ("10 % (whole clusters kept)", 10, true, true, None),
+        ("50 % (whole clusters kept)", 2, true, true, None),
+        ("90 % (10 % of clusters dropped)", 10, true, false, None),
+        ("11 % (10 % of clusters, 1 % of records)", 10, true, true, Some(100)),
+        ("10.1 % (10 % of clusters, 0.1 % of records)", 10, true, true, Some(1_000)),
     ];
     let mut passing_of = Vec::new();
-    for (label, modulus, by_cluster, kept) in rows {
+    for (label, modulus, by_cluster, kept, scattered) in rows {
         let passing: Vec<bool> = (0..bench.count)
             .map(|slot| {
                 let picked = if by_cluster {
@@ -266,7 +270,7 @@ pub(crate) async fn run(config: &Config, bench: VectorBench) -> Result<()> {
                 } else {
                     keeps(slot, modulus)
                 };
-                picked == kept
+                picked == kept || scattered.is_some_and(|modulus| keeps(slot, modulus))
             })
             .collect();
         let filtered_truth = exact_truth(&exact, &queries, k, &|slot| passing[slot]);
@@ -589,6 +593,16 @@ async fn filter_language_rows(
             clusters_where(10, false),
             "90 % (10 % of clusters dropped)",
             in_clusters(10, false),
+        ),
+        (
+            format!("{} OR shard = 7", clusters_where(10, true)),
+            "11 % (10 % of clusters, or 1 % of records)",
+            Box::new(|n| keeps(clusters[n], 10) || n % 100 == 7),
+        ),
+        (
+            format!("{} OR part = 7", clusters_where(10, true)),
+            "10.1 % (10 % of clusters, or 0.1 % of records)",
+            Box::new(|n| keeps(clusters[n], 10) || n % 1000 == 7),
         ),
         (
             "tag = 3 AND shard < 50".into(),
