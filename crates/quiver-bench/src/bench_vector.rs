@@ -258,8 +258,20 @@ pub(crate) async fn run(config: &Config, bench: VectorBench) -> Result<()> {
         ("10 % (whole clusters kept)", 10, true, true, None),
         ("50 % (whole clusters kept)", 2, true, true, None),
         ("90 % (10 % of clusters dropped)", 10, true, false, None),
-        ("11 % (10 % of clusters, 1 % of records)", 10, true, true, Some(100)),
-        ("10.1 % (10 % of clusters, 0.1 % of records)", 10, true, true, Some(1_000)),
+        (
+            "11 % (10 % of clusters, 1 % of records)",
+            10,
+            true,
+            true,
+            Some(100),
+        ),
+        (
+            "10.1 % (10 % of clusters, 0.1 % of records)",
+            10,
+            true,
+            true,
+            Some(1_000),
+        ),
     ];
     let mut passing_of = Vec::new();
     for (label, modulus, by_cluster, kept, scattered) in rows {
