@@ -15,6 +15,7 @@ mod distances;
 mod image;
 mod marks;
 mod partition;
+mod patience;
 mod read_ahead;
 mod regions;
 mod rows;

@@ -23,23 +23,6 @@ pub(super) const SAMPLE_PER_CENTRE: usize = 16;
 /// Rounds of k-means (Lloyd's): centres settle within a few on clustered data.
 pub(super) const ROUNDS: usize = 4;
 
-/// A region search stops once this many regions in a row, each holding passing nodes, left its `k`
-/// best as they were. Measured on the benchmark's clusters (100,000 x 384, 1,000 clusters), recall@10:
-/// 0.988 for a random 10 % filter (about 2,200 nodes judged), 0.982 for 10 % of whole clusters kept
-/// (about 21,000 judged) and 0.963 for half of them; 8 regions gave 0.948 and 0.942.
-pub(super) const PATIENCE: usize = 16;
-
-/// And once the passing nodes of those regions number this many: where few of a region's nodes pass
-/// (a filter keeping 1 % of records at random keeps about one a region), sixteen regions are too few
-/// to hold the next-nearest passing records. Measured as above: recall@10 0.857 for a random 1 %
-/// filter with regions alone, 0.956 with 100 nodes and 0.983 with 200.
-pub(super) const PATIENCE_NODES: usize = 200;
-
-/// Or once this many regions, empty ones too, have been read in a row without change: a filter that
-/// keeps a few whole clusters leaves few regions holding passing nodes (ten of a thousand for 1 % of
-/// the benchmark's clusters), so `PATIENCE` of them would read nearly every region.
-pub(super) const PATIENCE_READ: usize = 160;
-
 /// The least share of the sample's variance (about its mean) the centres must explain for searches to
 /// read the regions. Regions help where the data is clustered at least as finely as they are: each
 /// then stands for a cluster, and its centre ranks its members. Where a region mixes several clusters

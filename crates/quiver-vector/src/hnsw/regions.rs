@@ -7,9 +7,13 @@
 //! distances; a beam fills with the nearest kept region before it reaches the others (measured in
 //! BENCHMARKS.md). Ranking regions by their centres does not depend on the graph's links: the search
 //! judges the members of the nearest regions, scores those that pass by their 8-bit codes, and stops
-//! once `PATIENCE` regions in a row holding passing nodes have not improved its `k` best. A filter
-//! that keeps records at random has its best passing records in the query's own region and stops after
-//! a few more; one that keeps whole clusters reads kept regions until the nearest are all read.
+//! once the regions read since its `k` best last changed say no later one will change them
+//! ([`Patience`]: sixteen regions holding passing nodes, two hundred of those nodes). A filter that
+//! keeps records at random has its best passing records in the query's own region and stops after a
+//! few more; one that keeps whole clusters reads kept regions until the nearest are all read; one that
+//! also keeps records scattered over every cluster (a passing record or two in most regions) reads on
+//! until two hundred of them (a kept region counting sixteen) or a hundred and sixty regions have
+//! changed nothing.
 //!
 //! Centres are trained on a copy of a sample ([`Hnsw::region_sample`], then [`RegionSample::train`],
 //! which reads no graph and so runs while the graph is in use), and installed with
@@ -27,9 +31,10 @@ use quiver_core::index::SimilarityFunction;
 use super::Hnsw;
 use super::candidates::{Near, Probe};
 use super::partition::{
-    LEAST_EXPLAINED, MOST_REGIONS, NONE, PATIENCE, PATIENCE_NODES, PATIENCE_READ, REGION_SIZE, REGIONS_FROM,
-    RegionSample, Regions, SAMPLE_PER_CENTRE, TrainedRegions, distance, nearest_centre,
+    LEAST_EXPLAINED, MOST_REGIONS, NONE, REGION_SIZE, REGIONS_FROM, RegionSample, Regions, SAMPLE_PER_CENTRE,
+    TrainedRegions, distance, nearest_centre,
 };
+use super::patience::Patience;
 use super::search::keep_head;
 use super::skim::Skim;
 use crate::int8;
@@ -221,9 +226,8 @@ impl Hnsw {
     }
 
     /// The `k` best live nodes that `accept` passes, read region by region from the centre nearest
-    /// to `query` (prepared), scored by their 8-bit codes, until the `k` best have not changed over
-    /// `PATIENCE_NODES` passing nodes and over `PATIENCE` regions holding passing nodes (or
-    /// `PATIENCE_READ` regions read, empty ones too); then ranked as an exhaustive search ranks
+    /// to `query` (prepared), scored by their 8-bit codes, until what was read since the `k` best last
+    /// changed exhausts the search's [`Patience`]; then ranked as an exhaustive search ranks
     /// ([`Hnsw::finish_scan`]). `None` where the graph has no regions.
     pub(super) fn search_regions(
         &self,
@@ -260,15 +264,11 @@ impl Hnsw {
         let mut passing: Vec<u32> = Vec::new();
         let mut best: BinaryHeap<Near> = BinaryHeap::with_capacity(k + 1);
         let mut head: BinaryHeap<Near> = BinaryHeap::with_capacity(2 * k + 1);
-        // Regions holding passing nodes, regions read (empty ones too) and passing nodes scored,
-        // since the `k` best last changed.
-        let (mut unchanged, mut unchanged_read, mut unchanged_nodes) = (0, 0, 0);
+        // What was read since the `k` best last changed.
+        let mut patience = Patience::default();
         let mut skim = Skim::default();
         for Near(centre, region) in nearest_first {
-            if best.len() >= k
-                && unchanged_nodes >= PATIENCE_NODES
-                && (unchanged >= PATIENCE || unchanged_read >= PATIENCE_READ)
-            {
+            if best.len() >= k && patience.exhausted() {
                 break;
             }
             if best.len() >= k
@@ -315,8 +315,8 @@ impl Hnsw {
             } else {
                 skim.judged(first_passed, passed, members.len());
             }
-            unchanged_read += 1;
             if passing.is_empty() {
+                patience.read(0, false);
                 continue;
             }
             let mut improved = false;
@@ -325,11 +325,7 @@ impl Hnsw {
                 keep_head(&mut head, 2 * k, near);
                 improved |= keep_head(&mut best, k, near);
             }
-            if improved {
-                (unchanged, unchanged_read, unchanged_nodes) = (0, 0, 0);
-            } else {
-                (unchanged, unchanged_nodes) = (unchanged + 1, unchanged_nodes + passing.len());
-            }
+            patience.read(passing.len(), improved);
         }
         Some(self.finish_scan(query, &coded, k, head, &scored))
     }
