@@ -89,23 +89,20 @@ mod tests {
         assert_eq!(regions_read(50), 16, "many a region: sixteen regions");
     }
 
-    /// Regions with no passing node never end a search on their own: they count only towards
-    /// `PATIENCE_READ`, with nodes read before them.
-    fn regions_read_empty() -> usize {
+    #[test]
+    fn a_few_whole_clusters_stop_the_search_after_a_hundred_and_sixty_regions_read() {
+        // Two kept regions, then regions with no passing node: those count only towards
+        // `PATIENCE_READ`, with the nodes read before them.
         let mut patience = Patience::default();
         patience.read(100, false);
         patience.read(100, false);
-        (3..)
+        let read = (3..)
             .find(|_| {
                 patience.read(0, false);
                 patience.exhausted()
             })
-            .expect("stops")
-    }
-
-    #[test]
-    fn a_few_whole_clusters_stop_the_search_after_a_hundred_and_sixty_regions_read() {
-        assert_eq!(regions_read_empty(), PATIENCE_READ);
+            .expect("stops");
+        assert_eq!(read, PATIENCE_READ);
         let mut patience = Patience::default();
         for _ in 0..1_000 {
             patience.read(0, false);
