@@ -11,6 +11,7 @@
 //! filtered search is planned is described in `hnsw/search.rs`.
 
 mod candidates;
+mod crew;
 mod distances;
 mod image;
 mod marks;
@@ -604,20 +605,40 @@ fn in_parallel<T: Sync, R: Send>(items: &[T], threads: usize, work: impl Fn(&T) 
             done.push((at, work(item)));
         }
     };
-    let mut done: Vec<(usize, R)> = std::thread::scope(|scope| {
-        let others: Vec<_> = (1..lanes)
-            .map(|_| scope.spawn(|| Hnsw::with_spare_scratch(lane)))
-            .collect();
-        let mut done = lane();
-        for other in others {
+    // The kept threads take a lane each (see `crew`); where another step holds them, the step spawns
+    // its own.
+    let helped = std::sync::Mutex::new(Vec::new());
+    let help = || {
+        let done = lane();
+        helped
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .extend(done);
+    };
+    let mut done: Vec<(usize, R)> = match crew::alongside(lanes - 1, &help, lane) {
+        Some(mut done) => {
             done.extend(
-                other
-                    .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                helped
+                    .into_inner()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner),
             );
+            done
         }
-        done
-    });
+        None => std::thread::scope(|scope| {
+            let others: Vec<_> = (1..lanes)
+                .map(|_| scope.spawn(|| Hnsw::with_spare_scratch(lane)))
+                .collect();
+            let mut done = lane();
+            for other in others {
+                done.extend(
+                    other
+                        .join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                );
+            }
+            done
+        }),
+    };
     done.sort_unstable_by_key(|(at, _)| *at);
     done.into_iter().map(|(_, answer)| answer).collect()
 }
