@@ -200,6 +200,9 @@ impl Crew {
                 std::hint::spin_loop();
             } else if started.elapsed() > SPIN {
                 break;
+            } else {
+                // A thread waiting for this core (the caller's, where the two share one) gets it.
+                std::thread::yield_now();
             }
         }
         let mut offer = self.lock();
