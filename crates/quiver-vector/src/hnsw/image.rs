@@ -181,7 +181,7 @@ impl Hnsw {
         encoder.u32(self.entry.unwrap_or(NO_ENTRY));
         encoder.u8(self.max_level);
         encoder.count(self.levels.len());
-        encoder.bytes.extend_from_slice(&self.levels);
+        encoder.raw(&self.levels);
         encoder
             .bytes
             .extend(self.deleted.iter().map(|&deleted| u8::from(deleted)));
@@ -197,7 +197,7 @@ impl Hnsw {
             }
         }
         encoder.pad_to(VECTOR_ALIGNMENT);
-        let vectors_at = encoder.bytes.len();
+        let vectors_at = encoder.position();
         for vector in self.vectors.iter() {
             encoder.f32s(vector);
         }
