@@ -225,7 +225,7 @@ impl Vectors {
                         break;
                     }
                 }
-                Self::train_regions(&state).await;
+                Self::train_regions(&state, shutdown).await;
             }
             tokio::select! {
                 biased;

@@ -11,6 +11,10 @@ use crate::score::{dot, squared_distance};
 /// filter well enough, and training would cost more than it saves).
 pub const REGIONS_FROM: usize = 10_000;
 
+/// How many sampled nodes a training assigns between two looks at whether to stop (see
+/// [`RegionSample::train_until`]): a few milliseconds of work.
+const STOP_ASKED_EVERY: usize = 4_096;
+
 /// Nodes per region, about.
 pub(super) const REGION_SIZE: usize = 100;
 
@@ -128,6 +132,15 @@ impl RegionSample {
     /// (unit length for cosine). A centre left with no node moves to the sampled node farthest from
     /// its own centre, so no region stays empty on purpose. CPU-bound, and reads no graph.
     pub fn train(&self) -> TrainedRegions {
+        self.train_until(&|| false)
+            .expect("a training that is never stopped ends with regions")
+    }
+
+    /// [`RegionSample::train`], given up (`None`) once `stop` says so: it is asked before each round and
+    /// every [`STOP_ASKED_EVERY`] nodes assigned. A shutdown asks it: regions are trained again at each
+    /// start, so one trained while the process stops is thrown away (about 10 s of a stop after a
+    /// million vectors were indexed, BENCHMARKS.md, session 37).
+    pub fn train_until(&self, stop: &dyn Fn() -> bool) -> Option<TrainedRegions> {
         let (dimension, similarity) = (self.dimension, self.similarity);
         let points = self.nodes.len();
         let mut exact = Vec::with_capacity(self.centres * dimension);
@@ -138,6 +151,9 @@ impl RegionSample {
         let mut assigned = vec![(0_u32, 0.0_f32); points];
         for round in 0..=ROUNDS {
             for (point, slot) in assigned.iter_mut().enumerate() {
+                if point % STOP_ASKED_EVERY == 0 && stop() {
+                    return None;
+                }
                 let vector = &self.vectors[point * dimension..(point + 1) * dimension];
                 *slot = nearest_centre(similarity, &exact, dimension, vector);
             }
@@ -184,11 +200,11 @@ impl RegionSample {
             .map(|(&node, &(centre, _))| (node, centre))
             .collect();
         let explained = self.explained(&exact, &assigned);
-        TrainedRegions {
+        Some(TrainedRegions {
             exact,
             labels,
             explained,
-        }
+        })
     }
 
     /// The share of the sample's variance that `centres` explain, each point assigned as `assigned`.

@@ -625,6 +625,24 @@ mod tests {
     }
 
     #[test]
+    fn a_training_told_to_stop_gives_up_between_its_rounds() {
+        let (data, _) = many_clusters();
+        let mut graph = Hnsw::new(SimilarityFunction::Cosine, 32, search_params(64));
+        for (slot, vector) in data.iter().enumerate().take(2_000) {
+            graph.insert(slot, vector);
+        }
+        let sample = graph.region_sample().expect("a sample");
+        let asked = std::cell::Cell::new(0);
+        let stop_at_third = || {
+            asked.set(asked.get() + 1);
+            asked.get() == 3
+        };
+        assert!(sample.train_until(&stop_at_third).is_none());
+        assert_eq!(asked.get(), 3, "a sample this small is asked once a round");
+        assert!(sample.train_until(&|| false).is_some());
+    }
+
+    #[test]
     fn nodes_inserted_after_training_join_a_region_and_removed_ones_are_never_returned() {
         let (data, queries) = many_clusters();
         let mut graph = Hnsw::new(SimilarityFunction::Cosine, 32, search_params(64));

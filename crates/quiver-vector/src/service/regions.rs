@@ -3,6 +3,8 @@
 
 use std::sync::Arc;
 
+use tokio_util::sync::CancellationToken;
+
 use super::{LoadedIndex, Vectors, read, write};
 
 impl Vectors {
@@ -12,8 +14,12 @@ impl Vectors {
     /// namespace removed meanwhile is skipped; one removed and made again under its name takes centres
     /// trained on the old one's vectors, which only makes its filtered searches read more regions until
     /// its graph doubles and trains again.
-    pub(super) async fn train_regions(state: &Arc<LoadedIndex>) {
+    ///
+    /// A training still running when `shutdown` is cancelled is given up: regions are trained again at
+    /// each start.
+    pub(super) async fn train_regions(state: &Arc<LoadedIndex>, shutdown: &CancellationToken) {
         let state = Arc::clone(state);
+        let shutdown = shutdown.clone();
         let trained = tokio::task::spawn_blocking(move || {
             let samples: Vec<(String, crate::hnsw::RegionSample)> = read(&state.namespaces)
                 .iter()
@@ -21,7 +27,10 @@ impl Vectors {
                 .collect();
             for (name, sample) in samples {
                 let started = std::time::Instant::now();
-                let trained = sample.train();
+                let Some(trained) = sample.train_until(&|| shutdown.is_cancelled()) else {
+                    tracing::debug!(namespace = %name, "training regions given up: the process is stopping");
+                    return;
+                };
                 let explained = trained.explained();
                 if let Some(namespace) = write(&state.namespaces).get_mut(&name) {
                     namespace.install_regions(trained);
