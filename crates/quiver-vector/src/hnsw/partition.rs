@@ -136,10 +136,10 @@ impl RegionSample {
             .expect("a training that is never stopped ends with regions")
     }
 
-    /// [`RegionSample::train`], given up (`None`) once `stop` says so: it is asked before each round and
-    /// every `STOP_ASKED_EVERY` (4,096) nodes assigned. A shutdown asks it: regions are trained again at each
-    /// start, so one trained while the process stops is thrown away (about 10 s of a stop after a
-    /// million vectors were indexed, BENCHMARKS.md, session 37).
+    /// [`RegionSample::train`], given up (`None`) once `stop` says so: it is asked before each round
+    /// and every `STOP_ASKED_EVERY` (4,096) nodes assigned. A shutdown asks it: regions are trained
+    /// again at each start, so one trained while the process stops is thrown away (about 10 s of a
+    /// stop after a million vectors were indexed, BENCHMARKS.md, session 37).
     pub fn train_until(&self, stop: &dyn Fn() -> bool) -> Option<TrainedRegions> {
         let (dimension, similarity) = (self.dimension, self.similarity);
         let points = self.nodes.len();
