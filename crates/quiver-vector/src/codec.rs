@@ -167,22 +167,20 @@ impl Encoder {
     }
 
     pub(crate) fn u32s(&mut self, values: &[u32]) {
-        for piece in values.chunks(WRITE_AT / 4) {
-            let start = self.bytes.len();
-            self.bytes.resize(start + piece.len() * 4, 0);
-            for (to, value) in self.bytes[start..].chunks_exact_mut(4).zip(piece) {
-                to.copy_from_slice(&value.to_le_bytes());
-            }
-            self.write_out(WRITE_AT);
-        }
+        self.words(values, u32::to_le_bytes);
     }
 
     pub(crate) fn f32s(&mut self, values: &[f32]) {
+        self.words(values, f32::to_le_bytes);
+    }
+
+    /// Four-byte values, each as `bytes_of` gives it, copied in one pass a piece at a time.
+    fn words<T: Copy>(&mut self, values: &[T], bytes_of: impl Fn(T) -> [u8; 4]) {
         for piece in values.chunks(WRITE_AT / 4) {
             let start = self.bytes.len();
             self.bytes.resize(start + piece.len() * 4, 0);
-            for (to, value) in self.bytes[start..].chunks_exact_mut(4).zip(piece) {
-                to.copy_from_slice(&value.to_le_bytes());
+            for (to, &value) in self.bytes[start..].chunks_exact_mut(4).zip(piece) {
+                to.copy_from_slice(&bytes_of(value));
             }
             self.write_out(WRITE_AT);
         }
