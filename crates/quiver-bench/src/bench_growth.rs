@@ -90,6 +90,15 @@ async fn until_indexed(vectors: &Vectors, index: &IndexRef) -> Result<()> {
     Ok(())
 }
 
+/// Namespaces of `index` whose graphs are due to train regions (none once loaded with them).
+fn regions_due(vectors: &Vectors, index: &IndexRef) -> usize {
+    vectors
+        .loaded_counts()
+        .into_iter()
+        .find(|counts| counts.index == index.id)
+        .map_or(0, |counts| counts.regions_due)
+}
+
 /// How long after the load the settled memory is read.
 const SETTLE: Duration = Duration::from_secs(15);
 
@@ -177,6 +186,20 @@ async fn write_index(
     let upserted = started.elapsed().as_secs_f64();
     until_indexed(&vectors, &index).await?;
     let indexed = started.elapsed().as_secs_f64();
+    // A server left running trains the graph's regions once it has caught up, and its snapshot keeps
+    // them; a stop before that would give the training up and leave the restart to train them.
+    let training = Instant::now();
+    while regions_due(&vectors, &index) > 0 {
+        anyhow::ensure!(
+            training.elapsed() < Duration::from_secs(600),
+            "the indexer had not trained the regions after 10 minutes"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    eprintln!(
+        "regions trained {:.1} s after the graph was built",
+        training.elapsed().as_secs_f64()
+    );
     let stopping = Instant::now();
     stop.cancel();
     indexer.await?;
@@ -200,6 +223,8 @@ struct Restart {
     p50_ms: f64,
     p99_ms: f64,
     recall: f64,
+    /// Namespaces that trained their regions after the load (their snapshots had none).
+    regions_to_train: f64,
 }
 
 /// The child: restarts over the stored index and measures (see the module comment).
@@ -231,6 +256,7 @@ pub(crate) async fn restart(
     let first_answer = started.elapsed().as_secs_f64();
     until_indexed(&vectors, &index).await?;
     let full_speed = started.elapsed().as_secs_f64();
+    let regions_to_train = regions_due(&vectors, &index);
     let count = vectors.info(&index).await?.vector_count;
     let per_vector = |bytes: u64, before: u64| bytes.saturating_sub(before) as f64 / count.max(1) as f64;
     let loaded = Resident::read()?;
@@ -269,6 +295,7 @@ pub(crate) async fn restart(
         "p50_ms": percentile(0.5),
         "p99_ms": percentile(0.99),
         "recall": found as f64 / (truth.len() * K).max(1) as f64,
+        "regions_to_train": regions_to_train,
     });
     println!("{measured}");
     Ok(())
@@ -315,6 +342,7 @@ fn run_child(dir: &Path, id: IndexId, dimension: usize, snapshots: bool) -> Resu
         p50_ms: figure("p50_ms")?,
         p99_ms: figure("p99_ms")?,
         recall: figure("recall")?,
+        regions_to_train: figure("regions_to_train")?,
     })
 }
 
@@ -362,6 +390,10 @@ pub(crate) async fn run(config: &Config, bench: GrowthBench) -> Result<()> {
         drop(base);
         eprintln!("{size}: index {id} written in {indexed:.1} s; restarting");
         let with = run_child(&dir, id, bench.dimension, true)?;
+        eprintln!(
+            "{size}: restarted; namespaces that trained their regions after the load: {}",
+            with.regions_to_train
+        );
         let without = if size <= bench.rebuild_up_to {
             format!(
                 "{:.2} s",

@@ -158,6 +158,8 @@ pub struct Namespace {
     saved_inserts: AtomicU64,
     /// The whole graph is unsaved: no snapshot holds it under this namespace's name (it was renamed).
     is_unsaved_whole: AtomicBool,
+    /// Regions were installed since the last snapshot image was taken.
+    is_regions_unsaved: AtomicBool,
 }
 
 /// What a snapshot keeps of a namespace: its graph, and for each live node the id of the record it
@@ -190,6 +192,7 @@ impl Namespace {
             graph_inserts: 0,
             saved_inserts: AtomicU64::new(0),
             is_unsaved_whole: AtomicBool::new(false),
+            is_regions_unsaved: AtomicBool::new(false),
         }
     }
 
@@ -214,6 +217,12 @@ impl Namespace {
         } else {
             since
         }
+    }
+
+    /// Whether the graph's regions were trained since the last [`Namespace::image`]: a start from
+    /// that snapshot would train them again.
+    pub fn regions_unsaved(&self) -> bool {
+        self.is_regions_unsaved.load(Ordering::Relaxed)
     }
 
     /// Counts the whole graph as unsaved (the namespace was renamed: its snapshot has the old name).
@@ -241,6 +250,7 @@ impl Namespace {
             .collect();
         self.saved_inserts.store(self.graph_inserts, Ordering::Relaxed);
         self.is_unsaved_whole.store(false, Ordering::Relaxed);
+        self.is_regions_unsaved.store(false, Ordering::Relaxed);
         GraphImage {
             graph: self.dense.copy_for_image(),
             ids,
@@ -470,6 +480,7 @@ impl Namespace {
     /// [`Hnsw::install_regions`]).
     pub fn install_regions(&mut self, trained: TrainedRegions) {
         self.dense.install_regions(trained);
+        self.is_regions_unsaved.store(true, Ordering::Relaxed);
     }
 
     /// Bytes the dense index holds.
@@ -480,6 +491,18 @@ impl Namespace {
 
 #[cfg(test)]
 impl Namespace {
+    /// Trains and installs the graph's regions, whatever its size (the indexer waits for
+    /// `REGIONS_FROM` nodes).
+    pub(crate) fn train_regions_now(&mut self) {
+        let trained = self.dense.region_sample().expect("a graph with nodes").train();
+        self.install_regions(trained);
+    }
+
+    /// Whether the graph has regions.
+    pub(crate) fn has_regions(&self) -> bool {
+        self.dense.has_regions()
+    }
+
     /// The ids of the `k` records nearest to `query` (unfiltered), nearest first.
     pub(crate) fn nearest_ids(&self, query: &[f32], k: usize) -> Vec<String> {
         self.nearest_passing_ids(query, k, None)

@@ -226,6 +226,8 @@ impl Vectors {
                     }
                 }
                 Self::train_regions(&state, shutdown).await;
+                // Regions just trained make a snapshot due, so a restart does not train them again.
+                self.write_snapshots(index, &state, false).await;
             }
             tokio::select! {
                 biased;

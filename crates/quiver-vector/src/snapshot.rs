@@ -2,8 +2,8 @@
 //! again: one file per namespace, `<dir>/<index id>/ns-<namespace name in hex>.graph`.
 //!
 //! A file is the magic `QVGRAPH\0` and a format version, then the position in the store's feed the
-//! memory stood at, the namespace's name, the graph ([`crate::hnsw`]'s image) and, for each live node,
-//! the id of the record it stands for; a trailer gives the length of all that and its CRC-32. A file is
+//! memory stood at, the namespace's name, the graph ([`crate::hnsw`]'s image), for each live node the
+//! id of the record it stands for, and the graph's regions for filtered searches (format 4 on); a trailer gives the length of all that and its CRC-32. A file is
 //! written to a temporary name and renamed, so a reader finds a whole file or the previous one. It is
 //! not synced: a snapshot is a cache that every load checks, so one that a power loss left empty or
 //! torn fails its checks and costs a rebuild, while syncing the file and its directory more than
@@ -39,9 +39,11 @@ use crate::store::FeedPosition;
 
 const MAGIC: &[u8; 8] = b"QVGRAPH\0";
 
-/// The format this build writes (3: the vectors start on an aligned byte, so a map reads them in
-/// place; 2: the same without that padding, which this build still reads; 1 held cosine's unit copies).
-pub const FORMAT_VERSION: u32 = 3;
+/// The format this build writes (4: the graph's regions follow the records' ids; 3: the same without
+/// regions, which a graph loaded from it trains again; 3 and 4: the vectors start on an aligned byte,
+/// so a map reads them in place; 2: without that padding, which this build still reads; 1 held
+/// cosine's unit copies).
+pub const FORMAT_VERSION: u32 = 4;
 
 /// The oldest format this build reads.
 const OLDEST_READ: u32 = 2;
@@ -348,6 +350,7 @@ fn encode_into(encoder: &mut Encoder, namespace: &str, image: &GraphImage, posit
             None => encoder.u8(0),
         }
     }
+    image.graph.encode_regions(encoder);
     encoder.seal();
     vectors_at
 }
@@ -401,7 +404,7 @@ fn decode_from(
     if stored != namespace {
         return Err(SnapshotError::OtherNamespace(stored.to_owned()));
     }
-    let graph = Hnsw::decode(
+    let mut graph = Hnsw::decode(
         &mut decoder,
         spec.similarity,
         spec.dimension,
@@ -427,6 +430,9 @@ fn decode_from(
             flag => return Err(DecodeError::Invalid(format!("a node's record flag is {flag}")).into()),
         });
     }
+    if version >= 4 {
+        graph.decode_regions(&mut decoder)?;
+    }
     if decoder.remaining() != 0 {
         return Err(DecodeError::Invalid(format!("{} bytes follow the graph", decoder.remaining())).into());
     }
@@ -438,9 +444,14 @@ fn decode_from(
 /// times its final size in all, and a crash costs at most a third of it again. At shutdown: when one
 /// vector in 20 is not, about where inserting them again would cost more than writing the whole file
 /// (measured at 384 dimensions: a snapshot is written at 200,000 to 260,000 nodes a second, 3.8 to
-/// 5.0 s for 1,000,000, while vectors go into a graph at about 6,000 a second on two cores).
+/// 5.0 s for 1,000,000, while vectors go into a graph at about 6,000 a second on two cores). Either
+/// way, when its regions were trained since the last one: a start would otherwise train them again,
+/// which takes longer than writing the file (BENCHMARKS.md, session 38).
 pub fn is_due(namespace: &Namespace, is_shutdown: bool) -> bool {
     let (unsaved, nodes) = (namespace.unsaved_inserts(), namespace.graph_nodes() as u64);
+    if namespace.regions_unsaved() {
+        return true;
+    }
     if is_shutdown {
         unsaved > 0 && unsaved >= nodes / 20
     } else {
@@ -575,6 +586,38 @@ mod tests {
             );
         }
         assert!(restored.get("r150").is_none());
+    }
+
+    #[test]
+    fn regions_trained_since_the_last_snapshot_make_one_due_and_come_back_from_it() {
+        let mut original = indexed(records(3_000, 0.0));
+        original.image();
+        assert!(
+            !is_due(&original, false) && !is_due(&original, true),
+            "just saved"
+        );
+        original.train_regions_now();
+        assert!(is_due(&original, false), "regions trained since");
+        assert!(is_due(&original, true), "regions trained since, at shutdown");
+        let file = encode("docs", &original.image(), 5);
+        assert!(!is_due(&original, false), "saved with the regions");
+        let (image, _) = decode(&file, "docs", &SPEC).unwrap();
+        let (restored, _) = Namespace::restore(&SPEC, records(3_000, 0.0), Some(image));
+        assert!(restored.has_regions());
+        assert!(!restored.regions_unsaved(), "its snapshot holds them");
+
+        // A format 3 file (the same without the regions' flag) loads, without regions.
+        let untrained = indexed(records(300, 0.0));
+        let file = encode("docs", &untrained.image(), 5);
+        let mut format_3 = file[..file.len() - TRAILER - 1].to_vec();
+        format_3[8..12].copy_from_slice(&3_u32.to_le_bytes());
+        let checksum = crc32fast::hash(&format_3);
+        format_3.extend_from_slice(&(format_3.len() as u64).to_le_bytes());
+        format_3.extend_from_slice(&checksum.to_le_bytes());
+        let (image, _) = decode(&format_3, "docs", &SPEC).unwrap();
+        let (restored, counts) = Namespace::restore(&SPEC, records(300, 0.0), Some(image));
+        assert_eq!(counts.from_snapshot, 300);
+        assert!(!restored.has_regions());
     }
 
     #[test]

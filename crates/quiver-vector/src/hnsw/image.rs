@@ -1,5 +1,5 @@
 //! A graph as bytes, for snapshots: everything a restart would otherwise recompute by inserting every
-//! vector again. The vectors are kept as they were written; cosine's inverse norms and the
+//! vector again, and its regions, which it would otherwise train again. The vectors are kept as they were written; cosine's inverse norms and the
 //! half-precision copies are left out (they are derived from the vectors at load, faster than reading
 //! them), and so are the search settings (`ef_search`, `exact_below`), which belong
 //! to the running process. Decoding checks every count and neighbour against the graph's size, so even a
@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use quiver_core::index::SimilarityFunction;
 
+use super::partition::Regions;
 use super::rows::Rows;
 use super::{Hnsw, HnswParams, inverse_norm};
 use crate::codec::{DecodeError, Decoder, Encoder};
@@ -116,7 +117,7 @@ impl Hnsw {
             random_state: self.random_state,
             max_norm: self.max_norm,
             exact_traversal: self.exact_traversal,
-            regions: None,
+            regions: self.regions.clone(),
             regions_used: true,
         }
     }
@@ -202,6 +203,31 @@ impl Hnsw {
             encoder.f32s(vector);
         }
         vectors_at
+    }
+
+    /// Appends the graph's regions to `encoder`: a flag, and where it is 1 the regions (see
+    /// `Regions::encode`).
+    pub(crate) fn encode_regions(&self, encoder: &mut Encoder) {
+        match &self.regions {
+            Some(regions) => {
+                encoder.u8(1);
+                regions.encode(encoder);
+            }
+            None => encoder.u8(0),
+        }
+    }
+
+    /// Takes the regions [`Hnsw::encode_regions`] wrote for this graph.
+    ///
+    /// # Errors
+    /// Bytes that end early, and regions that do not fit the graph (see `Regions::decode`).
+    pub(crate) fn decode_regions(&mut self, decoder: &mut Decoder<'_>) -> Result<(), DecodeError> {
+        self.regions = match decoder.u8()? {
+            0 => None,
+            1 => Some(Regions::decode(decoder, self.dimension, self.levels.len())?),
+            flag => return Err(invalid(format!("the regions' flag is {flag}"))),
+        };
+        Ok(())
     }
 
     /// The graph `encode` wrote, which must have been built for `similarity`, `dimension` and the
@@ -450,5 +476,115 @@ mod tests {
         .unwrap();
         assert!(restored.vectors.iter().eq(original.vectors.iter()));
         assert_eq!(restored.level0, original.level0);
+    }
+
+    /// `graph` and its regions encoded, and where the regions start.
+    fn encoded_with_regions(graph: &Hnsw) -> (Vec<u8>, usize) {
+        let mut encoder = Encoder::default();
+        graph.encode(&mut encoder);
+        let regions_at = encoder.bytes.len();
+        graph.encode_regions(&mut encoder);
+        (encoder.bytes, regions_at)
+    }
+
+    fn decoded_with_regions(bytes: &[u8], params: HnswParams) -> Result<Hnsw, DecodeError> {
+        let mut decoder = Decoder::new(bytes);
+        let mut graph = Hnsw::decode(
+            &mut decoder,
+            SimilarityFunction::Cosine,
+            8,
+            params,
+            Source::default(),
+        )?;
+        graph.decode_regions(&mut decoder)?;
+        graph.derive_halves();
+        Ok(graph)
+    }
+
+    #[test]
+    fn a_graph_keeps_its_regions_through_its_image_and_one_without_regions_has_none() {
+        let mut original = graph(3_000);
+        let (bytes, _) = encoded_with_regions(&original);
+        assert!(
+            decoded_with_regions(&bytes, original.params)
+                .unwrap()
+                .regions
+                .is_none()
+        );
+
+        original.train_regions().expect("trained");
+        let (bytes, _) = encoded_with_regions(&original);
+        let restored = decoded_with_regions(&bytes, original.params).unwrap();
+        let (before, after) = (
+            original.regions.as_ref().unwrap(),
+            restored.regions.as_ref().unwrap(),
+        );
+        assert_eq!(after.exact, before.exact);
+        assert_eq!(after.members, before.members);
+        assert_eq!(after.radius, before.radius);
+        assert_eq!(after.largest_radius, before.largest_radius);
+        assert_eq!(after.region_of, before.region_of);
+        assert_eq!(
+            (after.built_with, after.explained),
+            (before.built_with, before.explained)
+        );
+        assert_eq!(restored.wants_regions(), original.wants_regions());
+        // The centres' codes are derived again: region searches answer alike.
+        let query = [1.0, -2.0, 0.5, 3.0, 0.0, 1.0, -1.0, 2.0];
+        let prepared = crate::dense::ExactIndex::prepare(SimilarityFunction::Cosine, &query);
+        let accept = |node: u32| node % 7 == 2;
+        assert_eq!(
+            restored.search_regions(&prepared, 10, accept),
+            original.search_regions(&prepared, 10, accept)
+        );
+        assert!(
+            original
+                .search_regions(&prepared, 10, accept)
+                .is_some_and(|found| found.len() == 10)
+        );
+    }
+
+    #[test]
+    fn regions_that_do_not_fit_the_graph_are_refused() {
+        let mut original = graph(3_000);
+        original.train_regions().expect("trained");
+        let (bytes, regions_at) = encoded_with_regions(&original);
+        let regions = original.regions.as_ref().unwrap();
+        let count = regions.count();
+        // Flag, count, share explained, live nodes trained with, centres, radii.
+        let radii_at = regions_at + 1 + 8 + 4 + 8 + count * 8 * 4;
+        let first_members_at = radii_at + count * 4;
+        // Region 0's first member, and region 1's (after region 0's length and members).
+        let first_member_at = first_members_at + 8;
+        let second_region_member_at = first_member_at + regions.members[0].len() * 4 + 8;
+        let changed = |at: usize, value: &[u8]| {
+            let mut bytes = bytes.clone();
+            bytes[at..at + value.len()].copy_from_slice(value);
+            bytes
+        };
+        let second_region_member: [u8; 4] = bytes[second_region_member_at..second_region_member_at + 4]
+            .try_into()
+            .unwrap();
+        let cases = [
+            ("a flag other than 0 or 1", changed(regions_at, &[2])),
+            ("no region", changed(regions_at + 1, &0_u64.to_le_bytes())),
+            (
+                "a member past the last node",
+                changed(first_member_at, &3_000_u32.to_le_bytes()),
+            ),
+            (
+                "a member of two regions",
+                changed(first_member_at, &second_region_member),
+            ),
+            (
+                "a radius that is not a number",
+                changed(radii_at, &f32::NAN.to_le_bytes()),
+            ),
+            ("a negative radius", changed(radii_at, &(-1.0_f32).to_le_bytes())),
+            ("cut short", bytes[..bytes.len() - 1].to_vec()),
+        ];
+        for (case, bytes) in cases {
+            assert!(decoded_with_regions(&bytes, original.params).is_err(), "{case}");
+        }
     }
 }

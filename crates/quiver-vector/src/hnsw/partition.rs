@@ -4,6 +4,7 @@
 
 use quiver_core::index::SimilarityFunction;
 
+use crate::codec::{DecodeError, Decoder, Encoder, f32s_of};
 use crate::int8;
 use crate::score::{dot, squared_distance};
 
@@ -66,6 +67,81 @@ impl Regions {
         self.members.len()
     }
 
+    /// Appends the regions to `encoder` (a snapshot's): their count, the share explained, the live
+    /// nodes they were trained with, the centres, the radii and each region's members. The centres'
+    /// codes, each node's region and the largest radius are derived again by [`Regions::decode`].
+    pub(super) fn encode(&self, encoder: &mut Encoder) {
+        encoder.count(self.count());
+        encoder.u32(self.explained.to_bits());
+        encoder.count(self.built_with);
+        encoder.f32s(&self.exact);
+        encoder.f32s(&self.radius);
+        for members in &self.members {
+            encoder.count(members.len());
+            encoder.u32s(members);
+        }
+    }
+
+    /// The regions [`Regions::encode`] wrote, of a graph of `dimension` with `nodes` slots.
+    ///
+    /// # Errors
+    /// Bytes that end early, no region, a value that is not finite, a negative radius, a member out of
+    /// the graph or in two regions.
+    pub(super) fn decode(
+        decoder: &mut Decoder<'_>,
+        dimension: usize,
+        nodes: usize,
+    ) -> Result<Regions, DecodeError> {
+        let invalid = |message: &str| DecodeError::Invalid(message.to_owned());
+        let count = decoder.count(4 * (dimension + 1) + 8)?;
+        if count == 0 {
+            return Err(invalid("its regions are none"));
+        }
+        let explained = f32::from_bits(decoder.u32()?);
+        let built_with = decoder.number()?;
+        let exact: Vec<f32> = f32s_of(decoder.word_bytes(count * dimension)?).collect();
+        let radius: Vec<f32> = f32s_of(decoder.word_bytes(count)?).collect();
+        if !exact
+            .iter()
+            .chain(&radius)
+            .chain([&explained])
+            .all(|x| x.is_finite())
+        {
+            return Err(invalid(
+                "a region's centre, radius or share explained is not a finite number",
+            ));
+        }
+        if radius.iter().any(|&r| r < 0.0) {
+            return Err(invalid("a region's radius is negative"));
+        }
+        let mut region_of = vec![NONE; nodes];
+        let mut members = Vec::with_capacity(count);
+        for region in 0..count as u32 {
+            let length = decoder.count(4)?;
+            let list = decoder.u32s(length)?;
+            for &node in &list {
+                let slot = region_of
+                    .get_mut(node as usize)
+                    .ok_or_else(|| invalid("a region's member is out of range"))?;
+                if *slot != NONE {
+                    return Err(invalid("a node is a member of two regions"));
+                }
+                *slot = region;
+            }
+            members.push(list);
+        }
+        Ok(Regions {
+            largest_radius: radius.iter().copied().fold(0.0, f32::max),
+            codes: centre_codes(&exact, dimension),
+            exact,
+            members,
+            radius,
+            region_of,
+            built_with,
+            explained,
+        })
+    }
+
     /// Bytes held.
     pub(crate) fn bytes(&self) -> usize {
         self.exact.len() * 4
@@ -103,6 +179,15 @@ impl TrainedRegions {
     }
 }
 
+/// The 8-bit codes of `centres` (`dimension` coordinates each), which a query's codes score.
+pub(super) fn centre_codes(centres: &[f32], dimension: usize) -> int8::Codes {
+    let mut codes = int8::Codes::new(dimension);
+    for centre in centres.chunks_exact(dimension.max(1)) {
+        codes.push(centre);
+    }
+    codes
+}
+
 /// The distance that orders nodes and centres, between two prepared vectors.
 pub(super) fn distance(similarity: SimilarityFunction, a: &[f32], b: &[f32]) -> f32 {
     match similarity {
@@ -137,9 +222,10 @@ impl RegionSample {
     }
 
     /// [`RegionSample::train`], given up (`None`) once `stop` says so: it is asked before each round
-    /// and every `STOP_ASKED_EVERY` (4,096) nodes assigned. A shutdown asks it: regions are trained
-    /// again at each start, so one trained while the process stops is thrown away (about 10 s of a
-    /// stop after a million vectors were indexed, BENCHMARKS.md, session 37).
+    /// and every `STOP_ASKED_EVERY` (4,096) nodes assigned. A shutdown asks it: a training that ends
+    /// as the process stops would hold the stop up (about 10 s after a million vectors were indexed,
+    /// BENCHMARKS.md, session 37), and a graph whose snapshot has no regions trains them at its next
+    /// start.
     pub fn train_until(&self, stop: &dyn Fn() -> bool) -> Option<TrainedRegions> {
         let (dimension, similarity) = (self.dimension, self.similarity);
         let points = self.nodes.len();

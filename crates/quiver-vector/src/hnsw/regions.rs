@@ -21,8 +21,9 @@
 //! the nearest of the regions of its level-0 neighbours and of theirs, which costs a few dozen
 //! distances a node. Nodes inserted later join a region the same way. Regions are read only where
 //! their centres explain at least half of the sample's variance (`LEAST_EXPLAINED`): where a region
-//! mixes several clusters, a walk finds the nearest passing records better. Regions are not part of a snapshot: a loaded graph trains them
-//! again in the background (the indexer), and searches walk meanwhile.
+//! mixes several clusters, a walk finds the nearest passing records better. Regions are part of a
+//! graph's snapshot (format 4 on): a graph loaded from one keeps them, and trains them again only once
+//! it has doubled, as any graph.
 
 use std::collections::BinaryHeap;
 
@@ -32,7 +33,7 @@ use super::Hnsw;
 use super::candidates::{Near, Probe};
 use super::partition::{
     LEAST_EXPLAINED, MOST_REGIONS, NONE, REGION_SIZE, REGIONS_FROM, RegionSample, Regions, SAMPLE_PER_CENTRE,
-    TrainedRegions, distance, nearest_centre,
+    TrainedRegions, centre_codes, distance, nearest_centre,
 };
 use super::patience::Patience;
 use super::search::keep_head;
@@ -103,10 +104,7 @@ impl Hnsw {
         if count == 0 {
             return;
         }
-        let mut codes = int8::Codes::new(self.dimension);
-        for centre in exact.chunks_exact(self.dimension) {
-            codes.push(centre);
-        }
+        let codes = centre_codes(&exact, self.dimension);
         let nodes = self.levels.len();
         let mut region_of = vec![NONE; nodes];
         for (node, region) in labels {
@@ -196,6 +194,12 @@ impl Hnsw {
             })
             .min_by(|a, b| a.1.total_cmp(&b.1))
             .map_or(0, |(region, _)| region)
+    }
+
+    /// Whether the graph has regions (read or not).
+    #[cfg(test)]
+    pub(crate) fn has_regions(&self) -> bool {
+        self.regions.is_some()
     }
 
     /// Whether filtered searches read the regions once trained (they do unless a benchmark says not).

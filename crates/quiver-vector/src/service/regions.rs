@@ -15,8 +15,8 @@ impl Vectors {
     /// trained on the old one's vectors, which only makes its filtered searches read more regions until
     /// its graph doubles and trains again.
     ///
-    /// A training still running when `shutdown` is cancelled is given up: regions are trained again at
-    /// each start.
+    /// A training still running when `shutdown` is cancelled is given up: the graph's snapshot has no
+    /// regions then, and the next start trains them again.
     pub(super) async fn train_regions(state: &Arc<LoadedIndex>, shutdown: &CancellationToken) {
         let state = Arc::clone(state);
         let shutdown = shutdown.clone();
