@@ -78,11 +78,31 @@ pub fn from_half(bits: u16) -> f32 {
     }
 }
 
-/// Appends the packed halves of `vector` (padded with zeros) to `out`.
+/// Appends the packed halves of `vector` (padded with zeros) to `out`: eight at a time by the CPU's
+/// conversion (F16C) where it has one, which rounds as [`to_half`] does.
 pub fn pack_into(vector: &[f32], out: &mut Vec<u32>) {
+    #[cfg(target_arch = "x86_64")]
+    if simd::has_f16c() {
+        simd::pack_into_f16c(vector, out);
+        return;
+    }
+    portable_pack_into(vector, out);
+}
+
+/// [`pack_into`] one value at a time.
+fn portable_pack_into(vector: &[f32], out: &mut Vec<u32>) {
     let words = packed_words(vector.len());
+    let start = out.len();
+    out.resize(start + words, 0);
+    pack_words(vector, &mut out[start..]);
+}
+
+/// Fills `words` with the halves of `vector`, two a word, and zeros past its end.
+fn pack_words(vector: &[f32], words: &mut [u32]) {
     let half = |i: usize| u32::from(to_half(vector.get(i).copied().unwrap_or(0.0)));
-    out.extend((0..words).map(|word| half(2 * word) | (half(2 * word + 1) << 16)));
+    for (at, word) in words.iter_mut().enumerate() {
+        *word = half(2 * at) | (half(2 * at + 1) << 16);
+    }
 }
 
 /// `query` followed by zeros up to its padded length.
@@ -149,10 +169,42 @@ mod simd {
     use crate::score::simd::horizontal_sum;
     pub(super) use crate::score::simd::{Level, level};
     use std::arch::x86_64::{
-        __m128i, __m256i, _mm_loadu_si128, _mm256_add_ps, _mm256_cvtph_ps, _mm256_fmadd_ps, _mm256_loadu_ps,
-        _mm256_setzero_ps, _mm256_sub_ps, _mm512_add_ps, _mm512_cvtph_ps, _mm512_fmadd_ps, _mm512_loadu_ps,
-        _mm512_reduce_add_ps, _mm512_setzero_ps, _mm512_sub_ps,
+        __m128i, __m256i, _MM_FROUND_TO_NEAREST_INT, _mm_loadu_si128, _mm_storeu_si128, _mm256_add_ps,
+        _mm256_cvtph_ps, _mm256_cvtps_ph, _mm256_fmadd_ps, _mm256_loadu_ps, _mm256_setzero_ps, _mm256_sub_ps,
+        _mm512_add_ps, _mm512_cvtph_ps, _mm512_fmadd_ps, _mm512_loadu_ps, _mm512_reduce_add_ps,
+        _mm512_setzero_ps, _mm512_sub_ps,
     };
+
+    /// Whether the CPU converts f32 to half precision itself (F16C, with AVX for its registers).
+    #[inline]
+    pub(super) fn has_f16c() -> bool {
+        std::arch::is_x86_feature_detected!("f16c") && std::arch::is_x86_feature_detected!("avx")
+    }
+
+    /// [`super::pack_into`] eight values at a time; the last few (and the padding) one at a time.
+    #[inline]
+    pub(super) fn pack_into_f16c(vector: &[f32], out: &mut Vec<u32>) {
+        let words = super::packed_words(vector.len());
+        let start = out.len();
+        out.resize(start + words, 0);
+        // SAFETY: callers check `has_f16c()` first.
+        unsafe { pack_f16c(vector, &mut out[start..]) }
+    }
+
+    #[target_feature(enable = "avx,f16c")]
+    fn pack_f16c(vector: &[f32], words: &mut [u32]) {
+        let chunks = vector.chunks_exact(8);
+        let (tail, whole) = (chunks.remainder(), vector.len() / 8);
+        for (chunk, out) in chunks.zip(words.chunks_exact_mut(4)) {
+            // SAFETY: `chunk` holds eight f32 values (32 bytes read) and `out` four words (16 bytes
+            // written); the conversion rounds to nearest, ties to even, as `to_half`.
+            unsafe {
+                let halves = _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(_mm256_loadu_ps(chunk.as_ptr()));
+                _mm_storeu_si128(out.as_mut_ptr().cast::<__m128i>(), halves);
+            }
+        }
+        super::pack_words(tail, &mut words[whole * 4..]);
+    }
 
     /// Whole 16-lane steps both operands cover.
     fn steps(query: &[f32], packed: &[u32]) -> usize {
@@ -274,6 +326,37 @@ mod simd {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_cpus_conversion_packs_as_the_portable_rounding_does() {
+        #[cfg(target_arch = "x86_64")]
+        if simd::has_f16c() {
+            // Every 65,537th bit pattern (all exponents, so subnormals, overflow and ties), with
+            // infinities and zeros, in vectors of every length up to 40 (whole steps and tails).
+            let values: Vec<f32> = (0..=u32::MAX / 65_537)
+                .map(|i| f32::from_bits(i.wrapping_mul(65_537)))
+                .filter(|value| !value.is_nan())
+                .chain([
+                    0.0,
+                    -0.0,
+                    f32::INFINITY,
+                    f32::NEG_INFINITY,
+                    65_520.0,
+                    65_519.0,
+                    2.0_f32.powi(-25),
+                ])
+                .collect();
+            for length in 0..=40 {
+                for vector in values.chunks(length.max(1)).take(2_000) {
+                    let vector = &vector[..length.min(vector.len())];
+                    let (mut kernel, mut portable) = (vec![7], vec![7]);
+                    simd::pack_into_f16c(vector, &mut kernel);
+                    portable_pack_into(vector, &mut portable);
+                    assert_eq!(kernel, portable, "{vector:?}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn every_half_value_round_trips_through_f32() {
