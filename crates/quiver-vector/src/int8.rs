@@ -33,24 +33,40 @@ pub fn code_len(dimension: usize) -> usize {
 pub fn quantize_into(vector: &[f32], out: &mut Vec<i8>) -> f32 {
     let scale = step(vector, CODE_RANGE);
     let start = out.len();
-    out.extend(vector.iter().map(|x| nearest(x / scale, CODE_RANGE) as i8));
     out.resize(start + code_len(vector.len()), 0);
+    for (code, x) in out[start..].iter_mut().zip(vector) {
+        *code = nearest(x / scale, CODE_RANGE) as i8;
+    }
     scale
 }
 
-/// `value` to the nearest whole number (halves away from zero) within `range`, for a cast to an integer
-/// (which truncates): `f32::round` is a library call per value on the baseline x86-64 target, which
-/// made most of a vector's quantizing, while adding a signed half and casting are a few vector
-/// instructions for eight or sixteen values. Where `value` lies within 2^-25 of a half, the sum may
-/// round up in f32 and the code is one step off, as a different but equally valid rounding.
+/// 1.5 x 2^23: a whole number of magnitude below 2^22 added to it lies in the sum's low mantissa bits.
+const ROUNDER: f32 = 12_582_912.0;
+
+/// `value` held within `range` (at most 2^22) and rounded to the nearest whole number, ties to even:
+/// the sum with [`ROUNDER`] rounds it (as every f32 addition does), and its bits less the rounder's
+/// are the number. `f32::round` and a float-to-integer cast are a library call and a checked
+/// conversion per value on the baseline x86-64 target, which made most of a vector's quantizing; these
+/// are a few vector instructions for several values at once. A NaN gives a meaningless code (a vector
+/// holding one is refused before it is indexed).
 #[inline]
-fn nearest(value: f32, range: f32) -> f32 {
-    (value + 0.5_f32.copysign(value)).clamp(-range, range)
+fn nearest(value: f32, range: f32) -> i32 {
+    let sum = value.clamp(-range, range) + ROUNDER;
+    sum.to_bits() as i32 - ROUNDER.to_bits() as i32
 }
 
 /// The step that maps `values`' largest magnitude to `range` (1 for a zero or non-finite vector).
+/// The largest magnitude is found among the values' bits with the sign cleared, which order as the
+/// magnitudes do (a NaN above infinity): an integer maximum the compiler takes several values at a
+/// time, where `f32::max` went one value at a time.
 fn step(values: &[f32], range: f32) -> f32 {
-    let largest = values.iter().fold(0.0_f32, |m, x| m.max(x.abs()));
+    let largest = f32::from_bits(
+        values
+            .iter()
+            .map(|x| x.to_bits() & 0x7fff_ffff)
+            .max()
+            .unwrap_or(0),
+    );
     if largest > 0.0 && largest.is_finite() {
         largest / range
     } else {
@@ -394,6 +410,31 @@ mod tests {
                 "dimension {dimension}: error {error} above {bound}"
             );
         }
+    }
+
+    #[test]
+    fn values_round_to_the_nearest_whole_number_ties_to_even_within_the_range() {
+        let cases = [
+            (0.0, 0),
+            (0.4, 0),
+            (0.6, 1),
+            (-0.6, -1),
+            (2.5, 2),
+            (3.5, 4),
+            (-2.5, -2),
+            (126.7, 127),
+            (300.0, 127),
+            (-300.0, -127),
+        ];
+        for (value, expected) in cases {
+            assert_eq!(nearest(value, CODE_RANGE), expected, "{value}");
+        }
+        assert_eq!(nearest(-8_190.6, QUERY_RANGE), -8_191);
+        assert_eq!(
+            step(&[1.0, -254.0, 3.0], CODE_RANGE),
+            2.0,
+            "the largest magnitude, of either sign"
+        );
     }
 
     #[test]
