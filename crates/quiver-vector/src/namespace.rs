@@ -10,7 +10,6 @@
 
 use std::collections::BTreeMap;
 use std::hash::{BuildHasher, RandomState};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use hashbrown::HashTable;
@@ -20,16 +19,17 @@ use serde_json::Value;
 use crate::dense::{DenseIndex, ExactIndex, TopK};
 use crate::filter::Filter;
 use crate::hnsw::{Batch, Hnsw, HnswParams, RegionSample, TrainedRegions};
-use crate::mapped::MappedFile;
 use crate::metadata_index::MetadataIndex;
 use crate::postings::Postings;
 use crate::recent_listings::RecentListings;
 use crate::record::{IndexSpec, Record, SparseVector, StoredRecord};
 use crate::score::rank_key;
 
+mod image;
 mod indexing;
 mod restore;
 
+pub use image::GraphImage;
 pub use restore::{Restored, Restoring};
 
 /// A record of a namespace, read in place: its parts, with the dense vector from wherever the
@@ -162,16 +162,6 @@ pub struct Namespace {
     is_regions_unsaved: AtomicBool,
 }
 
-/// What a snapshot keeps of a namespace: its graph, and for each live node the id of the record it
-/// stands for.
-#[derive(Debug)]
-pub struct GraphImage {
-    /// The graph.
-    pub graph: Hnsw,
-    /// By node: the record's id where the node is live.
-    pub ids: Vec<Option<String>>,
-}
-
 impl Namespace {
     /// An empty namespace of an index with `spec`.
     pub fn new(spec: &IndexSpec) -> Namespace {
@@ -193,67 +183,6 @@ impl Namespace {
             saved_inserts: AtomicU64::new(0),
             is_unsaved_whole: AtomicBool::new(false),
             is_regions_unsaved: AtomicBool::new(false),
-        }
-    }
-
-    /// Reads the graph's vectors that `image` (this namespace's, by [`Namespace::image`]) shares from
-    /// `file`, which holds `image`'s graph encoded with its vectors at byte `vectors_at`.
-    pub(crate) fn adopt_mapped(&mut self, image: &GraphImage, file: &Arc<MappedFile>, vectors_at: usize) {
-        self.dense.adopt_mapped(&image.graph, file, vectors_at);
-    }
-
-    /// Bytes of the graph's vectors read in place from mapped snapshot files.
-    pub fn mapped_vector_bytes(&self) -> usize {
-        self.dense.mapped_vector_bytes()
-    }
-
-    /// Vectors moved into the graph since the last [`Namespace::image`] (or since it was made).
-    pub fn unsaved_inserts(&self) -> u64 {
-        let since = self
-            .graph_inserts
-            .saturating_sub(self.saved_inserts.load(Ordering::Relaxed));
-        if self.is_unsaved_whole.load(Ordering::Relaxed) {
-            since.max(self.dense.node_count() as u64)
-        } else {
-            since
-        }
-    }
-
-    /// Whether the graph's regions were trained since the last [`Namespace::image`]: a start from
-    /// that snapshot would train them again.
-    pub fn regions_unsaved(&self) -> bool {
-        self.is_regions_unsaved.load(Ordering::Relaxed)
-    }
-
-    /// Counts the whole graph as unsaved (the namespace was renamed: its snapshot has the old name).
-    pub fn unsave_whole(&self) {
-        self.is_unsaved_whole.store(true, Ordering::Relaxed);
-    }
-
-    /// Nodes of the graph (live or not).
-    pub fn graph_nodes(&self) -> usize {
-        self.dense.node_count()
-    }
-
-    /// A copy of the graph and its nodes' ids, for a snapshot written after the caller lets go of the
-    /// namespace; its inserts count as saved from now on, written or not (a write that fails is not
-    /// tried again until the next is due, so a full disk is not hit after every indexed chunk).
-    /// Pending vectors are not in it: they are pending again after a restart from it.
-    pub fn image(&self) -> GraphImage {
-        let ids = (0..self.dense.node_count())
-            .map(|node| {
-                self.dense
-                    .is_live(node)
-                    .then(|| self.at(node).map(|record| record.id().to_owned()))
-                    .flatten()
-            })
-            .collect();
-        self.saved_inserts.store(self.graph_inserts, Ordering::Relaxed);
-        self.is_unsaved_whole.store(false, Ordering::Relaxed);
-        self.is_regions_unsaved.store(false, Ordering::Relaxed);
-        GraphImage {
-            graph: self.dense.copy_for_image(),
-            ids,
         }
     }
 
