@@ -1,9 +1,10 @@
 //! A graph as bytes, for snapshots: everything a restart would otherwise recompute by inserting every
-//! vector again, and its regions, which it would otherwise train again. The vectors are kept as they were written; cosine's inverse norms and the
-//! half-precision copies are left out (they are derived from the vectors at load, faster than reading
-//! them), and so are the search settings (`ef_search`, `exact_below`), which belong
-//! to the running process. Decoding checks every count and neighbour against the graph's size, so even a
-//! file that passes its checksum but was written wrong cannot make a search index out of bounds.
+//! vector again, and its regions, which it would otherwise train again. The vectors are kept as they
+//! were written; cosine's inverse norms and the half-precision copies are left out (they are derived
+//! from the vectors at load, faster than reading them), and so are the search settings (`ef_search`,
+//! `exact_below`), which belong to the running process. Decoding checks every count and neighbour
+//! against the graph's size, so even a file that passes its checksum but was written wrong cannot make
+//! a search index out of bounds.
 
 use std::collections::HashMap;
 use std::sync::Arc;
