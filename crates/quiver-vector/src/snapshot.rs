@@ -3,12 +3,13 @@
 //!
 //! A file is the magic `QVGRAPH\0` and a format version, then the position in the store's feed the
 //! memory stood at, the namespace's name, the graph ([`crate::hnsw`]'s image), for each live node the
-//! id of the record it stands for, and the graph's regions for filtered searches (format 4 on); a trailer gives the length of all that and its CRC-32. A file is
-//! written to a temporary name and renamed, so a reader finds a whole file or the previous one. It is
-//! not synced: a snapshot is a cache that every load checks, so one that a power loss left empty or
-//! torn fails its checks and costs a rebuild, while syncing the file and its directory more than
-//! doubles the cost of each small namespace's snapshot (0.43 ms against 0.19 ms a file measured here,
-//! more on slower disks), which a shutdown pays once per namespace.
+//! id of the record it stands for, and the graph's regions for filtered searches (format 4 on); a
+//! trailer gives the length of all that and its CRC-32. A file is written to a temporary name and
+//! renamed, so a reader finds a whole file or the previous one. It is not synced: a snapshot is a cache
+//! that every load checks, so one that a power loss left empty or torn fails its checks and costs a
+//! rebuild, while syncing the file and its directory more than doubles the cost of each small
+//! namespace's snapshot (0.43 ms against 0.19 ms a file measured here, more on slower disks), which a
+//! shutdown pays once per namespace.
 //!
 //! Nothing in a file is trusted: a missing, truncated or corrupt file, one of another format version, or
 //! one built for other settings is reported and the namespace is built from the store. A sound file is
