@@ -81,23 +81,18 @@ pub fn from_half(bits: u16) -> f32 {
 /// Appends the packed halves of `vector` (padded with zeros) to `out`: eight at a time by the CPU's
 /// conversion (F16C) where it has one, which rounds as [`to_half`] does.
 pub fn pack_into(vector: &[f32], out: &mut Vec<u32>) {
+    let start = out.len();
+    out.resize(start + packed_words(vector.len()), 0);
+    let words = &mut out[start..];
     #[cfg(target_arch = "x86_64")]
     if simd::has_f16c() {
-        simd::pack_into_f16c(vector, out);
+        simd::pack_words_f16c(vector, words);
         return;
     }
-    portable_pack_into(vector, out);
+    pack_words(vector, words);
 }
 
-/// [`pack_into`] one value at a time.
-fn portable_pack_into(vector: &[f32], out: &mut Vec<u32>) {
-    let words = packed_words(vector.len());
-    let start = out.len();
-    out.resize(start + words, 0);
-    pack_words(vector, &mut out[start..]);
-}
-
-/// Fills `words` with the halves of `vector`, two a word, and zeros past its end.
+/// Fills `words` with the halves of `vector`, two a word, and zeros past its end, one value at a time.
 fn pack_words(vector: &[f32], words: &mut [u32]) {
     let half = |i: usize| u32::from(to_half(vector.get(i).copied().unwrap_or(0.0)));
     for (at, word) in words.iter_mut().enumerate() {
@@ -181,14 +176,11 @@ mod simd {
         std::arch::is_x86_feature_detected!("f16c") && std::arch::is_x86_feature_detected!("avx")
     }
 
-    /// [`super::pack_into`] eight values at a time; the last few (and the padding) one at a time.
+    /// [`super::pack_words`] eight values at a time; the last few (and the padding) one at a time.
     #[inline]
-    pub(super) fn pack_into_f16c(vector: &[f32], out: &mut Vec<u32>) {
-        let words = super::packed_words(vector.len());
-        let start = out.len();
-        out.resize(start + words, 0);
+    pub(super) fn pack_words_f16c(vector: &[f32], words: &mut [u32]) {
         // SAFETY: callers check `has_f16c()` first.
-        unsafe { pack_f16c(vector, &mut out[start..]) }
+        unsafe { pack_f16c(vector, words) }
     }
 
     #[target_feature(enable = "avx,f16c")]
@@ -349,9 +341,10 @@ mod tests {
             for length in 0..=40 {
                 for vector in values.chunks(length.max(1)).take(2_000) {
                     let vector = &vector[..length.min(vector.len())];
-                    let (mut kernel, mut portable) = (vec![7], vec![7]);
-                    simd::pack_into_f16c(vector, &mut kernel);
-                    portable_pack_into(vector, &mut portable);
+                    let words = packed_words(vector.len());
+                    let (mut kernel, mut portable) = (vec![7; words], vec![7; words]);
+                    simd::pack_words_f16c(vector, &mut kernel);
+                    pack_words(vector, &mut portable);
                     assert_eq!(kernel, portable, "{vector:?}");
                 }
             }
