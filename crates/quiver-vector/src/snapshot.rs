@@ -449,10 +449,10 @@ fn decode_from(
 /// way, when its regions were trained since the last one: a start would otherwise train them again,
 /// which takes longer than writing the file (BENCHMARKS.md, session 38).
 pub fn is_due(namespace: &Namespace, is_shutdown: bool) -> bool {
-    let (unsaved, nodes) = (namespace.unsaved_inserts(), namespace.graph_nodes() as u64);
     if namespace.regions_unsaved() {
         return true;
     }
+    let (unsaved, nodes) = (namespace.unsaved_inserts(), namespace.graph_nodes() as u64);
     if is_shutdown {
         unsaved > 0 && unsaved >= nodes / 20
     } else {
