@@ -61,6 +61,20 @@ fn invalid(message: impl Into<String>) -> DecodeError {
     DecodeError::Invalid(message.into())
 }
 
+/// What a graph derives from its vectors at load ([`Hnsw::derived`]).
+#[derive(Debug)]
+pub(crate) struct Derived {
+    /// The graph's node count it was made for.
+    nodes: usize,
+    /// Cosine's inverse norms (`None` for the other similarities).
+    inverse_norms: Option<Vec<f32>>,
+    halves: Vec<u32>,
+    max_norm: f32,
+    /// Whether half precision holds every vector.
+    held: bool,
+    codes: crate::int8::Codes,
+}
+
 impl Hnsw {
     /// Slots the graph has room for (live, deleted, and never inserted alike).
     pub fn node_count(&self) -> usize {
@@ -125,48 +139,82 @@ impl Hnsw {
 
     /// Makes the inverse norms (cosine), the half-precision copies and the 8-bit codes from the
     /// vectors where they are missing (a graph decoded, or copied by [`Hnsw::copy_for_image`]), and the
-    /// largest norm of a vector as ranked. The halves and the codes are made on two threads.
+    /// largest norm of a vector as ranked.
     pub(crate) fn derive_halves(&mut self) {
+        if let Some(derived) = self.derived() {
+            self.install(derived);
+        }
+    }
+
+    /// What [`Hnsw::derive_halves`] makes, from the vectors alone (`None` where it is there), so a load
+    /// can make it on another thread while it reads the records. The halves and the codes are made on
+    /// two threads.
+    pub(crate) fn derived(&self) -> Option<Derived> {
         let nodes = self.levels.len();
         if self.halves.len() == nodes * self.half_words {
-            return;
+            return None;
         }
-        if self.similarity == SimilarityFunction::Cosine {
-            self.inverse_norms = self.vectors.iter().take(nodes).map(inverse_norm).collect();
-        }
-        let graph = &*self;
+        let inverse_norms = (self.similarity == SimilarityFunction::Cosine).then(|| {
+            self.vectors
+                .iter()
+                .take(nodes)
+                .map(inverse_norm)
+                .collect::<Vec<_>>()
+        });
+        let scales = inverse_norms.as_deref().unwrap_or(&self.inverse_norms);
         let (halves, max_norm, held, codes) = std::thread::scope(|scope| {
             let halving = scope.spawn(|| {
-                let mut halves = crate::huge::with_capacity(nodes * graph.half_words);
+                let mut halves = crate::huge::with_capacity(nodes * self.half_words);
                 let mut max_norm: f32 = 0.0;
                 let mut held = true;
-                graph.each_prepared(nodes, |prepared| {
+                self.each_prepared(nodes, scales, |prepared| {
                     max_norm = max_norm.max(norm(prepared));
                     held &= half::holds(prepared);
                     half::pack_into(prepared, &mut halves);
                 });
                 (halves, max_norm, held)
             });
-            let mut codes = crate::int8::Codes::with_capacity(graph.dimension, nodes);
-            graph.each_prepared(nodes, |prepared| codes.push(prepared));
+            let mut codes = crate::int8::Codes::with_capacity(self.dimension, nodes);
+            self.each_prepared(nodes, scales, |prepared| codes.push(prepared));
             let (halves, max_norm, held) = halving
                 .join()
                 .expect("deriving the half-precision copies panicked");
             (halves, max_norm, held, codes)
         });
-        self.halves = halves;
-        self.max_norm = max_norm;
-        self.exact_traversal = !held;
-        self.codes = codes;
+        Some(Derived {
+            nodes,
+            inverse_norms,
+            halves,
+            max_norm,
+            held,
+            codes,
+        })
+    }
+
+    /// Takes what [`Hnsw::derived`] made of this graph's vectors.
+    ///
+    /// # Panics
+    /// `derived` was made for a graph of another size.
+    pub(crate) fn install(&mut self, derived: Derived) {
+        let nodes = self.levels.len();
+        assert_eq!(derived.nodes, nodes, "derived from a graph of another size");
+        if let Some(inverse_norms) = derived.inverse_norms {
+            self.inverse_norms = inverse_norms;
+        }
+        self.halves = derived.halves;
+        self.max_norm = derived.max_norm;
+        self.exact_traversal = !derived.held;
+        self.codes = derived.codes;
         self.halves.resize(nodes * self.half_words, 0);
     }
 
     /// Hands each of the first `nodes` vectors as ranked (scaled by its inverse norm for cosine) to
     /// `take`, one at a time, in one buffer.
-    fn each_prepared(&self, nodes: usize, mut take: impl FnMut(&[f32])) {
+    /// `scales` are the inverse norms (empty where vectors are ranked as they are).
+    fn each_prepared(&self, nodes: usize, scales: &[f32], mut take: impl FnMut(&[f32])) {
         let mut prepared = Vec::with_capacity(self.dimension);
         for (node, vector) in self.vectors.iter().take(nodes).enumerate() {
-            let scale = self.scale(node as u32);
+            let scale = scales.get(node).copied().unwrap_or(1.0);
             prepared.clear();
             prepared.extend(vector.iter().map(|x| x * scale));
             take(&prepared);

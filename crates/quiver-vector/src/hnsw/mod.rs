@@ -34,7 +34,7 @@ use crate::{half, int8};
 use candidates::{Accept, Near, Probe, Start};
 use rows::Rows;
 
-pub(crate) use image::Source;
+pub(crate) use image::{Derived, Source};
 pub use partition::{REGIONS_FROM, RegionSample, TrainedRegions};
 
 /// Graph parameters.

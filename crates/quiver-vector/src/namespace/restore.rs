@@ -3,9 +3,12 @@
 //! indexer otherwise.
 
 use std::collections::HashMap;
+use std::sync::Arc;
+use std::thread::JoinHandle;
 
 use super::{GraphImage, Namespace};
 use crate::dense::DenseIndex;
+use crate::hnsw::{Derived, Hnsw};
 use crate::record::{IndexSpec, StoredRecord};
 
 /// How a namespace came back from its records and a snapshot.
@@ -25,6 +28,11 @@ pub struct Restored {
 pub struct Restoring {
     namespace: Namespace,
     dimension: usize,
+    /// The snapshot's graph, shared with the thread that derives its half-precision copies and codes
+    /// from its vectors while the records arrive (they are checked against the same vectors).
+    graph: Option<Arc<Hnsw>>,
+    /// That thread (`None` where it could not be started: the copies are then made at the end).
+    deriving: Option<JoinHandle<Option<Derived>>>,
     /// The live node made for each id in the snapshot.
     node_of: HashMap<String, usize>,
     /// By node of the snapshot's graph (`None` without a snapshot): whether a record claimed it.
@@ -39,10 +47,12 @@ impl Restoring {
     /// Starts a namespace of an index with `spec` whose graph comes from `image` where it holds a
     /// record's id with exactly its vector.
     pub fn new(spec: &IndexSpec, image: Option<GraphImage>) -> Restoring {
-        let mut namespace = Namespace::new(spec);
+        let namespace = Namespace::new(spec);
         let mut node_of = HashMap::new();
         let mut claimed = None;
         let mut placed = Vec::new();
+        let mut shared = None;
+        let mut deriving = None;
         if let Some(GraphImage { graph, ids }) = image {
             let nodes = graph.node_count();
             // At most a record a node; reserved at once, as growing would touch and copy twice the
@@ -57,11 +67,19 @@ impl Restoring {
                 }
             }
             claimed = Some(vec![false; nodes]);
-            namespace.dense = graph;
+            let graph = Arc::new(graph);
+            let deriving_from = Arc::clone(&graph);
+            deriving = std::thread::Builder::new()
+                .name("restore-derive".into())
+                .spawn(move || deriving_from.derived())
+                .ok();
+            shared = Some(graph);
         }
         Restoring {
             namespace,
             dimension: spec.dimension,
+            graph: shared,
+            deriving,
             node_of,
             claimed,
             placed,
@@ -72,11 +90,10 @@ impl Restoring {
     /// Takes a stored record: its vector takes its node in the snapshot's graph when the node was made
     /// for its id and holds exactly its vector (bit for bit), and waits for the indexer otherwise.
     pub fn add(&mut self, mut stored: StoredRecord) {
-        let Some(claimed) = &mut self.claimed else {
+        let (Some(claimed), Some(graph)) = (&mut self.claimed, self.graph.as_deref()) else {
             self.later.push(stored);
             return;
         };
-        let graph = &self.namespace.dense;
         let dimension = self.dimension;
         let node = self
             .node_of
@@ -108,15 +125,26 @@ impl Restoring {
     pub fn finish(self) -> (Namespace, Restored) {
         let Restoring {
             mut namespace,
+            graph,
+            deriving,
             claimed,
             mut placed,
             mut later,
             ..
         } = self;
         let mut restored = Restored::default();
-        if let Some(claimed) = claimed {
+        if let (Some(claimed), Some(graph)) = (claimed, graph) {
             let nodes = claimed.len();
-            namespace.dense.derive_halves();
+            let derived =
+                deriving.map(|thread| thread.join().expect("deriving a loaded graph's copies panicked"));
+            // The deriving thread has ended, and with it its share of the graph.
+            let mut graph = Arc::into_inner(graph).expect("the graph is shared with no one else");
+            match derived {
+                Some(Some(derived)) => graph.install(derived),
+                Some(None) => {}
+                None => graph.derive_halves(),
+            }
+            namespace.dense = graph;
             for (node, is_claimed) in claimed.iter().enumerate() {
                 if !is_claimed {
                     namespace.dense.remove(node);
