@@ -135,6 +135,15 @@ impl Restoring {
         let mut restored = Restored::default();
         if let (Some(claimed), Some(graph)) = (claimed, graph) {
             let nodes = claimed.len();
+            namespace.entries.resize_with(nodes, || None);
+            namespace.sequences.resize(nodes, 0);
+            restored.from_snapshot = placed.len();
+            // In slot order, so the metadata index's postings grow at their ends. Placing needs no
+            // graph, so it runs while the graph's copies may still be being derived.
+            placed.sort_unstable_by_key(|(slot, _)| *slot);
+            for (slot, stored) in placed {
+                namespace.place(slot, stored);
+            }
             let derived =
                 deriving.map(|thread| thread.join().expect("deriving a loaded graph's copies panicked"));
             // The deriving thread has ended, and with it its share of the graph.
@@ -149,14 +158,6 @@ impl Restoring {
                 if !is_claimed {
                     namespace.dense.remove(node);
                 }
-            }
-            namespace.entries.resize_with(nodes, || None);
-            namespace.sequences.resize(nodes, 0);
-            restored.from_snapshot = placed.len();
-            // In slot order, so the metadata index's postings grow at their ends.
-            placed.sort_unstable_by_key(|(slot, _)| *slot);
-            for (slot, stored) in placed {
-                namespace.place(slot, stored);
             }
             // Checking and deriving read every vector once; a mapped file's pages go back to the page
             // cache until a search or fetch needs them.
