@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 
 use super::{GraphImage, Namespace};
@@ -31,7 +32,8 @@ pub struct Restoring {
     /// The snapshot's graph, shared with the thread that derives its half-precision copies and codes
     /// from its vectors while the records arrive (they are checked against the same vectors).
     graph: Option<Arc<Hnsw>>,
-    /// That thread (`None` where it could not be started: the copies are then made at the end).
+    /// That thread (`None` for a small graph, or where it was not started: the copies are then made
+    /// at the end).
     deriving: Option<JoinHandle<Option<Derived>>>,
     /// The live node made for each id in the snapshot.
     node_of: HashMap<String, usize>,
@@ -41,6 +43,54 @@ pub struct Restoring {
     placed: Vec<(usize, StoredRecord)>,
     /// Records whose vector waits for the indexer.
     later: Vec<StoredRecord>,
+}
+
+/// Graphs smaller than this derive their copies when their load ends: it takes them milliseconds.
+/// (Every graph of a unit test derives apart, so the tests of a load go through that thread.)
+const DERIVED_APART_FROM: usize = if cfg!(test) { 1 } else { 10_000 };
+
+/// At most this many graphs derive their copies on threads of their own at once (each uses two), so a
+/// load of many large namespaces does not start a thread for each; the others derive when their load
+/// ends.
+const MOST_DERIVING: usize = 2;
+
+/// Graphs deriving their copies on threads of their own now, in this process.
+static DERIVING: AtomicUsize = AtomicUsize::new(0);
+
+/// One of the [`MOST_DERIVING`] places, given back when dropped (also by a thread that panicked).
+struct DerivingPlace;
+
+impl DerivingPlace {
+    fn take() -> Option<DerivingPlace> {
+        let taken = DERIVING.fetch_update(Ordering::AcqRel, Ordering::Acquire, |running| {
+            (running < MOST_DERIVING).then_some(running + 1)
+        });
+        // Made only once the count has risen: a place dropped gives one back.
+        if taken.is_ok() { Some(DerivingPlace) } else { None }
+    }
+}
+
+impl Drop for DerivingPlace {
+    fn drop(&mut self) {
+        DERIVING.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Starts deriving `graph`'s copies on a thread of its own, where it is large enough and fewer than
+/// [`MOST_DERIVING`] graphs already are; `None` otherwise (or where no thread could be started).
+fn derive_apart(graph: &Arc<Hnsw>) -> Option<JoinHandle<Option<Derived>>> {
+    if graph.node_count() < DERIVED_APART_FROM {
+        return None;
+    }
+    let place = DerivingPlace::take()?;
+    let graph = Arc::clone(graph);
+    std::thread::Builder::new()
+        .name("restore-derive".into())
+        .spawn(move || {
+            let _place = place;
+            graph.derived()
+        })
+        .ok()
 }
 
 impl Restoring {
@@ -68,11 +118,7 @@ impl Restoring {
             }
             claimed = Some(vec![false; nodes]);
             let graph = Arc::new(graph);
-            let deriving_from = Arc::clone(&graph);
-            deriving = std::thread::Builder::new()
-                .name("restore-derive".into())
-                .spawn(move || deriving_from.derived())
-                .ok();
+            deriving = derive_apart(&graph);
             shared = Some(graph);
         }
         Restoring {
@@ -188,5 +234,35 @@ impl Namespace {
             restoring.add(stored);
         }
         restoring.finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use quiver_core::index::SimilarityFunction;
+
+    use super::*;
+    use crate::hnsw::HnswParams;
+
+    #[test]
+    fn no_more_than_two_graphs_derive_their_copies_apart_at_once() {
+        let mut graph = Hnsw::new(SimilarityFunction::Cosine, 4, HnswParams::default());
+        graph.insert(0, &[1.0, 0.0, 0.0, 0.0]);
+        // Without its derived copies, as a snapshot brings it.
+        let graph = Arc::new(graph.copy_for_image());
+        let taken: Vec<_> = (0..MOST_DERIVING)
+            .map(|_| DerivingPlace::take().unwrap())
+            .collect();
+        assert!(derive_apart(&graph).is_none(), "every place is taken");
+        drop(taken);
+        let thread = derive_apart(&graph).expect("a place is free");
+        let derived = thread.join().unwrap();
+        assert!(
+            derived.is_some(),
+            "a graph as a snapshot brings it has its copies to derive"
+        );
+        // The place went back when the thread ended, with the thread's share of the graph.
+        assert_eq!(DERIVING.load(Ordering::Acquire), 0);
+        assert_eq!(Arc::strong_count(&graph), 1);
     }
 }
