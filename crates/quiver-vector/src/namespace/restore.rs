@@ -90,6 +90,8 @@ fn derive_apart(graph: &Arc<Hnsw>) -> Option<JoinHandle<Option<Derived>>> {
             let _place = place;
             graph.derived()
         })
+        // A thread that cannot be started (the system's limit) only costs the overlap: the copies
+        // are derived when the load ends, as for a small graph.
         .ok()
 }
 
