@@ -13,7 +13,7 @@ use quiver_core::index::SimilarityFunction;
 
 use super::partition::Regions;
 use super::rows::Rows;
-use super::{Hnsw, HnswParams, inverse_norm};
+use super::{Hnsw, HnswParams, inverse_norm, scale_in};
 use crate::codec::{DecodeError, Decoder, Encoder};
 use crate::half;
 use crate::mapped::MappedFile;
@@ -214,7 +214,7 @@ impl Hnsw {
     fn each_prepared(&self, nodes: usize, scales: &[f32], mut take: impl FnMut(&[f32])) {
         let mut prepared = Vec::with_capacity(self.dimension);
         for (node, vector) in self.vectors.iter().take(nodes).enumerate() {
-            let scale = scales.get(node).copied().unwrap_or(1.0);
+            let scale = scale_in(scales, node);
             prepared.clear();
             prepared.extend(vector.iter().map(|x| x * scale));
             take(&prepared);

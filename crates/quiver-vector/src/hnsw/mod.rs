@@ -156,7 +156,7 @@ impl Hnsw {
     /// What `node`'s vector is multiplied by to rank (see `inverse_norms`).
     #[inline]
     fn scale(&self, node: u32) -> f32 {
-        self.inverse_norms.get(node as usize).copied().unwrap_or(1.0)
+        scale_in(&self.inverse_norms, node as usize)
     }
 
     /// `node`'s vector as the graph ranks it (a cosine graph's vectors are stored with their norm
@@ -685,6 +685,12 @@ fn merge_sorted(mut candidates: Vec<Near>, sorted: usize) -> Vec<Near> {
     merged.extend_from_slice(&left[i..]);
     merged.extend_from_slice(&right[j..]);
     merged
+}
+
+/// `node`'s factor among `inverse_norms` (1 where there are none: vectors ranked as they are).
+#[inline]
+fn scale_in(inverse_norms: &[f32], node: usize) -> f32 {
+    inverse_norms.get(node).copied().unwrap_or(1.0)
 }
 
 /// 1 over `vector`'s norm, and 1 for a zero vector (which cosine ranks as it is, as `prepare` leaves it).
