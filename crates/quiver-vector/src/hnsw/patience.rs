@@ -28,10 +28,21 @@ pub(super) const PATIENCE_READ: usize = 160;
 /// reads as before, as sixteen regions of sixteen nodes already pass `PATIENCE_NODES`.
 pub(super) const COUNTED_PER_REGION: usize = 16;
 
+/// How many regions holding passing nodes end a search whose query's own region (the nearest centre's)
+/// passed nearly whole, once none of them changed the `k` best. Such a filter keeps the query's
+/// neighbourhood, so its `k` best are those an unfiltered search finds, in its own region and the
+/// next ones; the sixteen of `PATIENCE` are there for a query whose own region is rejected, where the
+/// nearest passing records lie spread over many kept regions at near-equal distances. Measured on the
+/// benchmark (100,000 x 384, 1,000 clusters), the queries whose own cluster a filter keeping half of
+/// the clusters kept (540 of 1,000): the `k` best last changed at the 1.1th region read on average;
+/// recall@10 1.000 with 2, 4 and 8 regions (0.999 with 1), 118 us a query with 16, 67 with 4.
+pub(super) const OWN_REGION_PATIENCE: usize = 4;
+
 /// What a region search has read since its `k` best last changed, and whether that is enough to stop:
 /// `PATIENCE` regions holding passing nodes and `PATIENCE_NODES` of those nodes, counting at most
 /// `COUNTED_PER_REGION` a region; or `PATIENCE_READ` regions, empty ones too, and `PATIENCE_NODES`
-/// passing nodes, every one counted.
+/// passing nodes, every one counted; or, where the query's own region passed nearly whole,
+/// `OWN_REGION_PATIENCE` regions holding passing nodes.
 #[derive(Debug, Default)]
 pub(super) struct Patience {
     /// Regions holding passing nodes.
@@ -42,6 +53,8 @@ pub(super) struct Patience {
     nodes: usize,
     /// Passing nodes scored, at most `COUNTED_PER_REGION` a region.
     spread: usize,
+    /// Whether the query's own region passed nearly whole: kept when the count starts again.
+    own_region_kept: bool,
 }
 
 impl Patience {
@@ -49,13 +62,23 @@ impl Patience {
     pub(super) fn exhausted(&self) -> bool {
         (self.regions >= PATIENCE && self.spread >= PATIENCE_NODES)
             || (self.read >= PATIENCE_READ && self.nodes >= PATIENCE_NODES)
+            || (self.own_region_kept && self.regions >= OWN_REGION_PATIENCE)
+    }
+
+    /// The query's own region, the first read, passed nearly whole: the filter keeps the query's
+    /// neighbourhood, and `OWN_REGION_PATIENCE` regions will do.
+    pub(super) fn own_region_kept(&mut self) {
+        self.own_region_kept = true;
     }
 
     /// A region read: `passing` of its nodes passed and were scored, and they `improved` the `k` best
     /// or did not.
     pub(super) fn read(&mut self, passing: usize, improved: bool) {
         if improved {
-            *self = Patience::default();
+            *self = Patience {
+                own_region_kept: self.own_region_kept,
+                ..Patience::default()
+            };
             return;
         }
         self.read += 1;
@@ -138,6 +161,33 @@ mod tests {
             patience.read(if read % 10 == 0 { 100 } else { 1 }, false);
         }
         assert_eq!(read, 80, "8 kept regions (128 nodes) and 72 others");
+    }
+
+    #[test]
+    fn a_query_whose_own_region_passed_whole_stops_after_four_regions_without_change() {
+        let mut patience = Patience::default();
+        patience.own_region_kept();
+        patience.read(100, true);
+        for read in 1..=OWN_REGION_PATIENCE {
+            assert!(!patience.exhausted(), "{read} regions");
+            patience.read(100, false);
+        }
+        assert!(patience.exhausted());
+        // Regions without a passing node do not count, and a change starts the count again with the
+        // shorter patience kept.
+        let mut patience = Patience::default();
+        patience.own_region_kept();
+        for _ in 0..OWN_REGION_PATIENCE - 1 {
+            patience.read(100, false);
+            patience.read(0, false);
+        }
+        patience.read(30, true);
+        for _ in 0..OWN_REGION_PATIENCE - 1 {
+            patience.read(1, false);
+        }
+        assert!(!patience.exhausted());
+        patience.read(1, false);
+        assert!(patience.exhausted());
     }
 
     #[test]
