@@ -253,9 +253,9 @@ impl Postings {
                     lists_read: terms.len(),
                 };
             };
-            // The lists left are looked up only for the contenders, strongest first; each narrows what
-            // the rest could add, and so the contenders. A slot stays a contender while its stamp is
-            // this query's: the others found lose it.
+            // The lists left add only the contenders' postings, strongest first; each narrows what the
+            // rest could add, and so the contenders. A slot stays a contender while its stamp is this
+            // query's: the others found lose it.
             let mut contenders: Vec<u32> = Vec::with_capacity(found.len());
             for &slot in found.iter() {
                 let at = slot as usize;
