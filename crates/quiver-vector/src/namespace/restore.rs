@@ -57,32 +57,46 @@ const MOST_DERIVING: usize = 2;
 /// Graphs deriving their copies on threads of their own now, in this process.
 static DERIVING: AtomicUsize = AtomicUsize::new(0);
 
-/// One of the [`MOST_DERIVING`] places, given back when dropped (also by a thread that panicked).
-struct DerivingPlace;
+/// One of the [`MOST_DERIVING`] places of a count (the process's is [`DERIVING`]), given back when
+/// dropped (also by a thread that panicked).
+struct DerivingPlace(&'static AtomicUsize);
 
 impl DerivingPlace {
-    fn take() -> Option<DerivingPlace> {
-        let taken = DERIVING.fetch_update(Ordering::AcqRel, Ordering::Acquire, |running| {
+    fn take(deriving: &'static AtomicUsize) -> Option<DerivingPlace> {
+        let taken = deriving.fetch_update(Ordering::AcqRel, Ordering::Acquire, |running| {
             (running < MOST_DERIVING).then_some(running + 1)
         });
         // Made only once the count has risen: a place dropped gives one back.
-        if taken.is_ok() { Some(DerivingPlace) } else { None }
+        if taken.is_ok() {
+            Some(DerivingPlace(deriving))
+        } else {
+            None
+        }
     }
 }
 
 impl Drop for DerivingPlace {
     fn drop(&mut self) {
-        DERIVING.fetch_sub(1, Ordering::AcqRel);
+        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
 /// Starts deriving `graph`'s copies on a thread of its own, where it is large enough and fewer than
 /// [`MOST_DERIVING`] graphs already are; `None` otherwise (or where no thread could be started).
 fn derive_apart(graph: &Arc<Hnsw>) -> Option<JoinHandle<Option<Derived>>> {
+    derive_apart_counted(graph, &DERIVING)
+}
+
+/// [`derive_apart`], with places from `deriving` (a test counts its own: `cargo test` runs the other
+/// tests of a load beside it, in the same process).
+fn derive_apart_counted(
+    graph: &Arc<Hnsw>,
+    deriving: &'static AtomicUsize,
+) -> Option<JoinHandle<Option<Derived>>> {
     if graph.node_count() < DERIVED_APART_FROM {
         return None;
     }
-    let place = DerivingPlace::take()?;
+    let place = DerivingPlace::take(deriving)?;
     let graph = Arc::clone(graph);
     std::thread::Builder::new()
         .name("restore-derive".into())
@@ -252,19 +266,24 @@ mod tests {
         graph.insert(0, &[1.0, 0.0, 0.0, 0.0]);
         // Without its derived copies, as a snapshot brings it.
         let graph = Arc::new(graph.copy_for_image());
+        // Places of its own: other tests of a load may hold the process's.
+        static PLACES: AtomicUsize = AtomicUsize::new(0);
         let taken: Vec<_> = (0..MOST_DERIVING)
-            .map(|_| DerivingPlace::take().unwrap())
+            .map(|_| DerivingPlace::take(&PLACES).unwrap())
             .collect();
-        assert!(derive_apart(&graph).is_none(), "every place is taken");
+        assert!(
+            derive_apart_counted(&graph, &PLACES).is_none(),
+            "every place is taken"
+        );
         drop(taken);
-        let thread = derive_apart(&graph).expect("a place is free");
+        let thread = derive_apart_counted(&graph, &PLACES).expect("a place is free");
         let derived = thread.join().unwrap();
         assert!(
             derived.is_some(),
             "a graph as a snapshot brings it has its copies to derive"
         );
         // The place went back when the thread ended, with the thread's share of the graph.
-        assert_eq!(DERIVING.load(Ordering::Acquire), 0);
+        assert_eq!(PLACES.load(Ordering::Acquire), 0);
         assert_eq!(Arc::strong_count(&graph), 1);
     }
 }
