@@ -24,6 +24,7 @@ pub(crate) async fn start_server(
         config,
         clock: quiver_core::SystemClock::shared(),
         bootstrap: quiver_server::credentials::dev_credentials(),
+        request_lines: None,
     })
     .await?;
     Ok((app, scratch, parent))

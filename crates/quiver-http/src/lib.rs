@@ -16,6 +16,8 @@
 //!   operations and checked against the routers.
 //! - [`sessions`]: the web console's sign-in sessions, in this node's memory.
 //! - [`health`]: `GET /healthz` and `GET /readyz`, and the [`health::Readiness`] the server implements.
+//! - [`request_line`]: a served request's log line, and the [`request_line::RequestLines`] a server may
+//!   write it with.
 //!
 //! One folder per area, each with its routes (`mod.rs`), handlers by noun, and wire types:
 //! - [`management`]: `/v2/vector/index...` and `/v2/search...`, and index statistics (SPEC A1).
@@ -38,6 +40,7 @@ pub mod openapi;
 mod operations;
 mod query_keys;
 pub mod queue;
+pub mod request_line;
 pub mod router;
 pub mod sessions;
 pub mod state;

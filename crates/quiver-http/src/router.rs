@@ -13,6 +13,7 @@ use axum::routing::get;
 
 use crate::error::{ApiError, envelope_for};
 use crate::management;
+use crate::request_line::{RequestLines, Served};
 use crate::state::AppState;
 
 async fn unknown_route(method: Method, uri: Uri) -> ApiError {
@@ -61,21 +62,22 @@ impl RequestIds {
 /// The header that carries a request's id, both ways.
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
-/// What the outermost layer needs: ids for requests, the metrics, and whether request lines are
-/// logged (decided once, as the router is built, so that a filter that drops them saves their cost).
+/// What the outermost layer needs: ids for requests, the metrics, whether request lines are logged
+/// (decided once, as the router is built, so that a filter that drops them saves their cost), and the
+/// server's own writer of those lines, if it has one.
 #[derive(Debug, Clone)]
 struct Observer {
     ids: RequestIds,
     origins: crate::cors::AllowedOrigins,
     metrics: Arc<crate::metrics::Metrics>,
     logs_requests: bool,
+    lines: Option<Arc<dyn RequestLines>>,
 }
 
 /// Answers CORS preflights and marks answers for browsers (see `cors`); counts and times every request
-/// by route template once it is answered, logs it at info as one line
-/// (its id, route, status and duration, the messages it made, since deliveries log by message id, and
-/// the error it answered: a 5xx's error id leads to the line that logged its cause), and returns its id
-/// as `X-Request-Id`. One event and no span: a span per request doubled the cost of logging.
+/// by route template once it is answered, logs it at info as one line (see [`Served`]: written by the
+/// server's [`RequestLines`] when it has one, else a `tracing` event), and returns its id as
+/// `X-Request-Id`.
 async fn observe_request(State(observer): State<Observer>, request: Request, next: Next) -> Response {
     let id = observer.ids.for_request(request.headers());
     let origin = request.headers().get(axum::http::header::ORIGIN).cloned();
@@ -101,29 +103,39 @@ async fn observe_request(State(observer): State<Observer>, request: Request, nex
     let status = response.status().as_u16();
     observer.metrics.observe_request(route, &method, status, elapsed);
     if observer.logs_requests {
-        let made = response
-            .extensions()
-            .get::<crate::queue::wire::MessagesMade>()
-            .map(|made| {
-                made.0
-                    .iter()
-                    .map(|id| id.0.as_str())
-                    .collect::<Vec<_>>()
-                    .join(",")
-            });
-        tracing::info!(
-            request.id = %String::from_utf8_lossy(id.as_bytes()),
-            http.method = %method,
-            http.route = %route,
-            http.status = status,
-            duration_us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX),
-            message.id = made,
-            error = crate::error::answered_message(&response),
-            "request served"
-        );
+        let made = response.extensions().get::<crate::queue::wire::MessagesMade>();
+        let line = Served {
+            id: id.as_bytes(),
+            method: &method,
+            route,
+            status,
+            duration_us: u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX),
+            messages: made.map(|made| made.0.as_slice()),
+            error: crate::error::answered_message(&response),
+        };
+        match &observer.lines {
+            Some(lines) => lines.served(&line),
+            None => log_with_tracing(&line),
+        }
     }
     response.headers_mut().insert(REQUEST_ID, id);
     response
+}
+
+/// Logs `line` as a `tracing` event at info, from this module (its target, `quiver_http::router`, is the
+/// one the level filter is asked about): one event and no span (a span per request doubled the cost of
+/// logging).
+pub fn log_with_tracing(line: &Served<'_>) {
+    tracing::info!(
+        request.id = %line.id_text(),
+        http.method = %line.method,
+        http.route = %line.route,
+        http.status = line.status,
+        duration_us = line.duration_us,
+        message.id = line.message_ids(),
+        error = line.error,
+        "request served"
+    );
 }
 
 /// The whole application.
@@ -146,6 +158,7 @@ pub fn router(state: AppState) -> Router {
         origins: crate::cors::AllowedOrigins::from_config(&state.config.cors_allowed_origins),
         metrics: Arc::clone(&state.metrics),
         logs_requests: tracing::enabled!(tracing::Level::INFO),
+        lines: state.request_lines.clone(),
     };
     let api = routes.with_state(state.clone());
     let app = if state.config.console_enabled {

@@ -47,4 +47,7 @@ pub struct Services {
     pub console: crate::sessions::Sessions,
     /// HTTP limits.
     pub config: HttpConfig,
+    /// Writes request lines instead of `tracing`'s formatter (see [`crate::request_line`]); `None` logs
+    /// them as `tracing` events.
+    pub request_lines: Option<std::sync::Arc<dyn crate::request_line::RequestLines>>,
 }

@@ -34,6 +34,9 @@ pub struct AppOptions {
     pub clock: Arc<dyn Clock>,
     /// Credentials wanted for the bootstrap account (environment, then `--dev` values).
     pub bootstrap: BootstrapCredentials,
+    /// Writes request lines faster than `tracing`'s formatter (see `quiver_http::request_line`); `None`
+    /// logs them as `tracing` events.
+    pub request_lines: Option<Arc<dyn quiver_http::request_line::RequestLines>>,
 }
 
 /// The catalogue opened on its own, for commands that do not serve (`credentials`, `accounts`).
@@ -245,6 +248,7 @@ impl App {
                 Duration::from_millis(config.http.console_session_lifetime_ms),
             ),
             config: config.http.clone(),
+            request_lines: options.request_lines.clone(),
         });
         let router = quiver_http::router(state);
         let http = tracker.spawn(crate::serve::serve(

@@ -66,6 +66,7 @@ impl TestServer {
             config: self.config.clone(),
             clock: Arc::new(self.clock.clone()),
             bootstrap: BootstrapCredentials::default(),
+            request_lines: None,
         };
         self.app = Some(App::start(options).await.expect("the test server starts"));
     }

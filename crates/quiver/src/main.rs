@@ -4,14 +4,17 @@
 mod backup;
 mod log_writer;
 mod models;
+mod request_lines;
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::{Context, Result, anyhow};
 use clap::{Parser, Subcommand};
 use quiver_admin::{Account, BootstrapCredentials, Email};
 use quiver_core::SystemClock;
+use quiver_http::request_line::RequestLines;
 use quiver_server::config::LogFormat;
 use quiver_server::credentials::dev_credentials;
 use quiver_server::{App, AppOptions, Catalog, Config};
@@ -199,20 +202,34 @@ fn print_credentials(out: &mut impl Write, account: &Account) -> std::io::Result
 }
 
 /// Logs to standard error through [`log_writer`]; lines logged before the returned guard is dropped are
-/// all written.
-fn init_logging(environment: &Environment, format: LogFormat) -> log_writer::FlushOnDrop {
+/// all written. Also returns the writer of request lines for the text format without colours (see
+/// [`request_lines`]); the other formats, and filters that name spans or fields, log them through
+/// `tracing`.
+fn init_logging(
+    environment: &Environment,
+    format: LogFormat,
+) -> (log_writer::FlushOnDrop, Option<Arc<dyn RequestLines>>) {
     let filter = environment.get("RUST_LOG").unwrap_or_else(|| "info".to_owned());
     let (writer, flush) = log_writer::start();
+    // Colours only for a person at a terminal: escapes in files and pipes are noise, and cost.
+    let ansi = std::io::stderr().is_terminal();
+    // A filter with span or field directives (`[...]`) may drop some request lines and keep others,
+    // which only `tracing` can tell.
+    let request_lines: Option<Arc<dyn RequestLines>> = match format {
+        LogFormat::Text if !ansi && !filter.contains('[') => {
+            Some(Arc::new(request_lines::TextRequestLines(writer.clone())))
+        }
+        LogFormat::Text | LogFormat::Json => None,
+    };
     let lines = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
-        // Colours only for a person at a terminal: escapes in files and pipes are noise, and cost.
-        .with_ansi(std::io::stderr().is_terminal())
+        .with_env_filter(tracing_subscriber::EnvFilter::new(&filter))
+        .with_ansi(ansi)
         .with_writer(writer);
     match format {
         LogFormat::Text => lines.init(),
         LogFormat::Json => lines.json().with_current_span(true).with_span_list(false).init(),
     }
-    flush
+    (flush, request_lines)
 }
 
 /// Raises this process's limit of open files to the most the system lets it have. The usual soft limit
@@ -233,7 +250,11 @@ fn raise_open_file_limit() {
     }
 }
 
-async fn serve(config: Config, environment: &Environment) -> Result<()> {
+async fn serve(
+    config: Config,
+    environment: &Environment,
+    request_lines: Option<Arc<dyn RequestLines>>,
+) -> Result<()> {
     raise_open_file_limit();
     let mut bootstrap = environment.bootstrap()?;
     if config.server.dev {
@@ -244,6 +265,7 @@ async fn serve(config: Config, environment: &Environment) -> Result<()> {
         config,
         clock: SystemClock::shared(),
         bootstrap,
+        request_lines,
     })
     .await?;
     let mut out = std::io::stdout().lock();
@@ -324,9 +346,9 @@ async fn main() -> Result<()> {
     let cli = Cli::parse();
     let environment = Environment::read();
     let config = load_config(&cli, &environment)?;
-    let _written_at_exit = init_logging(&environment, config.log.format);
+    let (_written_at_exit, request_lines) = init_logging(&environment, config.log.format);
     match cli.command {
-        Command::Serve { .. } => serve(config, &environment).await,
+        Command::Serve { .. } => serve(config, &environment, request_lines).await,
         Command::Credentials { email } => credentials(&config, email).await,
         Command::Accounts {
             command: AccountsCommand::Create { email },

@@ -223,25 +223,21 @@ async fn environment_credentials_win_and_dev_mode_uses_the_documented_ones() {
     terminate(served);
 }
 
-#[tokio::test]
-async fn json_logs_name_every_request_by_its_id_and_a_publish_by_its_message() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut command = quiver(dir.path());
-    command.env("RUST_LOG", "info").stderr(Stdio::piped());
-    let mut served = serve_with(command, &["--dev", "--log-format", "json"]);
+/// Publishes with `request_id` as `X-Request-Id` (the caller's id is kept), then makes a request without
+/// credentials and an id of its own (it gets a fresh one); returns the message's id and the fresh id.
+async fn publish_then_refuse(served: &Served, request_id: &str) -> (String, String) {
     let client = reqwest::Client::builder().no_proxy().build().unwrap();
     let token = printed_value(&served.printed, "token:");
-    // The caller's id is kept; a request without one gets a fresh id.
     let published = client
         .post(format!("{}/v2/publish/http://127.0.0.1:9/hook", served.base))
         .bearer_auth(&token)
         .header("Svc-Delay", "7d")
-        .header("X-Request-Id", "from-the-proxy-1")
+        .header("X-Request-Id", request_id)
         .body("hi")
         .send()
         .await
         .unwrap();
-    assert_eq!(published.headers()["x-request-id"], "from-the-proxy-1");
+    assert_eq!(published.headers()["x-request-id"], request_id);
     let message_id = published.json::<serde_json::Value>().await.unwrap()["messageId"]
         .as_str()
         .unwrap()
@@ -253,7 +249,17 @@ async fn json_logs_name_every_request_by_its_id_and_a_publish_by_its_message() {
         .unwrap();
     assert_eq!(refused.status(), reqwest::StatusCode::UNAUTHORIZED);
     let fresh = refused.headers()["x-request-id"].to_str().unwrap().to_owned();
-    assert!(!fresh.is_empty() && fresh != "from-the-proxy-1");
+    assert!(!fresh.is_empty() && fresh != request_id);
+    (message_id, fresh)
+}
+
+#[tokio::test]
+async fn json_logs_name_every_request_by_its_id_and_a_publish_by_its_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut command = quiver(dir.path());
+    command.env("RUST_LOG", "info").stderr(Stdio::piped());
+    let mut served = serve_with(command, &["--dev", "--log-format", "json"]);
+    let (message_id, fresh) = publish_then_refuse(&served, "from-the-proxy-1").await;
 
     let stderr = served.child.stderr.take().unwrap();
     terminate(served);
@@ -281,6 +287,53 @@ async fn json_logs_name_every_request_by_its_id_and_a_publish_by_its_message() {
             .as_str()
             .is_some_and(|e| e.starts_with("Unauthorized")),
         "{refused}"
+    );
+}
+
+/// The default text format writes request lines itself (see `request_lines` in the binary): the line
+/// carries every field, in the place and spelling of `tracing`'s other lines.
+#[tokio::test]
+async fn text_logs_name_every_request_by_its_id_and_a_publish_by_its_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut command = quiver(dir.path());
+    command.env("RUST_LOG", "info").stderr(Stdio::piped());
+    let mut served = serve_with(command, &["--dev"]);
+    let (message_id, refused_id) = publish_then_refuse(&served, "from-the-proxy-2").await;
+
+    let stderr = served.child.stderr.take().unwrap();
+    terminate(served);
+    let lines: Vec<String> = BufReader::new(stderr).lines().map(Result::unwrap).collect();
+    let served_line = |id: &str| {
+        lines
+            .iter()
+            .find(|l| l.contains(&format!("request served request.id={id} ")))
+            .unwrap_or_else(|| panic!("no request line for {id} in {lines:?}"))
+            .clone()
+    };
+    let publish = served_line("from-the-proxy-2");
+    let (time, rest) = publish.split_once(' ').unwrap();
+    assert!(
+        time.len() == 27 && time.ends_with('Z') && time.as_bytes()[10] == b'T',
+        "{publish}"
+    );
+    assert!(
+        rest.starts_with(" INFO quiver_http::router: request served request.id=from-the-proxy-2 http.method=POST http.route=/v2/publish/{*destination} http.status=200 duration_us="),
+        "{publish}"
+    );
+    assert!(
+        publish.ends_with(&format!(" message.id=\"{message_id}\"")),
+        "{publish}"
+    );
+    let refused = served_line(&refused_id);
+    assert!(
+        refused.contains(" http.method=GET http.route=/v2/topics http.status=401 duration_us="),
+        "{refused}"
+    );
+    assert!(refused.contains(" error=\"Unauthorized"), "{refused}");
+    // Other lines still come from `tracing`'s formatter, in the same shape.
+    assert!(
+        lines.iter().any(|l| l.contains(" INFO quiver_server::app: shut")),
+        "{lines:?}"
     );
 }
 
