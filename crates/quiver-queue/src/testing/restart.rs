@@ -8,6 +8,7 @@ use quiver_core::AccountId;
 
 use super::fixtures::{START, at, enqueue, message};
 use super::nouns::{queue_name, run_id, schedule_id};
+use crate::message::{MessageId, MessageState};
 use crate::names::UrlGroupName;
 use crate::schedule::{CronSchedule, Schedule};
 use crate::store::{Endpoint, QueueStore, UrlGroup};
@@ -123,7 +124,7 @@ where
         "a released lease makes its message due at once"
     );
     let mut again = keyed.clone();
-    again.message.id = crate::message::MessageId::generate(at(10));
+    again.message.id = MessageId::generate(at(10));
     let deduplicated = second
         .enqueue(vec![again], at(10))
         .await
@@ -159,5 +160,61 @@ where
         second.run(account, &run.id).await.expect("read succeeds"),
         Some(run),
         "a workflow run survives a restart"
+    );
+    // The log goes on where it ended: a store may remember the end, and must find it after a restart.
+    // A message enqueued first takes the next place; the CREATED event of one from before the restart
+    // is written where its row kept it.
+    let later = enqueue(
+        &*second,
+        vec![message(account, "https://example.com/later", at(3_600))],
+    )
+    .await;
+    for (id, now) in [(&ids[1], at(20)), (&later[0], at(21))] {
+        let cancelled = second
+            .cancel(
+                account,
+                Some(vec![id.clone()]),
+                crate::store::CancelFilter::default(),
+                None,
+                now,
+            )
+            .await
+            .expect("cancel succeeds");
+        assert_eq!(cancelled, 1);
+    }
+    let log = second
+        .events(account, &crate::store::Filter::default(), None, 100)
+        .await
+        .expect("read succeeds")
+        .items;
+    let sequences: Vec<i64> = log.iter().map(|event| event.sequence).collect();
+    assert!(
+        sequences.windows(2).all(|pair| pair[0] > pair[1]),
+        "the log, newest first, holds each place once: {sequences:?}"
+    );
+    let states = |id: &MessageId| {
+        let mut states: Vec<_> = log
+            .iter()
+            .filter(|event| &event.message_id == id)
+            .map(|event| event.state)
+            .collect();
+        states.reverse();
+        states
+    };
+    assert_eq!(
+        states(&ids[1]),
+        [
+            MessageState::Created,
+            MessageState::CancelRequested,
+            MessageState::Canceled
+        ]
+    );
+    assert_eq!(
+        states(&later[0]),
+        [
+            MessageState::Created,
+            MessageState::CancelRequested,
+            MessageState::Canceled
+        ]
     );
 }

@@ -18,7 +18,7 @@ use crate::database::backend_error;
 use crate::queue::SqliteQueueStore;
 use crate::queue::listing::{cursor_seq, filter_sql, newest_by, page};
 use crate::queue::log::{
-    Created, append_attempt, append_event, log_created, log_parts, next_seq, stored_event_from_row,
+    Created, LogEnds, append_attempt, append_event, log_created, log_parts, stored_event_from_row,
     take_created,
 };
 use crate::queue::rows::{account_of, corrupt, read_error, spec_json, to_json};
@@ -50,6 +50,7 @@ fn message_from_row(row: &Row<'_>) -> rusqlite::Result<Message> {
 /// deduplication key.
 fn insert_message(
     connection: &Connection,
+    ends: &LogEnds,
     new: &NewMessage,
     spec: &str,
     now: Timestamp,
@@ -87,6 +88,7 @@ fn insert_message(
         let labels = to_json(&message.spec.labels)?;
         append_attempt(
             connection,
+            ends,
             message,
             &labels,
             Some(Created::New(spec)),
@@ -97,15 +99,15 @@ fn insert_message(
             deduplicated: false,
         });
     }
-    // The row stands for the message's CREATED event until its first change (see `log_created`).
-    connection
-        .prepare_cached(concat!(
+    // The row stands for the message's CREATED event until its first change (see `log_created`), at
+    // the next place in the log.
+    let log_seq = ends.next(connection, &account)?;
+    let inserted = connection
+        .prepare_cached(
             "INSERT INTO messages (account_id, id, due_at, leased, retried, not_before, created_at, spec, body,
                  queue_name, flow_key, log_seq)
-             VALUES (?1, ?2, COALESCE(?11, ?3), ?11 IS NOT NULL, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ",
-            next_seq!(),
-            ")"
-        ))
+             VALUES (?1, ?2, COALESCE(?11, ?3), ?11 IS NOT NULL, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?12)",
+        )
         .and_then(|mut s| {
             s.execute(params![
                 account,
@@ -119,9 +121,16 @@ fn insert_message(
                 message.spec.queue_name,
                 message.spec.flow_control.as_ref().map(|f| &f.key),
                 new.leased_until.map(Timestamp::as_millis),
+                log_seq,
             ])
-        })
-        .map_err(backend_error)?;
+        });
+    match inserted {
+        Ok(_) => ends.took(&account, log_seq),
+        Err(error) => {
+            ends.forget(&account);
+            return Err(backend_error(error));
+        }
+    }
     if let Some(flow) = &message.spec.flow_control {
         crate::queue::flow_control::upsert_key(connection, &account, flow)?;
     }
@@ -142,8 +151,8 @@ fn load_message(connection: &Connection, account: &str, id: &str) -> StoreResult
 
 /// Deletes a pending message (it was delivered, dead-lettered or cancelled), writing its CREATED event
 /// first if the row still stood for it: the only way such a row could go without its event being written.
-fn delete_message(connection: &Connection, message: &Message) -> StoreResult<()> {
-    log_created(connection, message)?;
+fn delete_message(connection: &Connection, ends: &LogEnds, message: &Message) -> StoreResult<()> {
+    log_created(connection, ends, message)?;
     connection
         .prepare_cached("DELETE FROM messages WHERE account_id = ?1 AND id = ?2")
         .and_then(|mut s| s.execute([message.account_id.to_string(), message.id.0.clone()]))
@@ -246,6 +255,7 @@ impl MessageStore for SqliteQueueStore {
             .iter()
             .map(|m| spec_json(&m.message.spec))
             .collect::<StoreResult<Vec<_>>>()?;
+        let ends = std::sync::Arc::clone(&self.log_ends);
         self.database
             .write_repeatable(move |c| {
                 if messages.iter().any(|m| m.dedup.is_some()) {
@@ -259,7 +269,7 @@ impl MessageStore for SqliteQueueStore {
                 messages
                     .iter()
                     .zip(&specs)
-                    .map(|(m, spec)| insert_message(c, m, spec, now))
+                    .map(|(m, spec)| insert_message(c, &ends, m, spec, now))
                     .collect()
             })
             .await
@@ -333,6 +343,7 @@ impl MessageStore for SqliteQueueStore {
         limit: Option<usize>,
         now: Timestamp,
     ) -> StoreResult<u64> {
+        let ends = std::sync::Arc::clone(&self.log_ends);
         self.database
             .write(move |c| {
                 let account_text = account.to_string();
@@ -367,7 +378,7 @@ impl MessageStore for SqliteQueueStore {
                     }
                 };
                 for message in &targets {
-                    delete_message(c, message)?;
+                    delete_message(c, &ends, message)?;
                     let labels = to_json(&message.spec.labels)?;
                     for state in [MessageState::CancelRequested, MessageState::Canceled] {
                         let event = NewEvent {
@@ -375,7 +386,7 @@ impl MessageStore for SqliteQueueStore {
                             state,
                             detail: EventDetail::default(),
                         };
-                        append_event(c, message, &labels, &event)?;
+                        append_event(c, &ends, message, &labels, &event)?;
                     }
                 }
                 Ok(targets.len() as u64)
@@ -484,6 +495,7 @@ impl DeliveryStore for SqliteQueueStore {
         // share commits (fewer pages written per message), and the others commit at once, since
         // retries, callbacks and the next message of a FIFO queue or flow-control key wait on them.
         let deferred = !record.may_make_work_due();
+        let ends = std::sync::Arc::clone(&self.log_ends);
         let write = move |c: &Connection| {
             let message = &record.message;
             let account = message.account_id.to_string();
@@ -531,6 +543,7 @@ impl DeliveryStore for SqliteQueueStore {
             };
             append_attempt(
                 c,
+                &ends,
                 message,
                 &labels,
                 created
@@ -539,7 +552,7 @@ impl DeliveryStore for SqliteQueueStore {
                 &record.events,
             )?;
             for (follow_up, spec) in record.follow_ups.iter().zip(&specs) {
-                insert_message(c, follow_up, spec, follow_up.message.created_at)?;
+                insert_message(c, &ends, follow_up, spec, follow_up.message.created_at)?;
             }
             if let Some((dlq_id, info)) = &record.failure_callback_report {
                 set_failure_callback(c, message.account_id, dlq_id, info)?;
@@ -607,6 +620,7 @@ impl DeadLetterStore for SqliteQueueStore {
     ) -> StoreResult<bool> {
         let dlq_id = dlq_id.to_owned();
         let spec = spec_json(&callback.message.spec)?;
+        let ends = std::sync::Arc::clone(&self.log_ends);
         self.database
             .write(move |c| {
                 let in_progress = FailureCallbackInfo {
@@ -619,7 +633,7 @@ impl DeadLetterStore for SqliteQueueStore {
                 if !set_failure_callback(c, account, &dlq_id, &in_progress)? {
                     return Ok(false);
                 }
-                insert_message(c, &callback, &spec, now)?;
+                insert_message(c, &ends, &callback, &spec, now)?;
                 Ok(true)
             })
             .await
@@ -658,6 +672,7 @@ impl DeadLetterStore for SqliteQueueStore {
     ) -> StoreResult<Option<MessageId>> {
         let dlq_id = dlq_id.to_owned();
         let spec = spec_json(&replacement.message.spec)?;
+        let ends = std::sync::Arc::clone(&self.log_ends);
         self.database
             .write(move |c| {
                 let removed = c
@@ -669,7 +684,9 @@ impl DeadLetterStore for SqliteQueueStore {
                 if removed == 0 {
                     return Ok(None);
                 }
-                Ok(Some(insert_message(c, &replacement, &spec, now)?.message_id))
+                Ok(Some(
+                    insert_message(c, &ends, &replacement, &spec, now)?.message_id,
+                ))
             })
             .await
     }

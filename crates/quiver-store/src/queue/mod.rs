@@ -28,6 +28,8 @@ pub struct SqliteQueueStore {
     /// When the next retention round is due. One process owns the files, so memory is enough: a restart
     /// runs a round at once, as it always has.
     pub(crate) next_retention_round: std::sync::Arc<std::sync::Mutex<Option<quiver_core::Timestamp>>>,
+    /// Where each account's log ends, as the writer last wrote it (see `log::LogEnds`).
+    pub(crate) log_ends: std::sync::Arc<log::LogEnds>,
 }
 
 impl SqliteQueueStore {
@@ -40,6 +42,7 @@ impl SqliteQueueStore {
         Ok(SqliteQueueStore {
             database,
             next_retention_round: std::sync::Arc::default(),
+            log_ends: std::sync::Arc::default(),
         })
     }
 
