@@ -114,6 +114,7 @@ fn node() -> &'static Node {
                 config,
                 clock: std::sync::Arc::new(SystemClock),
                 bootstrap: BootstrapCredentials::default(),
+                request_lines: None,
             }))
             .expect("the node starts");
         let account = &app.bootstrap().account;
