@@ -2,12 +2,12 @@
 //! (a positive `messages.log_seq`, see migration 9) until the message first changes; listings read those
 //! rows as events in their place.
 
-use quiver_core::Timestamp;
-use quiver_core::store::StoreResult;
-use quiver_queue::message::{Event, EventDetail, Message, MessageId, MessageSpec, MessageState, NewEvent};
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 
+use quiver_core::Timestamp;
+use quiver_core::store::StoreResult;
+use quiver_queue::message::{Event, EventDetail, Message, MessageId, MessageSpec, MessageState, NewEvent};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::database::backend_error;
@@ -21,6 +21,7 @@ macro_rules! next_seq {
              COALESCE((SELECT MAX(log_seq) FROM messages WHERE account_id = ?1 AND log_seq > 0), 0)) + 1)"
     };
 }
+
 /// Where each account's log ends: the next free seq, as this store's writer last wrote it. Finding it
 /// in the database took two subqueries, about a quarter of the cost of a message's `INSERT`; every
 /// event and every message row that takes a place in a log is written through this (`took`), so the
@@ -43,17 +44,24 @@ impl LogEnds {
         Ok(end)
     }
 
-    /// Notes that `seq` of `account`'s log is taken. An end not known yet stays unknown: a place taken
-    /// below the end (a CREATED event written where its message's row kept it) says nothing of it.
-    pub(crate) fn took(&self, account: &str, seq: i64) {
-        if let Some(end) = self.ends().get_mut(account) {
-            *end = (*end).max(seq + 1);
+    /// Notes the outcome of a write that took `seq` of `account`'s log. Written: the end moves past it,
+    /// when the end is known (a place taken below the end, a CREATED event written where its message's
+    /// row kept it, says nothing of an end not read yet). Failed: the end is forgotten, and the next
+    /// write reads it again.
+    pub(crate) fn took(&self, account: &str, seq: i64, written: rusqlite::Result<usize>) -> StoreResult<()> {
+        let mut ends = self.ends();
+        match written {
+            Ok(_) => {
+                if let Some(end) = ends.get_mut(account) {
+                    *end = (*end).max(seq + 1);
+                }
+                Ok(())
+            }
+            Err(error) => {
+                ends.remove(account);
+                Err(backend_error(error))
+            }
         }
-    }
-
-    /// Forgets where `account`'s log ends, after a write of it failed: the next write reads it again.
-    pub(crate) fn forget(&self, account: &str) {
-        self.ends().remove(account);
     }
 
     fn ends(&self) -> std::sync::MutexGuard<'_, HashMap<String, i64>> {
@@ -109,16 +117,7 @@ fn write_event(
                 carried.created_seq.map(|_| message.created_at.as_millis()),
             ])
         });
-    match written {
-        Ok(_) => {
-            ends.took(&account, seq);
-            Ok(())
-        }
-        Err(error) => {
-            ends.forget(&account);
-            Err(backend_error(error))
-        }
-    }
+    ends.took(&account, seq, written)
 }
 
 /// Writes `message`'s CREATED event at `seq`, the place its row kept for it; `spec` is its stored JSON.

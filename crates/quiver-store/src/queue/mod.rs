@@ -1,10 +1,12 @@
 //! The queue domain's store in `queue.db`, one module per noun of the queue's store traits.
 //!
-//! - `messages`: messages, attempts, dead letters and the log's reads; `url_groups`: URL groups.
+//! - `messages`: messages, attempts and dead letters; `events`: the log's reads and retention;
+//!   `url_groups`: URL groups.
 //! - `control`: schedules, FIFO queues and workflow runs; `flow_control`: flow-control keys; `waiters`.
 //! - `log`: the message log's events; `listing`: pages, filters and pruning; `rows`: row conversions.
 
 mod control;
+mod events;
 mod flow_control;
 mod listing;
 mod log;
