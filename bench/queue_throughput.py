@@ -504,8 +504,9 @@ def main():
                         tps = phase_pgbench(store, c, args.seconds, args.scratch)
                         if tps is not None:
                             record(named(f"pgbench single-row inserts/s, {c} clients"), tps)
-                        if tps is not None and "sustained" in phases:
-                            record(named(f"sustained in-and-out / pgbench %, {c} connections"), 100 * s["in_out"] / tps)
+                            if "sustained" in phases:
+                                record(named(f"sustained in-and-out / pgbench %, {c} connections"),
+                                       100 * s["in_out"] / tps)
                 if "drain" in phases:
                     d = phase_drain(args, sink, f"d{r}x{x}")
                     record(named(f"drain of {args.backlog} msg/s (from due time)"), d["rate"])

@@ -11,7 +11,7 @@ use super::nouns::{queue_name, run_id, schedule_id};
 use crate::message::{MessageId, MessageState};
 use crate::names::UrlGroupName;
 use crate::schedule::{CronSchedule, Schedule};
-use crate::store::{Endpoint, QueueStore, UrlGroup};
+use crate::store::{CancelFilter, Endpoint, Filter, QueueStore, UrlGroup};
 use crate::workflow::{RunState, RunStep, WorkflowRun};
 
 /// Opens a store over some storage with `open`, writes to it, drops it, opens the same storage again
@@ -174,7 +174,7 @@ where
             .cancel(
                 account,
                 Some(vec![id.clone()]),
-                crate::store::CancelFilter::default(),
+                CancelFilter::default(),
                 None,
                 now,
             )
@@ -183,7 +183,7 @@ where
         assert_eq!(cancelled, 1);
     }
     let log = second
-        .events(account, &crate::store::Filter::default(), None, 100)
+        .events(account, &Filter::default(), None, 100)
         .await
         .expect("read succeeds")
         .items;
