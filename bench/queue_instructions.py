@@ -10,12 +10,14 @@ and reads the total. Two kinds (--kinds):
   sustained   immediate delivery to the sink: publish, delivery and the outcome's record
   publish     `Svc-Delay: 7d`: publish alone
 The figure printed is instructions per message, for the whole process (every thread, the queue writer's
-SQLite work included). Under valgrind threads run one at a time and far slower than natively, so
+SQLite work included; with --store postgres://..., PostgreSQL's own work is not counted, only the
+server's side of it). Under valgrind threads run one at a time and far slower than natively, so
 batching and the race between a delivery and its publish's commit differ from a native run: compare
 builds with this script, not with `queue_throughput.py`'s rates.
 
 Usage: bench/queue_instructions.py [--binary target/release/quiver] [--messages 3000] [--warmup 300]
                                    [--connections 8] [--kinds sustained,publish] [--scratch DIR] [--keep]
+                                   [--store postgres://USER@HOST:PORT/DB]
 """
 
 import argparse
@@ -98,16 +100,23 @@ def callgrind(pid, action):
                    stderr=subprocess.DEVNULL)
 
 
-def measure(binary, kind, messages, warmup, connections, scratch, keep):
+def measure(binary, kind, messages, warmup, connections, scratch, keep, store):
     directory = tempfile.mkdtemp(dir=scratch, prefix="quiver-cg-")
     out = os.path.join(directory, "callgrind.out")
+    environment = dict(os.environ)
+    schema = None
+    if store:
+        # A schema of its own, dropped at the end, as queue_throughput.py's servers have.
+        schema = "bench_" + os.path.basename(directory).replace("-", "_").lower()
+        environment["QUIVER__STORAGE__URL"] = store
+        environment["QUIVER__STORAGE__SCHEMA"] = schema
     sink = Sink()
     threading.Thread(target=sink.serve_forever, daemon=True).start()
     server = subprocess.Popen(
         ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}",
          binary, "serve", "--dev", "--bind", f"127.0.0.1:{PORT}", "--data-dir", directory],
         stdout=subprocess.DEVNULL, stderr=open(os.path.join(directory, "server.log"), "w"),
-        env=dict(os.environ))
+        env=environment)
     try:
         # Under valgrind the server starts tens of times slower than natively.
         wait_ready(PORT, seconds=300)
@@ -127,6 +136,10 @@ def measure(binary, kind, messages, warmup, connections, scratch, keep):
         server.wait()
         sink.shutdown()
         sink.server_close()
+        if schema:
+            subprocess.run(["psql", store, "-q", "-c",
+                            f"SET client_min_messages = warning; DROP SCHEMA IF EXISTS {schema} CASCADE"],
+                           check=True, stdout=subprocess.DEVNULL)
     total = 0
     for name in os.listdir(directory):
         if name.startswith("callgrind.out"):
@@ -153,10 +166,12 @@ def main():
     parser.add_argument("--kinds", default="sustained,publish")
     parser.add_argument("--scratch", default=None)
     parser.add_argument("--keep", action="store_true", help="keep callgrind's dumps (callgrind_annotate)")
+    parser.add_argument("--store", default=None, help="a postgres:// URL: the server keeps its data there")
     args = parser.parse_args()
     binary = release_binary(args.binary)
     for kind in args.kinds.split(","):
-        per = measure(binary, kind, args.messages, args.warmup, args.connections, args.scratch, args.keep)
+        per = measure(binary, kind, args.messages, args.warmup, args.connections, args.scratch, args.keep,
+                      args.store)
         print(f"  {kind} instructions/msg: {per:,.0f}", flush=True)
 
 

@@ -10,6 +10,7 @@ use quiver_core::store::StoreResult;
 use tokio_postgres::error::SqlState;
 
 use crate::hints::{Hint, Hints};
+use crate::own::OwnConnection;
 use crate::tls::Secured;
 
 /// A step of the schema: its version and the SQL that takes the schema there.
@@ -289,6 +290,11 @@ impl PgDatabase {
         }
     }
 
+    /// A connection of its own, outside the pool, made on its first use (see [`OwnConnection`]).
+    pub(crate) fn own_connection(&self) -> OwnConnection {
+        OwnConnection::new(Arc::clone(&self.secured))
+    }
+
     /// Runs one statement in a transaction of its own (no `BEGIN` or `COMMIT` round trips), again when it
     /// lost a deadlock, as [`PgDatabase::write`] runs a transaction again. Returns the rows it changed.
     pub(crate) async fn execute_alone(
@@ -298,17 +304,7 @@ impl PgDatabase {
     ) -> StoreResult<u64> {
         let client = self.client().await?;
         let statement = client.prepare_cached(sql).await.map_err(backend_error)?;
-        let mut attempt = 1;
-        loop {
-            match client.execute(&statement, params).await {
-                Ok(changed) => return Ok(changed),
-                Err(error) if attempt < TX_ATTEMPTS && is_retryable(&error) => {
-                    attempt += 1;
-                    tracing::debug!(%error, attempt, "a PostgreSQL statement runs again");
-                }
-                Err(error) => return Err(backend_error(error)),
-            }
-        }
+        execute_retrying(&client, &statement, params).await
     }
 
     async fn migrate(&self, schema: Option<&str>) -> StoreResult<()> {
@@ -439,6 +435,25 @@ fn is_retryable(error: &tokio_postgres::Error) -> bool {
     error.code().is_some_and(|code| {
         code == &SqlState::T_R_DEADLOCK_DETECTED || code == &SqlState::T_R_SERIALIZATION_FAILURE
     })
+}
+
+/// Runs a prepared statement on `client`, again when it lost a deadlock. Returns the rows it changed.
+pub(crate) async fn execute_retrying(
+    client: &tokio_postgres::Client,
+    statement: &tokio_postgres::Statement,
+    params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+) -> StoreResult<u64> {
+    let mut attempt = 1;
+    loop {
+        match client.execute(statement, params).await {
+            Ok(changed) => return Ok(changed),
+            Err(error) if attempt < TX_ATTEMPTS && is_retryable(&error) => {
+                attempt += 1;
+                tracing::debug!(%error, attempt, "a PostgreSQL statement runs again");
+            }
+            Err(error) => return Err(backend_error(error)),
+        }
+    }
 }
 
 /// A driver error as a store error: a broken uniqueness rule is a conflict naming its constraint.

@@ -14,6 +14,7 @@ pub mod admin;
 mod batch;
 pub mod database;
 pub mod hints;
+mod own;
 pub mod queue;
 mod tls;
 pub mod vectors;

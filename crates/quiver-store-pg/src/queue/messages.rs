@@ -23,7 +23,7 @@ use crate::database::{PRESENCE_CLASS, PgDatabase, TxError, backend_error};
 use crate::hints::Hint;
 use crate::queue::control::{claim_keyed, next_keyed_due};
 use crate::queue::log::{EVENT_COLUMNS, EventColumns, append_events};
-use crate::queue::publish::{insert_messages, publish_batch};
+use crate::queue::publish::{PublishWriter, insert_messages, publish_batch};
 use crate::queue::rows::{
     MESSAGE_COLUMNS, QUEUE_CONDITION, WALK_DUE_IN_ORDER, count, json, message_from_row, spec_json,
 };
@@ -290,7 +290,10 @@ async fn attempt_batch(
 
 /// Writers per kind of batch, and most calls per transaction. One writer of each kind makes the largest
 /// batches: with two or four, sustained publish-and-deliver was slower and PostgreSQL spent more CPU per
-/// message on the extra commits (see BENCHMARKS.md, "Several nodes on PostgreSQL").
+/// message on the extra commits (see BENCHMARKS.md, "Several nodes on PostgreSQL"). The publish writer,
+/// whose commits a publish's answer waits for, runs on a thread of its own with a connection of its own
+/// (see `Batcher::start_on_thread`); the outcomes' writer, whose batches are held anyway, shares the
+/// runtime (on a thread of its own too it was slower: BENCHMARKS.md, "session 42").
 const BATCH_WRITERS: usize = 1;
 const BATCH_MAX: usize = 256;
 /// How long a batch of records that make no work due waits for more: their delivery tasks wait (their
@@ -301,11 +304,16 @@ const HOLD: std::time::Duration = std::time::Duration::from_millis(5);
 fn start_batches(database: &PgDatabase) -> Batches {
     let node = database.node();
     Batches {
-        publishes: Batcher::start(
-            database.clone(),
-            BATCH_WRITERS,
+        publishes: Batcher::start_on_thread(
+            "quiver-pg-publish",
+            PublishWriter {
+                database: database.clone(),
+                own: Arc::new(tokio::sync::Mutex::new(database.own_connection())),
+                shared: tokio::runtime::Handle::current(),
+                node,
+            },
             BATCH_MAX,
-            Arc::new(move |database, calls| Box::pin(publish_batch(database, calls, node))),
+            Arc::new(|writer, calls| Box::pin(publish_batch(writer, calls))),
         ),
         attempts: Batcher::start_holding(
             database.clone(),

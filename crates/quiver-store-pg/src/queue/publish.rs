@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, LazyLock};
 
 use deadpool_postgres::Transaction;
-use quiver_core::Timestamp;
 use quiver_core::store::StoreResult;
+use quiver_core::{StoreError, Timestamp};
 use quiver_queue::early::Early;
 use quiver_queue::message::{
     Enqueued, EventDetail, FlowControl, Message, MessageId, MessageState, NewEvent, NewMessage,
@@ -14,6 +14,7 @@ use quiver_queue::message::{
 use tokio_postgres::types::ToSql;
 
 use crate::database::{PgDatabase, TxError};
+use crate::own::OwnConnection;
 use crate::queue::log::{EVENT_COLUMNS, EventColumns, append_events};
 use crate::queue::rows::spec_json;
 
@@ -126,7 +127,11 @@ fn is_plain(new: &NewMessage) -> bool {
 
 /// Stores messages that [`is_plain`] accepts, with their CREATED events, in one statement: its own
 /// transaction, so a batch costs one round trip instead of four (`BEGIN`, the two inserts, `COMMIT`).
-async fn insert_plain(database: &PgDatabase, news: &[&NewMessage], node: i32) -> StoreResult<Vec<Enqueued>> {
+async fn insert_plain(
+    own: &mut OwnConnection,
+    news: &[&NewMessage],
+    node: i32,
+) -> StoreResult<Vec<Enqueued>> {
     static INSERT: LazyLock<String> = LazyLock::new(|| {
         format!(
             "WITH stored AS ({INSERT_MESSAGES}) INSERT INTO events ({EVENT_COLUMNS}) SELECT * FROM UNNEST({})",
@@ -139,7 +144,7 @@ async fn insert_plain(database: &PgDatabase, news: &[&NewMessage], node: i32) ->
     let events = EventColumns::of(&events)?;
     let mut params: Vec<&(dyn ToSql + Sync)> = rows.params(&node).to_vec();
     params.extend(events.params());
-    database.execute_alone(&INSERT, &params).await?;
+    own.execute_alone(&INSERT, &params).await?;
     Ok(news
         .iter()
         .map(|new| Enqueued {
@@ -281,31 +286,49 @@ async fn upsert_key(transaction: &Transaction<'_>, account: &str, flow: &FlowCon
     Ok(())
 }
 
+/// What the publish writer writes with. It runs on a thread of its own (see
+/// [`crate::batch::Batcher::start_on_thread`]): plain batches go out on its own connection, made and
+/// driven on that thread; a batch that needs a transaction runs on the shared runtime, where the pool's
+/// connections are driven.
+#[derive(Clone)]
+pub(crate) struct PublishWriter {
+    pub(crate) database: PgDatabase,
+    pub(crate) own: Arc<tokio::sync::Mutex<OwnConnection>>,
+    pub(crate) shared: tokio::runtime::Handle,
+    pub(crate) node: i32,
+}
+
 /// A batch of publishes (each a call's messages and time): one statement for all their messages and
 /// their events when they are all plain (see [`insert_plain`]), else a transaction.
 pub(crate) async fn publish_batch(
-    database: PgDatabase,
+    writer: PublishWriter,
     calls: Arc<Vec<(Vec<NewMessage>, Timestamp)>>,
-    node: i32,
 ) -> StoreResult<Vec<Vec<Enqueued>>> {
+    let node = writer.node;
     let all: Vec<&NewMessage> = calls.iter().flat_map(|(messages, _)| messages).collect();
     let outcomes = if all.iter().all(|new| is_plain(new)) {
-        insert_plain(&database, &all, node).await?
+        insert_plain(&mut *writer.own.lock().await, &all, node).await?
     } else {
         let now = calls
             .iter()
             .map(|(_, now)| *now)
             .max()
             .unwrap_or(Timestamp::from_millis(0));
-        database
-            .write(|t| {
-                let calls = Arc::clone(&calls);
-                Box::pin(async move {
-                    let all: Vec<&NewMessage> = calls.iter().flat_map(|(messages, _)| messages).collect();
-                    insert_messages(t, &all, now, node).await
+        let (database, written) = (writer.database.clone(), Arc::clone(&calls));
+        let transaction = writer.shared.spawn(async move {
+            database
+                .write(|t| {
+                    let calls = Arc::clone(&written);
+                    Box::pin(async move {
+                        let all: Vec<&NewMessage> = calls.iter().flat_map(|(messages, _)| messages).collect();
+                        insert_messages(t, &all, now, node).await
+                    })
                 })
-            })
-            .await?
+                .await
+        });
+        transaction
+            .await
+            .map_err(|e| StoreError::Backend(format!("a publish transaction did not finish: {e}")))??
     };
     let mut outcomes = outcomes.into_iter();
     Ok(calls
