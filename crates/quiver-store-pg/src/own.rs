@@ -50,12 +50,6 @@ impl OwnConnection {
                         tracing::debug!(%error, "a writer's own PostgreSQL connection ended");
                     }
                 });
-                if std::env::var("EXP_GENERIC").is_ok() {
-                    client.batch_execute("SET plan_cache_mode = force_generic_plan").await.map_err(backend_error)?;
-                }
-                if std::env::var("EXP_LOGDUR").is_ok() {
-                    client.batch_execute("SET log_min_duration_statement = 0").await.map_err(backend_error)?;
-                }
                 self.open.insert(Open {
                     client,
                     prepared: Vec::new(),
