@@ -10,7 +10,6 @@ use quiver_core::store::StoreResult;
 use tokio_postgres::error::SqlState;
 
 use crate::hints::{Hint, Hints};
-use crate::own::OwnConnection;
 use crate::tls::Secured;
 
 /// A step of the schema: its version and the SQL that takes the schema there.
@@ -290,9 +289,10 @@ impl PgDatabase {
         }
     }
 
-    /// A connection of its own, outside the pool, made on its first use (see [`OwnConnection`]).
-    pub(crate) fn own_connection(&self) -> OwnConnection {
-        OwnConnection::new(Arc::clone(&self.secured))
+    /// How this database's connections are made (a connection outside the pool, as
+    /// `crate::own::OwnConnection` makes, is made the same way).
+    pub(crate) fn secured(&self) -> Arc<Secured> {
+        Arc::clone(&self.secured)
     }
 
     /// Runs one statement in a transaction of its own (no `BEGIN` or `COMMIT` round trips), again when it

@@ -8,7 +8,7 @@ use quiver_core::store::StoreResult;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Statement};
 
-use crate::database::{backend_error, execute_retrying};
+use crate::database::{PgDatabase, backend_error, execute_retrying};
 use crate::tls::Secured;
 
 /// One connection and the statements prepared on it.
@@ -23,8 +23,12 @@ struct Open {
 }
 
 impl OwnConnection {
-    pub(crate) fn new(secured: Arc<Secured>) -> OwnConnection {
-        OwnConnection { secured, open: None }
+    /// A connection to `database`, made as its pool's are, on first use.
+    pub(crate) fn to(database: &PgDatabase) -> OwnConnection {
+        OwnConnection {
+            secured: database.secured(),
+            open: None,
+        }
     }
 
     /// Runs one statement in a transaction of its own, again when it lost a deadlock, as

@@ -21,6 +21,7 @@ use crate::batch::{Batcher, Hold};
 use crate::database::PgOptions;
 use crate::database::{PRESENCE_CLASS, PgDatabase, TxError, backend_error};
 use crate::hints::Hint;
+use crate::own::OwnConnection;
 use crate::queue::control::{claim_keyed, next_keyed_due};
 use crate::queue::log::{EVENT_COLUMNS, EventColumns, append_events};
 use crate::queue::publish::{PublishWriter, insert_messages, publish_batch};
@@ -308,7 +309,7 @@ fn start_batches(database: &PgDatabase) -> Batches {
             "quiver-pg-publish",
             PublishWriter {
                 database: database.clone(),
-                own: Arc::new(tokio::sync::Mutex::new(database.own_connection())),
+                own: Arc::new(tokio::sync::Mutex::new(OwnConnection::to(database))),
                 shared: tokio::runtime::Handle::current(),
                 node,
             },
