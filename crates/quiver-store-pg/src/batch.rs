@@ -78,14 +78,14 @@ impl<T: Send + Sync + 'static, R: Send + 'static> Batcher<T, R> {
         Batcher { sender }
     }
 
-    /// As [`Batcher::start_holding`] with one writer and no hold, which runs on a thread of its own (named `name`, with a
-    /// runtime of its own) instead of the shared runtime's workers. A writer whose batches follow one
-    /// another (one transaction in flight) then starts the next as soon as the last one's answer arrives,
-    /// rather than after every task queued on a busy worker before it: with PostgreSQL's commit chain on
-    /// the shared workers, a batch waited about twice its statement's time for its turn (BENCHMARKS.md,
-    /// "session 42"). The body's connections should be made on that thread too (their drivers run where
-    /// they were made). Where the thread or its runtime cannot be made, the writer runs on the shared
-    /// runtime.
+    /// As [`Batcher::start_holding`] with one writer and no hold, which runs on a thread of its own
+    /// (named `name`, with a runtime of its own) instead of the shared runtime's workers. A writer whose
+    /// batches follow one another (one transaction in flight) then starts the next as soon as the last
+    /// one's answer arrives, rather than after every task queued on a busy worker before it: with
+    /// PostgreSQL's commit chain on the shared workers, a batch took about three times as long as
+    /// PostgreSQL's execution and commit of it (BENCHMARKS.md, "session 42"). The body's connections
+    /// should be made on that thread too (their drivers run where they were made). Where the thread or
+    /// its runtime cannot be made, the writer runs on the shared runtime.
     pub(crate) fn start_on_thread<C: Clone + Send + 'static>(
         name: &str,
         context: C,
@@ -105,7 +105,8 @@ impl<T: Send + Sync + 'static, R: Send + 'static> Batcher<T, R> {
             match tokio::runtime::Builder::new_current_thread().enable_all().build() {
                 Ok(runtime) => runtime.block_on(writer),
                 Err(error) => {
-                    tracing::warn!(%error, name = thread_name, "no runtime for a batch writer's thread: it runs on the shared one");
+                    tracing::warn!(%error, name = thread_name,
+                        "no runtime for a batch writer's thread: it runs on the shared one");
                     shared.spawn(writer);
                 }
             }
