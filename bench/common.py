@@ -1,5 +1,5 @@
 """What the bench scripts share: the development queue token, authorized requests, the release binary,
-and publishing many batches at once."""
+publishing many batches at once, and a server's PostgreSQL schema of its own."""
 
 import http.client
 import json
@@ -70,3 +70,24 @@ def wait_ready(port, path="/readyz", seconds=30):
             pass
         time.sleep(0.05)
     raise RuntimeError(f"nothing answered 200 at 127.0.0.1:{port}{path}")
+
+
+def postgres_environment(store, directory):
+    """(the environment of a server that keeps its data in a PostgreSQL schema of its own in `store`,
+    named after its data directory `directory`; the schema's name), or (a copy of this environment, None)
+    when `store` is None (the embedded SQLite)."""
+    environment = dict(os.environ)
+    if not store:
+        return environment, None
+    schema = "bench_" + os.path.basename(directory).replace("-", "_").lower()
+    environment["QUIVER__STORAGE__URL"] = store
+    environment["QUIVER__STORAGE__SCHEMA"] = schema
+    return environment, schema
+
+
+def drop_schema(store, schema):
+    """Drops `schema` and everything in it, quietly: the cascade's NOTICE lists every table, in the
+    middle of the figures."""
+    subprocess.run(["psql", store, "-q", "-c",
+                    f"SET client_min_messages = warning; DROP SCHEMA IF EXISTS {schema} CASCADE"],
+                   check=True, stdout=subprocess.DEVNULL)

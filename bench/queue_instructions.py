@@ -31,7 +31,7 @@ import tempfile
 import threading
 import time
 
-from common import release_binary, request, wait_ready
+from common import drop_schema, postgres_environment, release_binary, request, wait_ready
 
 PORT = 18290
 SINK_PORT = 18291
@@ -103,13 +103,7 @@ def callgrind(pid, action):
 def measure(binary, kind, messages, warmup, connections, scratch, keep, store):
     directory = tempfile.mkdtemp(dir=scratch, prefix="quiver-cg-")
     out = os.path.join(directory, "callgrind.out")
-    environment = dict(os.environ)
-    schema = None
-    if store:
-        # A schema of its own, dropped at the end, as queue_throughput.py's servers have.
-        schema = "bench_" + os.path.basename(directory).replace("-", "_").lower()
-        environment["QUIVER__STORAGE__URL"] = store
-        environment["QUIVER__STORAGE__SCHEMA"] = schema
+    environment, schema = postgres_environment(store, directory)
     sink = Sink()
     threading.Thread(target=sink.serve_forever, daemon=True).start()
     server = subprocess.Popen(
@@ -137,9 +131,7 @@ def measure(binary, kind, messages, warmup, connections, scratch, keep, store):
         sink.shutdown()
         sink.server_close()
         if schema:
-            subprocess.run(["psql", store, "-q", "-c",
-                            f"SET client_min_messages = warning; DROP SCHEMA IF EXISTS {schema} CASCADE"],
-                           check=True, stdout=subprocess.DEVNULL)
+            drop_schema(store, schema)
     total = 0
     for name in os.listdir(directory):
         if name.startswith("callgrind.out"):

@@ -45,7 +45,7 @@ import tempfile
 import threading
 import time
 
-from common import TOKEN, publish_batches, release_binary, request
+from common import TOKEN, drop_schema, postgres_environment, publish_batches, release_binary, request
 
 QUIVER_PORT = 18190
 SINK_PORT = 18191
@@ -215,12 +215,7 @@ class Quiver:
 
     def __init__(self, binary, scratch):
         self.dir = tempfile.mkdtemp(dir=scratch, prefix="quiver-")
-        environment = dict(os.environ)
-        self.schema = None
-        if Quiver.store:
-            self.schema = "bench_" + os.path.basename(self.dir).replace("-", "_").lower()
-            environment["QUIVER__STORAGE__URL"] = Quiver.store
-            environment["QUIVER__STORAGE__SCHEMA"] = self.schema
+        environment, self.schema = postgres_environment(Quiver.store, self.dir)
         self.process = subprocess.Popen(
             [binary, "serve", "--dev", "--bind", f"127.0.0.1:{QUIVER_PORT}", "--data-dir", self.dir],
             stdout=subprocess.DEVNULL, stderr=open(f"{self.dir}/server.log", "w"), env=environment)
@@ -251,10 +246,7 @@ class Quiver:
             self.process.wait()
         shutil.rmtree(self.dir, ignore_errors=True)
         if self.schema:
-            # Quietly: the cascade's NOTICE lists every table, in the middle of the figures.
-            subprocess.run(["psql", Quiver.store, "-q", "-c",
-                            f"SET client_min_messages = warning; DROP SCHEMA IF EXISTS {self.schema} CASCADE"],
-                           check=True, stdout=subprocess.DEVNULL)
+            drop_schema(Quiver.store, self.schema)
 
 
 def wrk(url, path, headers, connections, seconds, scratch):
@@ -430,7 +422,7 @@ def phase_pgbench(store, connections, seconds, scratch):
     finally:
         if os.path.exists(script):
             os.unlink(script)
-        psql(f"SET client_min_messages = warning; DROP SCHEMA {schema} CASCADE")
+        drop_schema(store, schema)
 
 
 def main():
