@@ -11,7 +11,8 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use tokio::sync::oneshot;
+use tokio::sync::{Notify, oneshot};
+use tokio::time::{Duration, Instant};
 
 use crate::store::AttemptRecord;
 
@@ -20,6 +21,8 @@ use crate::store::AttemptRecord;
 #[derive(Debug, Default)]
 pub struct Early {
     state: Mutex<State>,
+    /// Told when the delivery's record is offered (see [`Early::delivered`]).
+    offered: Notify,
 }
 
 #[derive(Debug, Default)]
@@ -50,6 +53,30 @@ impl Early {
         }
     }
 
+    /// Whether neither the delivery nor the store has come by.
+    fn is_waiting(&self) -> bool {
+        matches!(
+            *self.state.lock().unwrap_or_else(PoisonError::into_inner),
+            State::Waiting
+        )
+    }
+
+    /// Waits until the store may no longer write the delivery's record in the message's place: the
+    /// delivery finished (its record is offered), or the store already wrote the message as pending. A
+    /// store may wait for this, for as long as it chooses, before it writes the message: a message
+    /// written with its attempt's record is one events row, instead of a row, its deletion and the
+    /// record's own commit.
+    pub async fn delivered(&self) {
+        loop {
+            // Made before the state is read, so that an offer in between still wakes it.
+            let offered = self.offered.notified();
+            if !self.is_waiting() {
+                return;
+            }
+            offered.await;
+        }
+    }
+
     /// Offers a finished attempt's record: `Ok` when the store has not written the message yet and will
     /// write the record in its place; the record back when the message is stored as pending.
     ///
@@ -60,9 +87,87 @@ impl Early {
         match &*state {
             State::Waiting => {
                 *state = State::Finished(Arc::from(record));
+                drop(state);
+                self.offered.notify_waiters();
                 Ok(())
             }
             State::Stored | State::Finished(_) => Err(record),
+        }
+    }
+}
+
+/// A store's wait, before it writes a batch of handed-over messages, for their deliveries to finish: a
+/// message whose delivery finished is written with its attempt's record (see [`Early::settle`]), and
+/// under load most deliveries to a nearby destination finish within a millisecond. The wait ends when
+/// every delivery has finished, or after `longest`. While waits keep running out with most of their
+/// deliveries still going (slow destinations), it pauses waiting for `pause` at a time, so that
+/// publishes are not made to wait for nothing; a few stragglers now and then do not pause it.
+#[derive(Debug)]
+pub struct DeliveriesHold {
+    longest: Duration,
+    pause: Duration,
+    state: Mutex<HoldState>,
+}
+
+#[derive(Debug)]
+struct HoldState {
+    /// The share of deliveries that finished within the recent waits, each wait weighing [`RECENT`] of
+    /// it; waiting pauses while it is below one half.
+    finished: f64,
+    paused_until: Option<Instant>,
+}
+
+/// How much the last wait weighs in [`HoldState::finished`].
+const RECENT: f64 = 0.125;
+
+impl DeliveriesHold {
+    /// A hold of at most `longest`, which pauses for `pause` at a time.
+    pub fn new(longest: Duration, pause: Duration) -> DeliveriesHold {
+        DeliveriesHold {
+            longest,
+            pause,
+            state: Mutex::new(HoldState {
+                finished: 1.0,
+                paused_until: None,
+            }),
+        }
+    }
+
+    /// Waits until every one of `earlies` is delivered (see [`Early::delivered`]), at most the hold's
+    /// longest; not at all while paused.
+    pub async fn wait<'a>(&self, earlies: impl IntoIterator<Item = &'a Early>) {
+        let now = Instant::now();
+        if self
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .paused_until
+            .is_some_and(|until| now < until)
+        {
+            return;
+        }
+        let until = now + self.longest;
+        let earlies: Vec<&Early> = earlies.into_iter().collect();
+        let mut ran_out = false;
+        for early in &earlies {
+            if tokio::time::timeout_at(until, early.delivered()).await.is_err() {
+                ran_out = true;
+                break;
+            }
+        }
+        if earlies.is_empty() {
+            return;
+        }
+        let going = if ran_out {
+            earlies.iter().filter(|early| early.is_waiting()).count()
+        } else {
+            0
+        };
+        let finished = 1.0 - going as f64 / earlies.len() as f64;
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.finished = (1.0 - RECENT) * state.finished + RECENT * finished;
+        if state.finished < 0.5 {
+            state.paused_until = Some(Instant::now() + self.pause);
         }
     }
 }
@@ -183,6 +288,81 @@ mod tests {
         published.tell(true);
         assert!(matches!(finishing.await.unwrap(), Finish::Apply(_)));
         assert!(early.settle().is_none(), "the answer never changes");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_hold_ends_when_every_delivery_finished() {
+        let hold = DeliveriesHold::new(Duration::from_millis(10), Duration::from_secs(1));
+        let (first, _, first_delivery) = early();
+        let (second, _, second_delivery) = early();
+        let (written, _, _delivery) = early();
+        assert!(
+            written.settle().is_none(),
+            "written as pending: nothing to wait for"
+        );
+        let started = Instant::now();
+        let delivering = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+            first_delivery.finish(record(), true).await;
+            tokio::time::sleep(Duration::from_millis(3)).await;
+            second_delivery.finish(record(), true).await;
+        });
+        hold.wait([&*first, &*written, &*second]).await;
+        assert_eq!(
+            started.elapsed(),
+            Duration::from_millis(5),
+            "held until the second delivery ended"
+        );
+        assert!(
+            first.settle().is_some() && second.settle().is_some(),
+            "both written with the publish"
+        );
+        delivering.await.unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_hold_that_a_straggler_outlasted_goes_on_holding() {
+        let hold = DeliveriesHold::new(Duration::from_millis(10), Duration::from_secs(1));
+        let (straggler, _, _delivery) = early();
+        let (quick, _, quick_delivery) = early();
+        let (also_quick, _, also_quick_delivery) = early();
+        quick_delivery.finish(record(), true).await;
+        also_quick_delivery.finish(record(), true).await;
+        let started = Instant::now();
+        hold.wait([&*straggler, &*quick, &*also_quick]).await;
+        assert_eq!(
+            started.elapsed(),
+            Duration::from_millis(10),
+            "held for the straggler"
+        );
+        let again = Instant::now();
+        hold.wait([&*straggler]).await;
+        assert_eq!(again.elapsed(), Duration::from_millis(10), "not paused");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn holds_that_keep_running_out_pause_holding() {
+        let hold = DeliveriesHold::new(Duration::from_millis(10), Duration::from_secs(1));
+        let (slow, _, _delivery) = early();
+        let mut held = Vec::new();
+        for _ in 0..8 {
+            let started = Instant::now();
+            hold.wait([&*slow]).await;
+            held.push(started.elapsed().as_millis());
+        }
+        assert_eq!(
+            held,
+            [10, 10, 10, 10, 10, 10, 0, 0],
+            "paused once most recent waits ran out"
+        );
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let resumed = Instant::now();
+        hold.wait([&*slow]).await;
+        assert_eq!(
+            resumed.elapsed(),
+            Duration::from_millis(10),
+            "holding again after the pause"
+        );
     }
 
     #[tokio::test]

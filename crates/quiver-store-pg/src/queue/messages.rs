@@ -24,7 +24,7 @@ use crate::hints::Hint;
 use crate::own::OwnConnection;
 use crate::queue::control::{claim_keyed, next_keyed_due};
 use crate::queue::log::{EVENT_COLUMNS, EventColumns, append_events};
-use crate::queue::publish::{PublishWriter, insert_messages, publish_batch};
+use crate::queue::publish::{PublishWriter, insert_messages, publish_batch, publish_hold};
 use crate::queue::rows::{
     MESSAGE_COLUMNS, QUEUE_CONDITION, WALK_DUE_IN_ORDER, count, json, message_from_row, spec_json,
 };
@@ -312,6 +312,7 @@ fn start_batches(database: &PgDatabase) -> Batches {
                 own: Arc::new(tokio::sync::Mutex::new(OwnConnection::to(database))),
                 shared: tokio::runtime::Handle::current(),
                 node,
+                hold: Arc::new(publish_hold()),
             },
             BATCH_MAX,
             Arc::new(|writer, calls| Box::pin(publish_batch(writer, calls))),

@@ -7,7 +7,7 @@ use std::sync::{Arc, LazyLock};
 use deadpool_postgres::Transaction;
 use quiver_core::store::StoreResult;
 use quiver_core::{StoreError, Timestamp};
-use quiver_queue::early::Early;
+use quiver_queue::early::{DeliveriesHold, Early};
 use quiver_queue::message::{
     Enqueued, EventDetail, FlowControl, Message, MessageId, MessageState, NewEvent, NewMessage,
 };
@@ -289,13 +289,28 @@ async fn upsert_key(transaction: &Transaction<'_>, account: &str, flow: &FlowCon
 /// What the publish writer writes with. It runs on a thread of its own (see
 /// [`crate::batch::Batcher::start_on_thread`]): plain batches go out on its own connection, made and
 /// driven on that thread; a batch that needs a transaction runs on the shared runtime, where the pool's
-/// connections are driven.
+/// connections are driven. A plain batch of several publishes first waits briefly for its messages'
+/// deliveries (`hold`, see [`publish_hold`]).
 #[derive(Clone)]
 pub(crate) struct PublishWriter {
     pub(crate) database: PgDatabase,
     pub(crate) own: Arc<tokio::sync::Mutex<OwnConnection>>,
     pub(crate) shared: tokio::runtime::Handle,
     pub(crate) node: i32,
+    pub(crate) hold: Arc<DeliveriesHold>,
+}
+
+/// How long a plain batch of publishes waits for the deliveries of its messages that started while it
+/// was being taken: at most a millisecond (the timer may add up to one more), paused a second at a time
+/// while waits keep running out (see [`DeliveriesHold`]). A message whose delivery finished is written
+/// as one events row, instead of a row, its deletion and the record's own commit: under load to a
+/// nearby destination almost every delivery ends within the hold, and PostgreSQL spends about a third
+/// less CPU a message (BENCHMARKS.md, "session 43").
+pub(crate) fn publish_hold() -> DeliveriesHold {
+    DeliveriesHold::new(
+        std::time::Duration::from_millis(1),
+        std::time::Duration::from_secs(1),
+    )
 }
 
 /// A batch of publishes (each a call's messages and time): one statement for all their messages and
@@ -307,6 +322,11 @@ pub(crate) async fn publish_batch(
     let node = writer.node;
     let all: Vec<&NewMessage> = calls.iter().flat_map(|(messages, _)| messages).collect();
     let outcomes = if all.iter().all(|new| is_plain(new)) {
+        // A lone publish, whose answer a hold would only delay, does not wait.
+        if calls.len() > 1 {
+            let earlies: Vec<&Early> = all.iter().filter_map(|new| new.early.as_deref()).collect();
+            writer.hold.wait(earlies).await;
+        }
         insert_plain(&mut *writer.own.lock().await, &all, node).await?
     } else {
         let now = calls
