@@ -21,8 +21,8 @@ use crate::store::AttemptRecord;
 #[derive(Debug, Default)]
 pub struct Early {
     state: Mutex<State>,
-    /// Told when the delivery's record is offered (see [`Early::delivered`]).
-    offered: Notify,
+    /// Told when the delivery ends (see [`Early::delivered`]).
+    ended: Notify,
 }
 
 #[derive(Debug, Default)]
@@ -30,7 +30,9 @@ enum State {
     /// Neither the store nor the delivery has come by.
     #[default]
     Waiting,
-    /// The store wrote the message as pending: the delivery applies its record once it is committed.
+    /// The store wrote the message as pending, or the delivery ended with a record that is not written
+    /// in the message's place: the store writes the message as pending, and the delivery applies its
+    /// record once it is committed.
     Stored,
     /// The delivery finished first: the store writes this record in the message's place.
     Finished(Arc<AttemptRecord>),
@@ -62,18 +64,18 @@ impl Early {
     }
 
     /// Waits until the store may no longer write the delivery's record in the message's place: the
-    /// delivery finished (its record is offered), or the store already wrote the message as pending. A
-    /// store may wait for this, for as long as it chooses, before it writes the message: a message
-    /// written with its attempt's record is one events row, instead of a row, its deletion and the
-    /// record's own commit.
+    /// delivery ended (its record offered, or one that is not written with the publish kept), or the
+    /// store already wrote the message as pending. A store may wait for this, for as long as it
+    /// chooses, before it writes the message: a message written with its attempt's record is one events
+    /// row, instead of a row, its deletion and the record's own commit.
     pub async fn delivered(&self) {
         loop {
-            // Made before the state is read, so that an offer in between still wakes it.
-            let offered = self.offered.notified();
+            // Made before the state is read, so that an end in between still wakes it.
+            let ended = self.ended.notified();
             if !self.is_waiting() {
                 return;
             }
-            offered.await;
+            ended.await;
         }
     }
 
@@ -88,10 +90,21 @@ impl Early {
             State::Waiting => {
                 *state = State::Finished(Arc::from(record));
                 drop(state);
-                self.offered.notify_waiters();
+                self.ended.notify_waiters();
                 Ok(())
             }
             State::Stored | State::Finished(_) => Err(record),
+        }
+    }
+
+    /// The delivery ended with a record that the store may not write in the message's place: the
+    /// message is written as pending, and nobody waits for the delivery any longer.
+    fn decline(&self) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if matches!(*state, State::Waiting) {
+            *state = State::Stored;
+            drop(state);
+            self.ended.notify_waiters();
         }
     }
 }
@@ -136,27 +149,25 @@ impl DeliveriesHold {
     /// Waits until every one of `earlies` is delivered (see [`Early::delivered`]), at most the hold's
     /// longest; not at all while paused.
     pub async fn wait<'a>(&self, earlies: impl IntoIterator<Item = &'a Early>) {
+        let earlies: Vec<&Early> = earlies.into_iter().collect();
         let now = Instant::now();
-        if self
-            .state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .paused_until
-            .is_some_and(|until| now < until)
+        if earlies.is_empty()
+            || self
+                .state
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .paused_until
+                .is_some_and(|until| now < until)
         {
             return;
         }
         let until = now + self.longest;
-        let earlies: Vec<&Early> = earlies.into_iter().collect();
         let mut ran_out = false;
         for early in &earlies {
             if tokio::time::timeout_at(until, early.delivered()).await.is_err() {
                 ran_out = true;
                 break;
             }
-        }
-        if earlies.is_empty() {
-            return;
         }
         let going = if ran_out {
             earlies.iter().filter(|early| early.is_waiting()).count()
@@ -225,6 +236,7 @@ impl EarlyDelivery {
                 Err(record) => record,
             }
         } else {
+            self.early.decline();
             record
         };
         match self.published.await {
@@ -318,6 +330,26 @@ mod tests {
             "both written with the publish"
         );
         delivering.await.unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_delivery_whose_record_is_not_written_with_the_publish_ends_the_hold() {
+        let hold = DeliveriesHold::new(Duration::from_millis(10), Duration::from_secs(1));
+        let (retried, published, delivery) = early();
+        let started = Instant::now();
+        let delivering = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+            delivery.finish(record(), false).await
+        });
+        hold.wait([&*retried]).await;
+        assert_eq!(
+            started.elapsed(),
+            Duration::from_millis(2),
+            "held until the delivery ended"
+        );
+        assert!(retried.settle().is_none(), "written as pending");
+        published.tell(true);
+        assert!(matches!(delivering.await.unwrap(), Finish::Apply(_)));
     }
 
     #[tokio::test(start_paused = true)]
