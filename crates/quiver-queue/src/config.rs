@@ -21,6 +21,9 @@ pub struct QueueConfig {
     /// Delivery attempts (requests to destinations) in flight at once in the process. An attempt's slot
     /// is free again once its answer is read, while its outcome is being written.
     pub delivery_concurrency: usize,
+    /// Threads that run deliveries, beside the HTTP workers (see `delivery::DeliveryRuntime`); 0 runs
+    /// them on the HTTP workers.
+    pub delivery_threads: usize,
     /// Messages claimed per database round trip.
     pub claim_batch: usize,
     /// How long a claimed message stays leased beyond its timeout before another claim may take it.
@@ -78,6 +81,7 @@ impl Default for QueueConfig {
             max_timeout_ms: 7_200_000,
             max_delay_ms: 365 * 86_400_000,
             delivery_concurrency: 128,
+            delivery_threads: 1,
             claim_batch: 256,
             lease_margin_ms: 30_000,
             allow_private_destinations: false,

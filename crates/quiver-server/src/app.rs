@@ -7,6 +7,7 @@ use std::time::Duration;
 use quiver_admin::{Admin, Bootstrap, BootstrapCredentials};
 use quiver_core::Clock;
 use quiver_http::{AppState, Services};
+use quiver_queue::delivery::DeliveryRuntime;
 use quiver_queue::ssrf::DestinationPolicy;
 use quiver_queue::{DeliveryWorker, KeySource, Queue, SigningKeys};
 use quiver_store::Database;
@@ -121,6 +122,8 @@ pub struct App {
     tracker: TaskTracker,
     http: JoinHandle<()>,
     grace: Duration,
+    /// Where deliveries run; dropped (its tasks with it) only after the supervisor's wait.
+    delivery_runtime: Option<DeliveryRuntime>,
 }
 
 impl App {
@@ -165,10 +168,12 @@ impl App {
 
         let shutdown = CancellationToken::new();
         let tracker = TaskTracker::new();
-        let worker = Arc::new(DeliveryWorker::new(
-            &queue,
-            Arc::new(AccountKeys(catalog.admin.clone())),
-        )?);
+        let delivery_runtime = DeliveryRuntime::start(config.queue.delivery_threads);
+        let worker = DeliveryWorker::new(&queue, Arc::new(AccountKeys(catalog.admin.clone())))?;
+        let worker = Arc::new(match &delivery_runtime {
+            Some(runtime) => worker.delivering_on(runtime.handle().clone()),
+            None => worker,
+        });
         tracker.spawn(worker.run(shutdown.child_token(), tracker.clone()));
         tracker.spawn(quiver_queue::scheduling::run_scheduler(
             queue.clone(),
@@ -269,6 +274,7 @@ impl App {
             tracker,
             http,
             grace: Duration::from_millis(config.server.shutdown_grace_ms),
+            delivery_runtime,
         })
     }
 
@@ -313,6 +319,7 @@ impl App {
                 self.http.abort();
             }
         }
+        drop(self.delivery_runtime);
         for writer in &self.writers {
             writer.close().await;
         }

@@ -17,6 +17,10 @@ pub const DEFAULT_CONFIG: &str = include_str!("../../../config/default.toml");
 /// Prefix of environment variables that override configuration keys.
 pub const ENV_PREFIX: &str = "QUIVER__";
 
+/// Most threads `queue.delivery_threads` may ask for: more than the cores of any machine a node runs on
+/// buys nothing, and a typo should not start thousands.
+const MAX_DELIVERY_THREADS: usize = 64;
+
 /// The `[server]` section.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -184,6 +188,11 @@ impl Config {
                 return Err(ConfigError::Invalid(format!("{key} must be at least 1")));
             }
         }
+        if self.queue.delivery_threads > MAX_DELIVERY_THREADS {
+            return Err(ConfigError::Invalid(format!(
+                "queue.delivery_threads must be at most {MAX_DELIVERY_THREADS}"
+            )));
+        }
         self.http.check().map_err(ConfigError::Invalid)?;
         let url = &self.storage.url;
         if !(url.is_empty() || url.starts_with("postgres://") || url.starts_with("postgresql://")) {
@@ -326,6 +335,13 @@ mod tests {
         assert!(matches!(bad, ConfigError::Invalid(_)));
         let zero = Config::load(None, env(&[("QUIVER__STORAGE__READ_CONNECTIONS", "0")])).unwrap_err();
         assert!(zero.to_string().contains("storage.read_connections"));
+        let many = Config::load(None, env(&[("QUIVER__QUEUE__DELIVERY_THREADS", "1000")])).unwrap_err();
+        assert!(many.to_string().contains("queue.delivery_threads"), "{many}");
+        let none = Config::load(None, env(&[("QUIVER__QUEUE__DELIVERY_THREADS", "0")])).unwrap();
+        assert_eq!(
+            none.queue.delivery_threads, 0,
+            "0 runs deliveries on the HTTP workers"
+        );
         assert!(matches!(
             Config::load(None, env(&[("QUIVER____X", "1")])),
             Err(ConfigError::EnvName(_))

@@ -34,8 +34,10 @@ use crate::store::{AttemptRecord, AttemptResolution, DeliveryStore};
 use crate::transport::Transport;
 
 mod request;
+mod runtime;
 
 use request::{Attempted, DELAY_HEADERS, delivery_headers, written_headers};
+pub use runtime::DeliveryRuntime;
 
 /// A claimed message waiting for a delivery slot (see `DeliveryWorker::start_claimed`).
 struct Claimed {
@@ -79,6 +81,8 @@ pub struct DeliveryWorker {
     destinations: CheckedUrls,
     permits: Arc<Semaphore>,
     dlq_sequence: Arc<AtomicU64>,
+    /// Where deliveries run (see [`DeliveryRuntime`]); `None`: on the runtime that runs the worker.
+    runtime: Option<tokio::runtime::Handle>,
 }
 
 impl std::fmt::Debug for DeliveryWorker {
@@ -116,7 +120,18 @@ impl DeliveryWorker {
             transport,
             destinations: CheckedUrls::new(Arc::clone(queue.policy())),
             dlq_sequence: Arc::new(AtomicU64::new(u64::from(random_below(1_000_000)))),
+            runtime: None,
         })
+    }
+
+    /// The worker with its deliveries run on `runtime` (see [`DeliveryRuntime`]); its claims and the
+    /// rest stay on the runtime that runs it.
+    #[must_use]
+    pub fn delivering_on(self, runtime: tokio::runtime::Handle) -> DeliveryWorker {
+        DeliveryWorker {
+            runtime: Some(runtime),
+            ..self
+        }
     }
 
     /// Claims and delivers due messages until `shutdown`; deliveries run on `tracker`.
@@ -330,9 +345,13 @@ impl DeliveryWorker {
         // moves its future by value through several calls before it reaches the task's memory. memmove
         // was 6 % of all samples in a drain, 4 % boxed, and the drain ran about 6 % faster
         // (BENCHMARKS.md, "Queue throughput").
-        tracker.spawn(Box::pin(async move {
+        let delivery = Box::pin(async move {
             worker.deliver(message, at, slot, early).await;
-        }));
+        });
+        match &self.runtime {
+            Some(runtime) => tracker.spawn_on(delivery, runtime),
+            None => tracker.spawn(delivery),
+        };
     }
 
     /// Makes one attempt. `Err` means it was not made: something the delivery depends on (the signing
