@@ -114,7 +114,8 @@ impl Early {
 /// under load most deliveries to a nearby destination finish within a millisecond. The wait ends when
 /// every delivery has finished, or after `longest`. While waits keep running out with most of their
 /// deliveries still going (slow destinations), it pauses waiting for `pause` at a time, so that
-/// publishes are not made to wait for nothing; a few stragglers now and then do not pause it.
+/// publishes are not made to wait for nothing; a few stragglers now and then do not pause it. After a
+/// pause it starts afresh, as if no wait had run out.
 #[derive(Debug)]
 pub struct DeliveriesHold {
     longest: Duration,
@@ -150,16 +151,22 @@ impl DeliveriesHold {
     /// longest; not at all while paused.
     pub async fn wait<'a>(&self, earlies: impl IntoIterator<Item = &'a Early>) {
         let earlies: Vec<&Early> = earlies.into_iter().collect();
-        let now = Instant::now();
-        if earlies.is_empty()
-            || self
-                .state
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .paused_until
-                .is_some_and(|until| now < until)
-        {
+        if earlies.is_empty() {
             return;
+        }
+        let now = Instant::now();
+        {
+            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            match state.paused_until {
+                Some(until) if now < until => return,
+                // A pause that ended starts afresh: the waits before it do not count, or a share far
+                // below one half would pause again after each wait until several in a row succeeded.
+                Some(_) => {
+                    state.paused_until = None;
+                    state.finished = 1.0;
+                }
+                None => {}
+            }
         }
         let until = now + self.longest;
         let mut ran_out = false;
@@ -388,12 +395,15 @@ mod tests {
             "paused once most recent waits ran out"
         );
         tokio::time::sleep(Duration::from_secs(1)).await;
-        let resumed = Instant::now();
-        hold.wait([&*slow]).await;
+        let mut resumed = Vec::new();
+        for _ in 0..8 {
+            let started = Instant::now();
+            hold.wait([&*slow]).await;
+            resumed.push(started.elapsed().as_millis());
+        }
         assert_eq!(
-            resumed.elapsed(),
-            Duration::from_millis(10),
-            "holding again after the pause"
+            resumed, held,
+            "after the pause, holding starts afresh: the waits before it do not count"
         );
     }
 
