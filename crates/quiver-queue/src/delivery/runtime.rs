@@ -4,8 +4,9 @@
 //! arrives, waits in a worker's queue behind every publish queued there before it. On threads of their
 //! own, deliveries are scheduled by the kernel beside the HTTP workers: their answers are read as they
 //! arrive, a message's record reaches its store sooner, and the publishes' workers do only publishes.
-//! On a 2-core machine, sustained publish-and-deliver ran about a tenth faster this way (BENCHMARKS.md,
-//! "session 44").
+//! On a 2-core machine, sustained publish-and-deliver ran 1.39x as fast on SQLite and 1.07x on
+//! PostgreSQL this way; a backlog drains a little slower on PostgreSQL (0.87x), each claimed message
+//! crossing to the delivery thread (BENCHMARKS.md, "session 44").
 
 use tokio::runtime::{Builder, Handle};
 use tokio::sync::oneshot;
