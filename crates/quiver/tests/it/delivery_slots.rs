@@ -107,6 +107,18 @@ async fn a_message_whose_lease_cannot_cover_its_attempt_after_its_wait_is_not_st
     counted(&server, "waited_too_long", 1).await;
     counted(&server, "delivered", 1).await;
     assert_eq!(bodies(&receiver), ["m0"], "the second waits out its lease");
+    // The first's outcome is written (deliveries run on a thread of their own, so it may still be on
+    // its way when the count moves) before the clock passes its lease too.
+    until("the first message's outcome written", WAIT, || async {
+        let page = metrics_page(&server).await;
+        let held: f64 = ["waiting", "delayed", "in_flight"]
+            .iter()
+            .filter_map(|state| sample(&page, &format!("quiver_queue_messages{{state=\"{state}\"}}")))
+            .sum();
+        // Only the second is left in the store.
+        (held == 1.0).then_some(())
+    })
+    .await;
     // Its lease (3.5 s from the claim) ends: it is due again, and delivered once.
     receiver.release(1);
     server.clock().advance(Duration::from_secs(4));
