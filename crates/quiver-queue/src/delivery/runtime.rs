@@ -50,22 +50,29 @@ impl DeliveryRuntime {
         };
         let handle = runtime.handle().clone();
         let (stop, stopped) = oneshot::channel::<()>();
+        // The runtime is handed to its thread through a channel, so that it is still here to shut down
+        // if the thread cannot be made (dropping a runtime where it may block is refused).
+        let (hand, handed) = std::sync::mpsc::channel::<tokio::runtime::Runtime>();
         // A current-thread runtime runs its tasks while this thread waits in `block_on`; a multi-thread
-        // one on its own workers. Either is dropped here, off the async runtime, where dropping a runtime
-        // may block.
+        // one on its own workers. Either is dropped there, off the async runtime.
         let spawned = std::thread::Builder::new()
             .name(THREAD_NAME.to_owned())
             .spawn(move || {
-                let _ = runtime.block_on(stopped);
-                drop(runtime);
+                if let Ok(runtime) = handed.recv() {
+                    let _ = runtime.block_on(stopped);
+                }
             });
         match spawned {
-            Ok(_) => Some(DeliveryRuntime {
-                handle,
-                stop: Some(stop),
-            }),
+            Ok(_) => {
+                let _ = hand.send(runtime);
+                Some(DeliveryRuntime {
+                    handle,
+                    stop: Some(stop),
+                })
+            }
             Err(error) => {
                 warn!(%error, "no thread for deliveries: they run on the shared runtime");
+                runtime.shutdown_background();
                 None
             }
         }
