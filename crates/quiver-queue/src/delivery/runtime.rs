@@ -5,7 +5,7 @@
 //! own, deliveries are scheduled by the kernel beside the HTTP workers: their answers are read as they
 //! arrive, a message's record reaches its store sooner, and the publishes' workers do only publishes.
 //! On a 2-core machine, sustained publish-and-deliver ran 1.39x as fast on SQLite and 1.07x on
-//! PostgreSQL this way; a backlog drains a little slower on PostgreSQL (0.87x), each claimed message
+//! PostgreSQL this way; a backlog drains slower on PostgreSQL (0.84 to 0.89x), each claimed message
 //! crossing to the delivery thread (BENCHMARKS.md, "session 44").
 
 use tokio::runtime::{Builder, Handle};
