@@ -15,7 +15,8 @@ Each round runs, alternating, on this machine:
               so each latency is within a millisecond of the true one
 Every phase starts a fresh `quiver serve --dev` on a new data directory. For publish and sustained it
 prints the process CPU per message: Quiver's queue writer thread, the rest of Quiver (the server), and
-the rest (wrk and nginx).
+the rest (wrk and nginx); and how long a publish waited for its answer (wrk's p50 and p99): each of the
+connections publishes again only once answered, so the rate is the connections over that time.
 
 Usage: bench/queue_throughput.py [--binary target/release/quiver] [--rounds 5] [--seconds 5]
                                  [--connections 32,256] [--backlog 50000] [--scratch DIR]
@@ -268,7 +269,17 @@ def wrk(url, path, headers, connections, seconds, scratch):
         raise RuntimeError(f"{bad} of {total} answers were not 2xx:\n{out}")
     rate = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-    return {"ok": total, "rate": rate, "started": started, "wrk_cpu": cpu}
+    return {"ok": total, "rate": rate, "started": started, "wrk_cpu": cpu,
+            "answer_p50_ms": wrk_percentile(out, 50), "answer_p99_ms": wrk_percentile(out, 99)}
+
+
+def wrk_percentile(out, percent):
+    """A percentile of the answers' latency from wrk's `--latency` distribution, in milliseconds."""
+    found = re.search(rf"^\s+{percent}%\s+([\d.]+)(us|ms|s)\s*$", out, re.MULTILINE)
+    if not found:
+        return None
+    scale = {"us": 0.001, "ms": 1.0, "s": 1000.0}[found.group(2)]
+    return float(found.group(1)) * scale
 
 
 def publish_url(path):
@@ -460,6 +471,13 @@ def main():
         rows.setdefault(name, []).append(value)
         print(f"  {name}: {value:,.1f}", flush=True)
 
+    def record_answers(named, kind, result, c):
+        # How long a publish waited for its answer: with a fixed number of connections, each waiting
+        # for its answer before the next publish, the rate is the connections over this time.
+        for p in (50, 99):
+            if result[f"answer_p{p}_ms"] is not None:
+                record(named(f"{kind} answer p{p} ms, {c} connections"), result[f"answer_p{p}_ms"])
+
     def record_cpu(named, kind, result, c):
         """The CPU split of a publish or sustained phase, per message."""
         for part in ("writer", "server", "rest") + (("database",) if Quiver.store else ()):
@@ -481,6 +499,7 @@ def main():
                         if "baseline" in phases:
                             record(named(f"publish / baseline %, {c} connections"), 100 * p["rate"] / base["rate"])
                         record_cpu(named, "publish", p, c)
+                        record_answers(named, "publish", p, c)
                     if "sustained" in phases:
                         s = phase_publish(args, sink, c, False, f"s{r}c{c}x{x}")
                         record(named(f"sustained in-and-out msg/s, {c} connections"), s["in_out"])
@@ -489,6 +508,7 @@ def main():
                         if "baseline" in phases:
                             record(named(f"in-and-out / baseline %, {c} connections"), 100 * s["in_out"] / base["rate"])
                         record_cpu(named, "sustained", s, c)
+                        record_answers(named, "sustained", s, c)
                         record(named(f"sustained connections opened to the sink, {c}"), s["sink_connections"])
                         if s["folded"] is not None:
                             record(named(f"sustained deliveries logged with their publish %, {c}"), s["folded"])
