@@ -7,6 +7,7 @@ mod cli;
 mod console;
 mod delivery_errors;
 mod delivery_slots;
+mod delivery_threads;
 mod events_log;
 mod flow_control;
 mod limits;
