@@ -472,8 +472,8 @@ def main():
         print(f"  {name}: {value:,.1f}", flush=True)
 
     def record_answers(named, kind, result, c):
-        # How long a publish waited for its answer: with a fixed number of connections, each waiting
-        # for its answer before the next publish, the rate is the connections over this time.
+        """How long a publish waited for its answer: with a fixed number of connections, each waiting
+        for its answer before the next publish, the rate is the connections over this time."""
         for p in (50, 99):
             if result[f"answer_p{p}_ms"] is not None:
                 record(named(f"{kind} answer p{p} ms, {c} connections"), result[f"answer_p{p}_ms"])

@@ -9,9 +9,21 @@ use reqwest::StatusCode;
 
 const WAIT: Duration = Duration::from_secs(20);
 
+/// A runtime that shuts down without waiting when dropped, which a runtime dropped on another one's
+/// thread (the test's, even while a failed assertion unwinds) must do.
+struct OwnRuntime(Option<tokio::runtime::Runtime>);
+
+impl Drop for OwnRuntime {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.0.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
 /// A receiver served by a runtime of its own, so that it goes on answering while the test's runtime is
-/// blocked. Shut the runtime down when done.
-fn receiver_on_its_own_runtime() -> (Receiver, tokio::runtime::Runtime) {
+/// blocked; it stops when the runtime is dropped.
+fn receiver_on_its_own_runtime() -> (Receiver, OwnRuntime) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -23,7 +35,7 @@ fn receiver_on_its_own_runtime() -> (Receiver, tokio::runtime::Runtime) {
             .join()
             .expect("the receiver started")
     });
-    (receiver, runtime)
+    (receiver, OwnRuntime(Some(runtime)))
 }
 
 /// Messages stored and not yet delivered, read from the queue's file as an operator's tool would.
@@ -43,7 +55,7 @@ fn stored_messages(server: &TestServer) -> i64 {
 #[tokio::test]
 async fn a_delivery_finishes_and_is_stored_while_every_http_worker_is_blocked() {
     let server = TestServer::embedded().await;
-    let (receiver, runtime) = receiver_on_its_own_runtime();
+    let (receiver, _runtime) = receiver_on_its_own_runtime();
     receiver.respond_with(Reply::status(200).held());
     let (status, published) = publish(&server, &receiver.url("/busy"), &[], "payload").await;
     assert_eq!(status, StatusCode::OK, "{published}");
@@ -61,6 +73,5 @@ async fn a_delivery_finishes_and_is_stored_while_every_http_worker_is_blocked() 
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    runtime.shutdown_background();
     server.stop().await;
 }
