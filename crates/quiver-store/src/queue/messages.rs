@@ -443,16 +443,15 @@ impl DeliveryStore for SqliteQueueStore {
     async fn next_due(&self) -> StoreResult<Option<Timestamp>> {
         self.database
             .read(|c| {
+                // Cached like the claim's statement: the delivery worker asks after every claim that
+                // leaves slots free.
                 let unkeyed = c
-                    .query_row(
-                        &format!(
-                            "SELECT MIN(m.due_at) FROM messages m
-                             LEFT JOIN queues q ON q.account_id = m.account_id AND q.name = m.queue_name
-                             WHERE m.flow_key IS NULL AND {QUEUE_CONDITION}"
-                        ),
-                        [],
-                        |r| r.get::<_, Option<i64>>(0),
-                    )
+                    .prepare_cached(&format!(
+                        "SELECT MIN(m.due_at) FROM messages m
+                         LEFT JOIN queues q ON q.account_id = m.account_id AND q.name = m.queue_name
+                         WHERE m.flow_key IS NULL AND {QUEUE_CONDITION}"
+                    ))
+                    .and_then(|mut s| s.query_row([], |r| r.get::<_, Option<i64>>(0)))
                     .map(|due| due.map(Timestamp::from_millis))
                     .map_err(read_error)?;
                 let keyed = crate::queue::flow_control::next_keyed_due(c, QUEUE_CONDITION)?;
