@@ -332,6 +332,9 @@ def phase_publish(args, sink, connections, delay, tag):
             # Deliveries that finished before their publish was written (logged with it, no row).
             folded = quiver.metric("quiver_deliveries_logged_with_publish_total")
             result["folded"] = None if folded is None else 100 * folded / max(delivered, 1)
+            # Publishes answered once their message was delivered, before their write committed.
+            early = quiver.metric("quiver_publishes_answered_when_delivered_total")
+            result["answered_early"] = None if early is None else 100 * early / max(result["ok"], 1)
         w1, s1 = quiver.cpu()
         n1 = sink.cpu()
         d1 = database_cpu()
@@ -512,6 +515,8 @@ def main():
                         record(named(f"sustained connections opened to the sink, {c}"), s["sink_connections"])
                         if s["folded"] is not None:
                             record(named(f"sustained deliveries logged with their publish %, {c}"), s["folded"])
+                        if s["answered_early"] is not None:
+                            record(named(f"sustained publishes answered once delivered %, {c}"), s["answered_early"])
                     if "pgbench" in phases and store:
                         tps = phase_pgbench(store, c, args.seconds, args.scratch)
                         if tps is not None:

@@ -123,6 +123,7 @@ struct Scrape {
     in_flight: u64,
     outcomes: [(&'static str, u64); 5],
     logged_with_publish: u64,
+    answered_when_delivered: u64,
     attempts: HistogramSnapshot,
     writers: Vec<(String, HistogramSnapshot, HistogramSnapshot, usize)>,
     indexes: Vec<quiver_vector::service::LoadedCounts>,
@@ -266,6 +267,17 @@ impl Collector for Scrape {
                 MetricType::Counter,
             )?
             .encode_counter::<prometheus_client::encoding::NoLabelSet, _, u64>(&self.logged_with_publish, None)?;
+        encoder
+            .encode_descriptor(
+                "quiver_publishes_answered_when_delivered",
+                "Publishes answered once all their messages were delivered, before their write committed",
+                None,
+                MetricType::Counter,
+            )?
+            .encode_counter::<prometheus_client::encoding::NoLabelSet, _, u64>(
+                &self.answered_when_delivered,
+                None,
+            )?;
         let attempts = encoder.encode_descriptor(
             "quiver_delivery_duration_seconds",
             "Duration of each delivery attempt's HTTP exchange",
@@ -427,6 +439,7 @@ impl Metrics {
                 ("waited_too_long", count(&deliveries.waited_too_long)),
             ],
             logged_with_publish: count(&deliveries.logged_with_publish),
+            answered_when_delivered: count(&deliveries.answered_when_delivered),
             attempts: deliveries.attempt_durations.snapshot(),
             writers: metrics
                 .writers

@@ -53,6 +53,8 @@ pub(crate) struct Signals {
     pub(crate) handoff: std::sync::OnceLock<crate::handoff::Handoff>,
     /// What the delivery worker counts, for metrics.
     pub(crate) deliveries: crate::observe::DeliveryStats,
+    /// Publish writes still committing, which reads of the log wait for (see [`crate::answered`]).
+    pub(crate) answered: Arc<crate::answered::AnsweredWrites>,
 }
 
 impl Signals {

@@ -2,8 +2,10 @@
 //!
 //! A plain message due at once (see `Publisher::store_messages`) goes to the delivery worker as soon as
 //! its publish hands it to the store, not once the store has committed it: the answer to the publisher
-//! still waits for the commit, so an acknowledged message is durable as before, and a crash before the
-//! commit may deliver a message its publisher was never told was accepted (at least once, as ever).
+//! waits for the commit, or for every message of the publish to be delivered first (see
+//! [`crate::answered`]), so an acknowledged message is durable or already at its destination, and a crash
+//! before the commit may deliver a message its publisher was never told was accepted (at least once, as
+//! ever).
 //! When the delivery finishes before the store writes the message, the two are written as one: the
 //! store logs the message's CREATED event with the attempt's events, and never writes its row, which
 //! would only be deleted in the next commit. Otherwise the attempt's record is applied as usual once the
@@ -77,6 +79,16 @@ impl Early {
             }
             ended.await;
         }
+    }
+
+    /// Waits as [`Early::delivered`] does; true when the delivery finished first, so that the store
+    /// writes its record in the message's place and nothing about the message is left to keep.
+    pub(crate) async fn finished_first(&self) -> bool {
+        self.delivered().await;
+        matches!(
+            *self.state.lock().unwrap_or_else(PoisonError::into_inner),
+            State::Finished(_)
+        )
     }
 
     /// Offers a finished attempt's record: `Ok` when the store has not written the message yet and will

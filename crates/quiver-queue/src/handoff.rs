@@ -11,7 +11,9 @@ use std::time::Duration;
 
 use quiver_core::Timestamp;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::early::EarlyDelivery;
 use crate::message::Message;
@@ -27,6 +29,8 @@ pub(crate) struct Handoff {
     stopped: CancellationToken,
     lease: Duration,
     start: Start,
+    /// The worker's tasks, which its shutdown waits for.
+    tasks: TaskTracker,
 }
 
 impl std::fmt::Debug for Handoff {
@@ -38,19 +42,32 @@ impl std::fmt::Debug for Handoff {
 }
 
 impl Handoff {
-    /// The worker's door: its delivery slots, its stop signal, its lease and how it starts a delivery.
+    /// The worker's door: its delivery slots, its stop signal, its lease, how it starts a delivery, and
+    /// the tasks its shutdown waits for.
     pub(crate) fn new(
         slots: Arc<Semaphore>,
         stopped: CancellationToken,
         lease: Duration,
         start: Start,
+        tasks: TaskTracker,
     ) -> Handoff {
         Handoff {
             slots,
             stopped,
             lease,
             start,
+            tasks,
         }
+    }
+
+    /// Runs a publish's write among the worker's tasks, so that it ends before the stores close even
+    /// when the publish was answered first (see [`crate::answered`]).
+    pub(crate) fn spawn_write<F>(&self, write: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.tasks.spawn(write)
     }
 
     /// A delivery slot and the lease to store the message with, while the worker runs and has a slot free.

@@ -29,6 +29,7 @@
 //! the named, ordered lanes of the `/v2/queues` API are always "FIFO queues".
 #![warn(missing_docs)]
 
+mod answered;
 pub mod callback;
 pub mod config;
 mod context;

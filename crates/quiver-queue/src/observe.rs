@@ -22,6 +22,9 @@ pub struct DeliveryStats {
     /// First-try deliveries that finished before their publish was written, and were logged with it
     /// instead of stored and then deleted (see [`crate::early`]).
     pub logged_with_publish: AtomicU64,
+    /// Publishes answered once all their messages were delivered, before their write (which then only
+    /// logs them) committed (see `crate::answered`).
+    pub answered_when_delivered: AtomicU64,
     /// How long each attempt's HTTP exchange took, in microseconds.
     pub attempt_durations: Histogram,
     /// Deliveries under way now.
@@ -37,6 +40,7 @@ impl Default for DeliveryStats {
             postponed: AtomicU64::new(0),
             waited_too_long: AtomicU64::new(0),
             logged_with_publish: AtomicU64::new(0),
+            answered_when_delivered: AtomicU64::new(0),
             attempt_durations: Histogram::new(&DURATION_BOUNDS_US),
             in_flight: AtomicU64::new(0),
         }

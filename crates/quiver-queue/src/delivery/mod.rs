@@ -164,6 +164,7 @@ impl DeliveryWorker {
             shutdown.clone(),
             lease,
             start,
+            tracker.clone(),
         ));
         // While a backlog is due, the worker claims ahead of its free slots: those messages wait in
         // `ready`, and `start_claimed` starts each as a slot frees up. The next claim is then made while

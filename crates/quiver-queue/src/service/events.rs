@@ -1,10 +1,11 @@
 //! The events log: every state change of every message.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use quiver_core::AccountId;
 
-use crate::context::opaque_debug;
+use crate::context::{Context, opaque_debug};
 use crate::error::QueueError;
 use crate::message::Event;
 use crate::store::{EventLogStore, Filter, Page};
@@ -13,16 +14,21 @@ use crate::store::{EventLogStore, Filter, Page};
 #[derive(Clone)]
 pub struct EventLog {
     store: Arc<dyn EventLogStore>,
+    context: Context,
 }
+
+/// How long a read of the log waits at most for the publishes answered before it to be logged.
+const CATCH_UP: Duration = Duration::from_secs(2);
 
 opaque_debug!(EventLog);
 
 impl EventLog {
-    pub(crate) fn new(store: Arc<dyn EventLogStore>) -> EventLog {
-        EventLog { store }
+    pub(crate) fn new(store: Arc<dyn EventLogStore>, context: Context) -> EventLog {
+        EventLog { store, context }
     }
 
-    /// A page of the event log.
+    /// A page of the event log. It shows every publish this process answered before the read: one
+    /// answered while its write was still committing (see `crate::answered`) is waited for.
     ///
     /// # Errors
     /// Store failures.
@@ -33,6 +39,7 @@ impl EventLog {
         cursor: Option<&str>,
         count: usize,
     ) -> Result<Page<Event>, QueueError> {
+        self.context.signals.answered.caught_up(CATCH_UP).await;
         Ok(self
             .store
             .events(account, filter, cursor, count.clamp(1, 1000))

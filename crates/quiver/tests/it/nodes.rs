@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use quiver_testkit::poll::eventually;
+use quiver_testkit::poll::{eventually, until};
 use quiver_testkit::{Receiver, Reply};
 use serde_json::{Value, json};
 
@@ -519,4 +519,131 @@ async fn a_node_started_late_serves_the_indexes_written_before_it_and_concurrent
     }
     terminate(early);
     terminate(late);
+}
+
+/// The message ids and states of a node's events log for `id`, newest first.
+async fn logged(node: &Served, token: &str, id: &str) -> Vec<(String, String)> {
+    let response = client()
+        .get(format!("{}/v2/events?messageId={id}", node.base))
+        .bearer_auth(token)
+        .send()
+        .await
+        .expect("the node answers");
+    assert!(
+        response.status().is_success(),
+        "the log answered {}",
+        response.status()
+    );
+    let page: Value = response.json().await.expect("a JSON answer");
+    page["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .map(|e| {
+            (
+                e["messageId"].as_str().unwrap().to_owned(),
+                e["state"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// A publish whose message reaches its destination while the node's publish writer is held up is
+/// answered then, not once its write commits; and a log read on that node after the answer waits for
+/// the write, so it shows the message. The events table is locked from outside, as a long transaction
+/// would hold it; a delayed publish's batch waits on that lock and holds the writer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_publish_delivered_while_its_write_waits_is_answered_and_its_log_read_waits_for_the_write() {
+    let mut cluster = Cluster::new();
+    let receiver = Receiver::start().await;
+    let node = cluster.start();
+    let token = printed_value(&node.printed, "token:");
+    let warm = publish(&node, &token, &receiver.url("/warm"), "w".into(), &[]).await;
+    assert!(
+        eventually(Duration::from_secs(20), || deliveries(&receiver)
+            .contains_key(&warm))
+        .await,
+        "the first message was delivered"
+    );
+    let (database, connection) = tokio_postgres::connect(&database_url(), tokio_postgres::NoTls)
+        .await
+        .expect("a connection");
+    tokio::spawn(connection);
+    let events = format!("{}.events", cluster.schema);
+    let waiting_on_lock = || async {
+        let row = database
+            .query_one(
+                "SELECT count(*) FROM pg_locks WHERE NOT granted AND relation = $1::text::regclass",
+                &[&events],
+            )
+            .await
+            .expect("pg_locks");
+        row.get::<_, i64>(0)
+    };
+    // Every write of the first message is done once its log shows it delivered.
+    until(
+        "the first message logged as delivered",
+        Duration::from_secs(20),
+        || async {
+            let states = logged(&node, &token, &warm).await;
+            states
+                .first()
+                .is_some_and(|(_, state)| state == "DELIVERED")
+                .then_some(())
+        },
+    )
+    .await;
+
+    database
+        .batch_execute(&format!(
+            "BEGIN; LOCK TABLE {}.events IN EXCLUSIVE MODE",
+            cluster.schema
+        ))
+        .await
+        .expect("the lock");
+    let held = tokio::spawn(
+        client()
+            .post(format!("{}/v2/publish/{}", node.base, receiver.url("/later")))
+            .bearer_auth(&token)
+            .header("Svc-Delay", "1h")
+            .body("held")
+            .send(),
+    );
+    let blocked = until("a write waiting on the lock", Duration::from_secs(20), || async {
+        let waiting = waiting_on_lock().await;
+        (waiting > 0).then_some(waiting)
+    })
+    .await;
+    assert_eq!(blocked, 1, "only the delayed publish's batch waits on the lock");
+
+    // Were it answered only once written, it would wait for the lock this test holds.
+    let id = tokio::time::timeout(
+        Duration::from_secs(10),
+        publish(&node, &token, &receiver.url("/early"), "e".into(), &[]),
+    )
+    .await
+    .expect("answered while its write waits");
+    assert_eq!(
+        deliveries(&receiver).get(&id),
+        Some(&1),
+        "answered once delivered"
+    );
+    assert!(!held.is_finished(), "the writer is still held up");
+    let unlock = async {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        database.batch_execute("COMMIT").await.expect("the lock let go");
+    };
+    let (read, ()) = tokio::join!(logged(&node, &token, &id), unlock);
+    let states: Vec<&str> = read.iter().map(|(_, state)| state.as_str()).collect();
+    assert_eq!(
+        states,
+        ["DELIVERED", "ACTIVE", "CREATED"],
+        "the read waited for the write"
+    );
+    let answer = held.await.expect("the task").expect("the node answers");
+    assert!(
+        answer.status().is_success(),
+        "the delayed publish answered {}",
+        answer.status()
+    );
 }

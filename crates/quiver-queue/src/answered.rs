@@ -1,0 +1,122 @@
+//! Publishes answered before their write committed: every message of such a publish was delivered while
+//! it was being stored (see [`crate::early`]), so the answer waits for nothing that keeps a message; the
+//! write, which only logs the messages' events, commits a moment later. [`AnsweredWrites`] lets a read
+//! of the log wait for those writes, so that a log read after a publish's answer shows its messages.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tokio::sync::Notify;
+use tokio::time::Duration;
+
+/// The publish writes this process is still committing, each under the number it began with.
+#[derive(Debug, Default)]
+pub(crate) struct AnsweredWrites {
+    state: Mutex<Writes>,
+    /// Told whenever a write ends.
+    ended: Notify,
+}
+
+#[derive(Debug, Default)]
+struct Writes {
+    next: u64,
+    going: BTreeSet<u64>,
+}
+
+/// A write under way; ends it when dropped, however the write went.
+#[derive(Debug)]
+pub(crate) struct Going {
+    writes: Arc<AnsweredWrites>,
+    number: u64,
+}
+
+impl Drop for Going {
+    fn drop(&mut self) {
+        let mut state = self.writes.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.going.remove(&self.number);
+        drop(state);
+        self.writes.ended.notify_waiters();
+    }
+}
+
+impl AnsweredWrites {
+    /// Counts a write that began, until the guard is dropped.
+    pub(crate) fn begin(self: &Arc<Self>) -> Going {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let number = state.next;
+        state.next += 1;
+        state.going.insert(number);
+        Going {
+            writes: Arc::clone(self),
+            number,
+        }
+    }
+
+    /// Waits until every write that began before this call has ended, at most `longest`: writes that
+    /// begin meanwhile are not waited for, so a steady stream of publishes cannot hold it up.
+    pub(crate) async fn caught_up(&self, longest: Duration) {
+        let before = self.state.lock().unwrap_or_else(PoisonError::into_inner).next;
+        let ended = async {
+            loop {
+                // Made before the state is read, so that an end in between still wakes it.
+                let ended = self.ended.notified();
+                let oldest = self
+                    .state
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .going
+                    .first()
+                    .copied();
+                if oldest.is_none_or(|oldest| oldest >= before) {
+                    return;
+                }
+                ended.await;
+            }
+        };
+        // A write that outlasts this is failing, or the store is stalled: the read goes ahead.
+        let _ = tokio::time::timeout(longest, ended).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_read_waits_for_the_writes_begun_before_it_and_no_others() {
+        let writes = Arc::new(AnsweredWrites::default());
+        let first = writes.begin();
+        let second = writes.begin();
+        let started = tokio::time::Instant::now();
+        let reading = {
+            let writes = Arc::clone(&writes);
+            tokio::spawn(async move { writes.caught_up(Duration::from_secs(10)).await })
+        };
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        let later = writes.begin();
+        drop(second);
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        assert!(!reading.is_finished(), "the first write is still going");
+        drop(first);
+        reading.await.unwrap();
+        assert_eq!(
+            started.elapsed(),
+            Duration::from_millis(2),
+            "the read went on once the first two writes ended, while a later one was still going"
+        );
+        drop(later);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_read_waits_no_longer_than_it_is_told() {
+        let writes = Arc::new(AnsweredWrites::default());
+        let _stalled = writes.begin();
+        let started = tokio::time::Instant::now();
+        writes.caught_up(Duration::from_millis(250)).await;
+        assert_eq!(started.elapsed(), Duration::from_millis(250));
+        let idle = AnsweredWrites::default();
+        let started = tokio::time::Instant::now();
+        idle.caught_up(Duration::from_millis(250)).await;
+        assert_eq!(started.elapsed(), Duration::ZERO, "nothing to wait for");
+    }
+}
