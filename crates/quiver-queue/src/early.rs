@@ -3,7 +3,7 @@
 //! A plain message due at once (see `Publisher::store_messages`) goes to the delivery worker as soon as
 //! its publish hands it to the store, not once the store has committed it: the answer to the publisher
 //! waits for the commit, or for every message of the publish to be delivered first (see
-//! [`crate::answered`]), so an acknowledged message is durable or already at its destination, and a crash
+//! `crate::answered`), so an acknowledged message is durable or already at its destination, and a crash
 //! before the commit may deliver a message its publisher was never told was accepted (at least once, as
 //! ever).
 //! When the delivery finishes before the store writes the message, the two are written as one: the
