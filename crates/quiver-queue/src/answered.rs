@@ -1,13 +1,88 @@
 //! Publishes answered before their write committed: every message of such a publish was delivered while
 //! it was being stored (see [`crate::early`]), so the answer waits for nothing that keeps a message; the
-//! write, which only logs the messages' events, commits a moment later. [`AnsweredWrites`] lets a read
-//! of the log wait for those writes, so that a log read after a publish's answer shows its messages.
+//! write, which only logs the messages' events, commits a moment later ([`answer_when_delivered`]).
+//! [`AnsweredWrites`] lets a read of the log wait for those writes, so that a log read after a publish's
+//! answer shows its messages.
 
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use quiver_core::StoreError;
+use quiver_core::store::StoreResult;
 use tokio::sync::Notify;
 use tokio::time::Duration;
+
+use crate::context::Signals;
+use crate::early::Early;
+use crate::handoff::Handoff;
+use crate::message::{Enqueued, MessageId};
+use crate::observe::DeliveryStats;
+
+/// How a publish whose messages all went early was answered (see [`answer_when_delivered`]).
+pub(crate) enum Written {
+    /// Its write committed (or failed) first.
+    Committed(StoreResult<Vec<Enqueued>>),
+    /// Its messages were all delivered first: their ids, and the write goes on.
+    Answered(Vec<MessageId>),
+}
+
+/// Runs `write`, the publish of messages that all go early (`cells`, `ids`), and answers as soon as it
+/// commits or every message was delivered before the store wrote it, whichever comes first. In the
+/// second case nothing is left that keeps a message: the write only logs their events (see
+/// [`crate::early`]), so it goes on among the worker's tasks, and reads of the log wait for it (see
+/// [`AnsweredWrites`]). A crash before it commits loses those log entries, never a message.
+pub(crate) async fn answer_when_delivered(
+    signals: &Arc<Signals>,
+    write: impl Future<Output = StoreResult<Vec<Enqueued>>> + Send + 'static,
+    (cells, ids): (Vec<Arc<Early>>, Vec<MessageId>),
+    handoff: &Handoff,
+) -> Written {
+    let going = signals.answered.begin();
+    // Set by whichever comes second of a failed write and an answer given before it.
+    let settled = Arc::new(AtomicBool::new(false));
+    let mut task = handoff.spawn_write({
+        let settled = Arc::clone(&settled);
+        async move {
+            let enqueued = write.await;
+            drop(going);
+            if let Err(error) = &enqueued
+                && settled.swap(true, Ordering::AcqRel)
+            {
+                tracing::warn!(%error, "a publish answered once its messages were delivered could not log them");
+            }
+            enqueued
+        }
+    });
+    let delivered = async {
+        for cell in &cells {
+            if !cell.finished_first().await {
+                return false;
+            }
+        }
+        true
+    };
+    tokio::select! {
+        biased;
+        written = &mut task => return Written::Committed(joined(written)),
+        true = delivered => {}
+    }
+    if settled.swap(true, Ordering::AcqRel) {
+        // The write failed just now: the publish answers with its error.
+        return Written::Committed(joined(task.await));
+    }
+    DeliveryStats::count(&signals.deliveries.answered_when_delivered);
+    Written::Answered(ids)
+}
+
+/// A publish write's outcome, from its task.
+fn joined(joined: Result<StoreResult<Vec<Enqueued>>, tokio::task::JoinError>) -> StoreResult<Vec<Enqueued>> {
+    joined.unwrap_or_else(|error| {
+        Err(StoreError::Backend(format!(
+            "the publish's write failed: {error}"
+        )))
+    })
+}
 
 /// The publish writes this process is still committing, each under the number it began with.
 #[derive(Debug, Default)]

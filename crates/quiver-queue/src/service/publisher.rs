@@ -2,21 +2,18 @@
 //! A publish that carries a workflow run id starts the run or adds its step.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use quiver_core::store::StoreResult;
-use quiver_core::{AccountId, StoreError, Timestamp};
+use quiver_core::{AccountId, Timestamp};
 use sha2::{Digest, Sha256};
 use tokio::sync::OwnedSemaphorePermit;
 
+use crate::answered::{Written, answer_when_delivered};
 use crate::context::{Context, opaque_debug};
 use crate::early::{Early, EarlyPublish, early};
 use crate::error::QueueError;
-use crate::handoff::Handoff;
-use crate::message::{Enqueued, Message, MessageId, MessageKind, MessageSpec, NewMessage};
+use crate::message::{Message, MessageId, MessageKind, MessageSpec, NewMessage};
 use crate::names::{QueueName, RunId, UrlGroupName};
-use crate::observe::DeliveryStats;
 use crate::publish::{PublishOptions, parse_publish_options};
 use crate::store::{FifoQueueStore, MessageStore, UrlGroupStore, WorkflowRunStore};
 use crate::workflow::{RunState, RunStep, WorkflowRun};
@@ -71,23 +68,6 @@ struct RunStepOf {
 /// find an earlier message) and whose delivery reads nothing the same write creates (a workflow run).
 fn may_go_early(new: &NewMessage) -> bool {
     new.dedup.is_none() && new.message.spec.workflow_run_id.is_none()
-}
-
-/// How a publish whose messages all went early was answered (see `Publisher::answer_when_delivered`).
-enum Written {
-    /// Its write committed (or failed) first.
-    Committed(StoreResult<Vec<Enqueued>>),
-    /// Its messages were all delivered first: their ids, and the write goes on.
-    Answered(Vec<MessageId>),
-}
-
-/// A publish write's outcome, from its task.
-fn joined(joined: Result<StoreResult<Vec<Enqueued>>, tokio::task::JoinError>) -> StoreResult<Vec<Enqueued>> {
-    joined.unwrap_or_else(|error| {
-        Err(StoreError::Backend(format!(
-            "the publish's write failed: {error}"
-        )))
-    })
 }
 
 /// Repairs `https:/host` (a double slash merged by a proxy) into `https://host`.
@@ -284,7 +264,7 @@ impl Publisher {
             }
         }
         // Every message goes early: the publish may be answered once they are all delivered (see
-        // `answer_when_delivered`).
+        // `crate::answered`).
         let early_cells = (!published.is_empty() && published.len() == messages.len()).then(|| {
             let cells: Vec<Arc<Early>> = messages.iter().filter_map(|new| new.early.clone()).collect();
             let ids: Vec<MessageId> = messages.iter().map(|new| new.message.id.clone()).collect();
@@ -314,20 +294,22 @@ impl Publisher {
             enqueued
         };
         let enqueued = match (early_cells, handoff) {
-            (Some(cells), Some(handoff)) => match self.answer_when_delivered(write, cells, handoff).await {
-                Written::Answered(ids) => {
-                    return Ok(ids
-                        .into_iter()
-                        .zip(urls)
-                        .map(|(message_id, url)| Published {
-                            message_id,
-                            url,
-                            deduplicated: false,
-                        })
-                        .collect());
+            (Some(cells), Some(handoff)) => {
+                match answer_when_delivered(&self.context.signals, write, cells, handoff).await {
+                    Written::Answered(ids) => {
+                        return Ok(ids
+                            .into_iter()
+                            .zip(urls)
+                            .map(|(message_id, url)| Published {
+                                message_id,
+                                url,
+                                deduplicated: false,
+                            })
+                            .collect());
+                    }
+                    Written::Committed(enqueued) => enqueued,
                 }
-                Written::Committed(enqueued) => enqueued,
-            },
+            }
             _ => write.await,
         };
         let enqueued = match enqueued {
@@ -365,55 +347,6 @@ impl Publisher {
                 deduplicated: enqueued.deduplicated,
             })
             .collect())
-    }
-
-    /// Runs `write`, the publish of messages that all go early (`cells`, `ids`), and answers as soon as
-    /// it commits or every message was delivered before the store wrote it, whichever comes first. In the
-    /// second case nothing is left that keeps a message: the write only logs their events (see
-    /// [`crate::early`]), so it goes on among the worker's tasks, and reads of the log wait for it (see
-    /// [`crate::answered`]). A crash before it commits loses those log entries, never a message.
-    async fn answer_when_delivered(
-        &self,
-        write: impl Future<Output = StoreResult<Vec<Enqueued>>> + Send + 'static,
-        (cells, ids): (Vec<Arc<Early>>, Vec<MessageId>),
-        handoff: &Handoff,
-    ) -> Written {
-        let signals = Arc::clone(&self.context.signals);
-        let going = signals.answered.begin();
-        // Set by whichever comes second of a failed write and an answer given before it.
-        let settled = Arc::new(AtomicBool::new(false));
-        let mut task = handoff.spawn_write({
-            let settled = Arc::clone(&settled);
-            async move {
-                let enqueued = write.await;
-                drop(going);
-                if let Err(error) = &enqueued
-                    && settled.swap(true, Ordering::AcqRel)
-                {
-                    tracing::warn!(%error, "a publish answered once its messages were delivered could not log them");
-                }
-                enqueued
-            }
-        });
-        let delivered = async {
-            for cell in &cells {
-                if !cell.finished_first().await {
-                    return false;
-                }
-            }
-            true
-        };
-        tokio::select! {
-            biased;
-            written = &mut task => return Written::Committed(joined(written)),
-            true = delivered => {}
-        }
-        if settled.swap(true, Ordering::AcqRel) {
-            // The write failed just now: the publish answers with its error.
-            return Written::Committed(joined(task.await));
-        }
-        DeliveryStats::count(&signals.deliveries.answered_when_delivered);
-        Written::Answered(ids)
     }
 
     /// Takes back the run steps of messages that were not stored. A failure is logged, not returned:
