@@ -13,7 +13,6 @@ use quiver_core::store::StoreResult;
 use tokio::sync::Notify;
 use tokio::time::Duration;
 
-use crate::context::Signals;
 use crate::early::Early;
 use crate::handoff::Handoff;
 use crate::message::{Enqueued, MessageId};
@@ -27,18 +26,19 @@ pub(crate) enum Written {
     Answered(Vec<MessageId>),
 }
 
-/// Runs `write`, the publish of messages that all go early (`cells`, `ids`), and answers as soon as it
-/// commits or every message was delivered before the store wrote it, whichever comes first. In the
-/// second case nothing is left that keeps a message: the write only logs their events (see
+/// Runs `write`, the publish of messages that all go early (`cells`, `ids`), tracked in `writes` and
+/// counted in `stats`, and answers as soon as it commits or every message was delivered before the
+/// store wrote it, whichever comes first. In the second case nothing is left that keeps a message: the write only logs their events (see
 /// [`crate::early`]), so it goes on among the worker's tasks, and reads of the log wait for it (see
 /// [`AnsweredWrites`]). A crash before it commits loses those log entries, never a message.
 pub(crate) async fn answer_when_delivered(
-    signals: &Arc<Signals>,
+    writes: &Arc<AnsweredWrites>,
+    stats: &DeliveryStats,
     write: impl Future<Output = StoreResult<Vec<Enqueued>>> + Send + 'static,
     (cells, ids): (Vec<Arc<Early>>, Vec<MessageId>),
     handoff: &Handoff,
 ) -> Written {
-    let going = signals.answered.begin();
+    let going = writes.begin();
     // Set by whichever comes second of a failed write and an answer given before it.
     let settled = Arc::new(AtomicBool::new(false));
     let mut task = handoff.spawn_write({
@@ -71,7 +71,7 @@ pub(crate) async fn answer_when_delivered(
         // The write failed just now: the publish answers with its error.
         return Written::Committed(joined(task.await));
     }
-    DeliveryStats::count(&signals.deliveries.answered_when_delivered);
+    DeliveryStats::count(&stats.answered_when_delivered);
     Written::Answered(ids)
 }
 

@@ -295,7 +295,15 @@ impl Publisher {
         };
         let enqueued = match (early_cells, handoff) {
             (Some(cells), Some(handoff)) => {
-                match answer_when_delivered(&self.context.signals, write, cells, handoff).await {
+                match answer_when_delivered(
+                    &self.context.signals.answered,
+                    &self.context.signals.deliveries,
+                    write,
+                    cells,
+                    handoff,
+                )
+                .await
+                {
                     Written::Answered(ids) => {
                         return Ok(ids
                             .into_iter()
