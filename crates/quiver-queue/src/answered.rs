@@ -15,27 +15,28 @@ use tokio::time::Duration;
 
 use crate::early::Early;
 use crate::handoff::Handoff;
-use crate::message::{Enqueued, MessageId};
+use crate::message::Enqueued;
 use crate::observe::DeliveryStats;
 
 /// How a publish whose messages all went early was answered (see [`answer_when_delivered`]).
 pub(crate) enum Written {
     /// Its write committed (or failed) first.
     Committed(StoreResult<Vec<Enqueued>>),
-    /// Its messages were all delivered first: their ids, and the write goes on.
-    Answered(Vec<MessageId>),
+    /// Its messages were all delivered first, and the write goes on.
+    Answered,
 }
 
-/// Runs `write`, the publish of messages that all go early (`cells`, `ids`), tracked in `writes` and
-/// counted in `stats`, and answers as soon as it commits or every message was delivered before the
-/// store wrote it, whichever comes first. In the second case nothing is left that keeps a message: the write only logs their events (see
-/// [`crate::early`]), so it goes on among the worker's tasks, and reads of the log wait for it (see
-/// [`AnsweredWrites`]). A crash before it commits loses those log entries, never a message.
+/// Runs `write`, the publish of messages that all go early (`cells`), tracked in `writes` and counted in
+/// `stats`, and answers as soon as it commits or every message was delivered before the store wrote it,
+/// whichever comes first. In the second case nothing is left that keeps a message: the write only logs
+/// their events (see [`crate::early`]), so it goes on among the worker's tasks, and reads of the log
+/// wait for it (see [`AnsweredWrites`]). A crash before it commits loses those log entries, never a
+/// message.
 pub(crate) async fn answer_when_delivered(
     writes: &Arc<AnsweredWrites>,
     stats: &DeliveryStats,
     write: impl Future<Output = StoreResult<Vec<Enqueued>>> + Send + 'static,
-    (cells, ids): (Vec<Arc<Early>>, Vec<MessageId>),
+    cells: Vec<Arc<Early>>,
     handoff: &Handoff,
 ) -> Written {
     let going = writes.begin();
@@ -49,7 +50,10 @@ pub(crate) async fn answer_when_delivered(
             if let Err(error) = &enqueued
                 && settled.swap(true, Ordering::AcqRel)
             {
-                tracing::warn!(%error, "a publish answered once its messages were delivered could not log them");
+                tracing::warn!(
+                    %error,
+                    "a publish answered once its messages were delivered could not log them"
+                );
             }
             enqueued
         }
@@ -72,7 +76,7 @@ pub(crate) async fn answer_when_delivered(
         return Written::Committed(joined(task.await));
     }
     DeliveryStats::count(&stats.answered_when_delivered);
-    Written::Answered(ids)
+    Written::Answered
 }
 
 /// A publish write's outcome, from its task.

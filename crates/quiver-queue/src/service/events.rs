@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use quiver_core::AccountId;
 
-use crate::context::{Context, opaque_debug};
+use crate::answered::AnsweredWrites;
+use crate::context::opaque_debug;
 use crate::error::QueueError;
 use crate::message::Event;
 use crate::store::{EventLogStore, Filter, Page};
@@ -14,7 +15,8 @@ use crate::store::{EventLogStore, Filter, Page};
 #[derive(Clone)]
 pub struct EventLog {
     store: Arc<dyn EventLogStore>,
-    context: Context,
+    /// The publish writes still committing, which a read waits for.
+    answered: Arc<AnsweredWrites>,
 }
 
 /// How long a read of the log waits at most for the publishes answered before it to be logged.
@@ -23,8 +25,8 @@ const CATCH_UP: Duration = Duration::from_secs(2);
 opaque_debug!(EventLog);
 
 impl EventLog {
-    pub(crate) fn new(store: Arc<dyn EventLogStore>, context: Context) -> EventLog {
-        EventLog { store, context }
+    pub(crate) fn new(store: Arc<dyn EventLogStore>, answered: Arc<AnsweredWrites>) -> EventLog {
+        EventLog { store, answered }
     }
 
     /// A page of the event log. It shows every publish this process answered before the read: one
@@ -39,7 +41,7 @@ impl EventLog {
         cursor: Option<&str>,
         count: usize,
     ) -> Result<Page<Event>, QueueError> {
-        self.context.signals.answered.caught_up(CATCH_UP).await;
+        self.answered.caught_up(CATCH_UP).await;
         Ok(self
             .store
             .events(account, filter, cursor, count.clamp(1, 1000))

@@ -102,7 +102,7 @@ impl Queue {
         let dead_letters = DeadLetters::new(store.clone(), context.clone());
         Queue {
             messages: Messages::new(store.clone(), context.clone()),
-            log: EventLog::new(store.clone(), context.clone()),
+            log: EventLog::new(store.clone(), Arc::clone(&context.signals.answered)),
             url_groups: UrlGroups::new(store.clone(), context.clone()),
             schedules: Schedules::new(
                 store.clone(),

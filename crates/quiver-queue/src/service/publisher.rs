@@ -264,7 +264,7 @@ impl Publisher {
             }
         }
         // Every message goes early: the publish may be answered once they are all delivered (see
-        // `crate::answered`).
+        // `crate::answered`), with their ids.
         let early_cells = (!published.is_empty() && published.len() == messages.len()).then(|| {
             let cells: Vec<Arc<Early>> = messages.iter().filter_map(|new| new.early.clone()).collect();
             let ids: Vec<MessageId> = messages.iter().map(|new| new.message.id.clone()).collect();
@@ -294,7 +294,7 @@ impl Publisher {
             enqueued
         };
         let enqueued = match (early_cells, handoff) {
-            (Some(cells), Some(handoff)) => {
+            (Some((cells, ids)), Some(handoff)) => {
                 match answer_when_delivered(
                     &self.context.signals.answered,
                     &self.context.signals.deliveries,
@@ -304,7 +304,7 @@ impl Publisher {
                 )
                 .await
                 {
-                    Written::Answered(ids) => {
+                    Written::Answered => {
                         return Ok(ids
                             .into_iter()
                             .zip(urls)
